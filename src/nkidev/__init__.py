@@ -1,0 +1,41 @@
+"""nkidev: write, debug, profile and optimize NKI kernels for AWS Trainium on any machine.
+
+Library entry points (the CLI is a thin layer over these):
+    simulate(kernel)(*arrays)  run a kernel on the CPU emulator (mirrors nki.simulate)
+    emulate()                  make `import nki` resolve to the emulator
+    run(kernel, args)          outputs plus the instruction trace
+
+Attributes load lazily so that `import nkidev` (and the startup hook) stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "simulate": "nkidev.emulator.jit",
+    "run": "nkidev.emulator.jit",
+    "jit": "nkidev.emulator.jit",
+    "Kernel": "nkidev.emulator.jit",
+    "EmulatorOptions": "nkidev.emulator.context",
+    "NkiError": "nkidev.errors",
+    "NkiUsageError": "nkidev.errors",
+    "emulate": "nkidev.shim",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nkidev' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(__all__)

@@ -1,0 +1,3 @@
+from nkidev.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""nkidev.agents"""

@@ -1,0 +1,9 @@
+"""CLI commands of nkidev.analysis (registered by nkidev.cli)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this package's commands to the nkidev app."""

@@ -1,0 +1,80 @@
+"""Shared CLI plumbing: one error-to-exit-code mapping and one JSON/human output path."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+
+import typer
+from rich.console import Console
+
+from nkidev import exitcodes
+from nkidev.errors import NkiError, NkiUsageError
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def to_json(data) -> str:
+    return json.dumps(data, indent=2, default=_default)
+
+
+def _default(o):
+    import numpy as np
+
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    return str(o)
+
+
+def print_json(data) -> None:
+    sys.stdout.write(to_json(data) + "\n")
+
+
+def fail(error: NkiError, as_json: bool, code: int) -> None:
+    if as_json:
+        print_json({"error": error.to_dict()})
+    else:
+        err_console.print(f"[bold red]error[/] {error}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def command(fn):
+    """Wrap a CLI command: named errors become clean messages and documented exit codes, never tracebacks."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        as_json = bool(kwargs.get("as_json", False))
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except NkiUsageError as e:
+            fail(e, as_json, exitcodes.USAGE)
+        except NkiError as e:
+            fail(e, as_json, exitcodes.KERNEL_ERROR)
+        except KeyboardInterrupt:
+            err_console.print("interrupted")
+            raise typer.Exit(130) from None
+        except Exception as e:  # noqa: BLE001 - last resort: an nkidev bug, say so
+            err = NkiError("err_internal", f"{type(e).__name__}: {e}",
+                           "this is a bug in nkidev; rerun with NKIDEV_DEBUG=1 for the traceback and report it")
+            if _debug():
+                traceback.print_exc()
+            fail(err, as_json, exitcodes.INTERNAL)
+
+    return wrapper
+
+
+def _debug() -> bool:
+    import os
+
+    return os.environ.get("NKIDEV_DEBUG", "") not in ("", "0")

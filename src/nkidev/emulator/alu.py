@@ -1,0 +1,233 @@
+"""Operator tables: the ALU ops (`op=` of tensor_tensor, tensor_scalar, tensor_reduce, ...) and the
+ScalarE activation functions (`op=` of activation), each a small NumPy callable on fp32 arrays.
+
+Keys are the names of the `nl` functions that act as op specifiers (nl.add, nl.exp, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+F32 = np.float32
+
+
+def _f(x) -> np.ndarray:
+    return x.astype(F32) if isinstance(x, np.ndarray) and x.dtype != F32 else x
+
+
+def _bool(fn):
+    return lambda a, b: fn(a, b).astype(F32)
+
+
+def _logical(fn):
+    return lambda a, b: fn(a != 0, b != 0).astype(F32)
+
+
+def _abs_max(a, b):
+    # ties return y, as the docs' examples show
+    return np.where(np.abs(a) > np.abs(b), a, b).astype(F32)
+
+
+def _abs_min(a, b):
+    return np.where(np.abs(a) < np.abs(b), a, b).astype(F32)
+
+
+def _rsqrt(a, _b=None):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (F32(1) / np.sqrt(a)).astype(F32)
+
+
+def _recip(a, _b=None):
+    with np.errstate(divide="ignore"):
+        return (F32(1) / a).astype(F32)
+
+
+def _div(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(a, b, dtype=F32)
+
+
+@dataclass(frozen=True)
+class AluOp:
+    name: str
+    kind: str  # "arith" | "bitvec" | "unary" | "bitvec_unary"
+    fn: Callable  # (a, b) -> array; fp32 for arith, integers for bitvec
+    reduce: Callable | None = None  # (array, axis) -> array, when legal as a reduction op
+    identity: float | None = None  # accumulator reset value for reductions
+    min_nc: int = 2
+
+
+def _ufunc_reduce(ufunc):
+    return lambda x, axis: ufunc.reduce(x, axis=axis)
+
+
+ALU: dict[str, AluOp] = {
+    op.name: op
+    for op in (
+        AluOp("add", "arith", np.add, _ufunc_reduce(np.add), 0.0),
+        AluOp("subtract", "arith", np.subtract, _ufunc_reduce(np.subtract), 0.0),
+        AluOp("multiply", "arith", np.multiply, _ufunc_reduce(np.multiply), 1.0),
+        AluOp("maximum", "arith", np.maximum, _ufunc_reduce(np.maximum), -np.inf),
+        AluOp("minimum", "arith", np.minimum, _ufunc_reduce(np.minimum), np.inf),
+        AluOp("equal", "arith", _bool(np.equal)),
+        AluOp("not_equal", "arith", _bool(np.not_equal)),
+        AluOp("greater", "arith", _bool(np.greater)),
+        AluOp("greater_equal", "arith", _bool(np.greater_equal)),
+        AluOp("less", "arith", _bool(np.less)),
+        AluOp("less_equal", "arith", _bool(np.less_equal)),
+        AluOp("logical_and", "arith", _logical(np.logical_and),
+              lambda x, axis: np.all(x != 0, axis=axis).astype(F32), 1.0),
+        AluOp("logical_or", "arith", _logical(np.logical_or),
+              lambda x, axis: np.any(x != 0, axis=axis).astype(F32), 0.0),
+        AluOp("logical_xor", "arith", _logical(np.logical_xor),
+              lambda x, axis: (np.sum(x != 0, axis=axis) % 2).astype(F32), 0.0),
+        AluOp("power", "arith", lambda a, b: np.power(a, b, dtype=F32)),
+        AluOp("abs_max", "arith", _abs_max, min_nc=4),
+        AluOp("abs_min", "arith", _abs_min, min_nc=4),
+        # not in the hardware ALU table; nl.divide/mod/fmod are emulated for convenience
+        AluOp("divide", "arith", _div),
+        AluOp("mod", "arith", lambda a, b: np.mod(a, b, dtype=F32)),
+        AluOp("fmod", "arith", lambda a, b: np.fmod(a, b, dtype=F32)),
+        AluOp("bypass", "arith", lambda a, b: a),
+        AluOp("average", "arith", None, lambda x, axis: np.mean(x, axis=axis, dtype=F32), 0.0),
+        AluOp("abs", "unary", lambda a, b=None: np.abs(a)),
+        AluOp("square", "unary", lambda a, b=None: np.square(a)),
+        AluOp("relu", "unary", lambda a, b=None: np.maximum(a, F32(0))),
+        AluOp("rsqrt", "unary", _rsqrt),
+        AluOp("reciprocal", "unary", _recip),
+        AluOp("negative", "unary", lambda a, b=None: np.negative(a)),
+        AluOp("invert", "bitvec_unary", lambda a, b=None: np.invert(a)),
+        AluOp("bitwise_and", "bitvec", np.bitwise_and, _ufunc_reduce(np.bitwise_and), -1),
+        AluOp("bitwise_or", "bitvec", np.bitwise_or, _ufunc_reduce(np.bitwise_or), 0),
+        AluOp("bitwise_xor", "bitvec", np.bitwise_xor, _ufunc_reduce(np.bitwise_xor), 0),
+        AluOp("left_shift", "bitvec", lambda a, b: np.left_shift(a, b.astype(a.dtype))),
+        # logical (unsigned) shift right; arithmetic shift right is not supported by the hardware
+        AluOp("right_shift", "bitvec",
+              lambda a, b: (a.view(np.dtype(f"u{a.dtype.itemsize}")) >> b.astype(f"u{a.dtype.itemsize}")).view(a.dtype)),
+    )
+}
+
+REDUCIBLE = {name for name, op in ALU.items() if op.reduce is not None}
+
+
+# --- activation functions (ScalarE piece-wise polynomials; we evaluate the exact function) ---
+
+def _erf(x):
+    # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, below fp32 resolution of the result)
+    s = np.sign(x)
+    a = np.abs(x).astype(np.float64)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t \
+        * np.exp(-a * a)
+    return (s * y).astype(F32)
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return (F32(1) / (F32(1) + np.exp(-x))).astype(F32)
+
+
+def _gelu(x, _a=0.0):
+    return (F32(0.5) * x * (F32(1) + _erf(x / np.sqrt(F32(2))))).astype(F32)
+
+
+def _gelu_dx(x, _a=0.0):
+    pdf = np.exp(-F32(0.5) * x * x) / np.sqrt(F32(2 * np.pi))
+    return (F32(0.5) * (F32(1) + _erf(x / np.sqrt(F32(2)))) + x * pdf).astype(F32)
+
+
+def _gelu_tanh(x, _a=0.0):
+    c = F32(np.sqrt(2 / np.pi))
+    return (F32(0.5) * x * (F32(1) + np.tanh(c * (x + F32(0.044715) * x ** 3)))).astype(F32)
+
+
+def _gelu_sig(x, _a=0.0):
+    return (x * _sigmoid(F32(1.702) * x)).astype(F32)
+
+
+def _gelu_sig_dx(x, _a=0.0):
+    s = _sigmoid(F32(1.702) * x)
+    return (s + F32(1.702) * x * s * (F32(1) - s)).astype(F32)
+
+
+def _silu_dx(x, _a=0.0):
+    s = _sigmoid(x)
+    return (s * (F32(1) + x * (F32(1) - s))).astype(F32)
+
+
+def _softplus(x, _a=0.0):
+    return np.logaddexp(F32(0), x).astype(F32)
+
+
+def _sin(x, _a=0.0):
+    # ScalarE evaluates its fitted polynomial without range reduction (valid only on [-pi, pi]); outside that
+    # range we extrapolate the cubic Taylor polynomial at +-pi, which reproduces the documented sin(9.0) ~ 27.65.
+    d = np.where(x > np.pi, x - F32(np.pi), np.where(x < -np.pi, x + F32(np.pi), F32(0))).astype(F32)
+    outside = -d + d * d * d / F32(6)
+    return np.where(np.abs(x) <= np.pi, np.sin(x), outside).astype(F32)
+
+
+def _safe(fn):
+    def run(x, _a=0.0):
+        with np.errstate(all="ignore"):
+            return fn(x).astype(F32)
+    return run
+
+
+ACTIVATIONS: dict[str, Callable] = {
+    "copy": lambda x, a=0.0: x,
+    "square": lambda x, a=0.0: np.square(x),
+    "sigmoid": lambda x, a=0.0: _sigmoid(x),
+    "relu": lambda x, a=0.0: np.maximum(x, F32(0)),
+    "prelu": lambda x, a=0.0: np.where(x >= 0, x, F32(a) * x).astype(F32),
+    "gelu": _gelu,
+    "gelu_dx": _gelu_dx,
+    "gelu_apprx_tanh": _gelu_tanh,
+    "gelu_apprx_sigmoid": _gelu_sig,
+    "gelu_apprx_sigmoid_dx": _gelu_sig_dx,
+    "silu": lambda x, a=0.0: (x * _sigmoid(x)).astype(F32),
+    "silu_dx": _silu_dx,
+    "tanh": _safe(np.tanh),
+    "softplus": _softplus,
+    "mish": lambda x, a=0.0: (x * np.tanh(_softplus(x))).astype(F32),
+    "erf": lambda x, a=0.0: _erf(x),
+    "erf_dx": lambda x, a=0.0: (F32(2 / np.sqrt(np.pi)) * np.exp(-x * x)).astype(F32),
+    "exp": _safe(np.exp),
+    "log": _safe(np.log),
+    "sin": _sin,
+    "arctan": _safe(np.arctan),
+    "sqrt": _safe(np.sqrt),
+    "rsqrt": lambda x, a=0.0: _rsqrt(x),
+    "reciprocal": lambda x, a=0.0: _recip(x),
+    "sign": lambda x, a=0.0: np.sign(x),
+    "abs": lambda x, a=0.0: np.abs(x),
+}
+
+# Documented valid input ranges (nki.api.shared.rst); outside them hardware output is invalid.
+ACTIVATION_RANGES = {
+    "log": (2.0 ** -64, 2.0 ** 64), "sin": (-np.pi, np.pi), "arctan": (-np.pi / 2, np.pi / 2),
+    "sqrt": (2.0 ** -116, 2.0 ** 118), "rsqrt": (2.0 ** -87, 2.0 ** 97), "reciprocal": (2.0 ** -42, 2.0 ** 42),
+}
+
+
+def op_name(op) -> str | None:
+    """The table key of an op specifier (an nl function, np ufunc, or OpSpec)."""
+    name = getattr(op, "__nki_op__", None)
+    if name is not None:
+        return name
+    if isinstance(op, np.ufunc):
+        return {"add": "add", "subtract": "subtract", "multiply": "multiply", "maximum": "maximum",
+                "minimum": "minimum", "exp": "exp", "square": "square", "tanh": "tanh", "log": "log",
+                "sqrt": "sqrt", "absolute": "abs", "sign": "sign", "sin": "sin", "arctan": "arctan",
+                "reciprocal": "reciprocal", "negative": "negative", "power": "power", "equal": "equal",
+                "greater": "greater", "less": "less", "greater_equal": "greater_equal", "less_equal": "less_equal",
+                "not_equal": "not_equal", "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or",
+                "bitwise_xor": "bitwise_xor", "invert": "invert", "left_shift": "left_shift",
+                "right_shift": "right_shift", "logical_and": "logical_and", "logical_or": "logical_or",
+                "logical_xor": "logical_xor"}.get(op.__name__)
+    if isinstance(op, str):
+        return op
+    return None

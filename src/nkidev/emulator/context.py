@@ -1,0 +1,110 @@
+"""Per-program emulator state: target, trace, engine accumulators and on-chip memory usage.
+
+Each SPMD program (NeuronCore) runs with its own Context; `current()` finds it through a
+thread-local, so NKI calls made outside any kernel still work against a default context.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nkidev.hardware import Target, get_target
+
+
+@dataclass(frozen=True)
+class EmulatorOptions:
+    """How strictly the emulator runs (documented in the README; every field has a sane default)."""
+
+    target: str | None = None  # trn1 | trn2 | trn3; None reads NEURON_PLATFORM_TARGET_OVERRIDE, else trn2
+    compute: bool = True  # False: check rules and build the trace, skip the NumPy math (large profiles)
+    check_capacity: bool = True  # track live SBUF/PSUM bytes against the target
+    record: bool = True  # build the instruction trace
+
+    def __post_init__(self):
+        if self.target is not None:
+            get_target(self.target)  # raises err_unknown_target early
+
+
+class Usage:
+    """Live on-chip bytes per partition; storages release their bytes when Python frees them."""
+
+    def __init__(self, check: bool):
+        self.check = check
+        self.live = {"sbuf": 0, "psum": 0}
+        self.peak = {"sbuf": 0, "psum": 0}
+
+    def claim(self, storage, target: Target) -> None:
+        kind, n = storage.kind, storage.pp_bytes
+        limit = target.sbuf.usable_bytes_per_partition if kind == "sbuf" else target.psum.bytes_per_partition
+        if self.check and kind == "psum" and n > limit:
+            from nkidev.emulator.tensor import rule_error
+
+            raise rule_error("err_psum_tile_too_large",
+                             f"PSUM tile {tuple(storage.array.shape)} {storage.dtype} needs {n} bytes per partition, "
+                             f"PSUM has {limit}", "use at most 8 banks x 2 KiB (2048 fp32) per partition")
+        if self.check and self.live[kind] + n > limit:
+            from nkidev.emulator.tensor import rule_error
+
+            name = "err_sbuf_capacity_exceeded" if kind == "sbuf" else "err_psum_capacity_exceeded"
+            raise rule_error(name, f"allocating {tuple(storage.array.shape)} {storage.dtype} in {kind.upper()} needs "
+                             f"{n} bytes per partition but {self.live[kind]} of {limit} are already live "
+                             f"on {target.name}", None)
+        self.live[kind] += n
+        self.peak[kind] = max(self.peak[kind], self.live[kind])
+        storage._usage = self
+
+    def release(self, kind: str, n: int) -> None:
+        self.live[kind] -= n
+
+
+@dataclass
+class Context:
+    target: Target
+    options: EmulatorOptions
+    trace: object | None = None  # Trace
+    program_id: tuple[int, ...] = (0,)
+    grid: tuple[int, ...] = (1,)
+    in_kernel: bool = False
+    usage: Usage = None
+    # engine accumulator registers, one fp32 per lane, persistent across instructions
+    act_acc: np.ndarray = field(default_factory=lambda: np.zeros(128, np.float32))
+    vec_acc: np.ndarray = field(default_factory=lambda: np.zeros(128, np.float32))
+    rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+    barrier: object | None = None  # SPMD scheduler for core_barrier/sendrecv
+    counter: list = field(default_factory=lambda: [0])  # shared instruction id counter
+    shared_hbm: list | None = None  # shared_hbm storages of a multi-program launch, in allocation order
+    shared_count: int = 0
+
+    def __post_init__(self):
+        if self.usage is None:
+            self.usage = Usage(self.options.check_capacity)
+
+    @property
+    def compute(self) -> bool:
+        return self.options.compute
+
+    @property
+    def program(self) -> int:
+        linear = 0
+        for pid, n in zip(self.program_id, self.grid):
+            linear = linear * n + pid
+        return linear
+
+
+_local = threading.local()
+
+
+def current() -> Context:
+    ctx = getattr(_local, "ctx", None)
+    if ctx is None:
+        ctx = _local.ctx = Context(get_target(None), EmulatorOptions())
+    return ctx
+
+
+def set_current(ctx: Context | None) -> Context | None:
+    previous = getattr(_local, "ctx", None)
+    _local.ctx = ctx
+    return previous

@@ -1,0 +1,171 @@
+"""NKI dtypes as data, and the two casts every engine does: storage -> fp32 and fp32 -> storage.
+
+Each `nl.<dtype>` is an `NkiDType`. It carries the NumPy storage dtype (ml_dtypes for bf16/fp8),
+so `array.astype(nl.bfloat16)` and `np.zeros(n, nl.float8_e4m3)` work in user test harnesses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from nkidev.errors import NkiError
+
+
+@dataclass(frozen=True, eq=False)
+class NkiDType:
+    name: str
+    storage: np.dtype  # how the emulator stores one element
+    itemsize: int  # bytes on the device
+    kind: str  # "float" | "int" | "uint" | "bool" | "packed"
+    mantissa_bits: int = 0  # precision rank of float types (fp32 23, tf32 10, bf16 7, ...)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """NumPy interop: np.dtype(nl.bfloat16) and arr.astype(nl.bfloat16) use this."""
+        return self.storage
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint", "bool")
+
+    def __eq__(self, other) -> bool:
+        if other is self:
+            return True
+        found = lookup(other)
+        return found is not None and found.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _d(name, storage, itemsize, kind, mant=0) -> NkiDType:
+    return NkiDType(name, np.dtype(storage), itemsize, kind, mant)
+
+
+_PACKED = np.dtype(np.uint32)  # four packed 8/4-bit values per 32-bit element
+DTYPES: dict[str, NkiDType] = {
+    d.name: d
+    for d in (
+        _d("bool_", np.uint8, 1, "bool"),
+        _d("int8", np.int8, 1, "int"),
+        _d("int16", np.int16, 2, "int"),
+        _d("int32", np.int32, 4, "int"),
+        _d("uint8", np.uint8, 1, "uint"),
+        _d("uint16", np.uint16, 2, "uint"),
+        _d("uint32", np.uint32, 4, "uint"),
+        _d("float16", np.float16, 2, "float", 10),
+        _d("float32", np.float32, 4, "float", 23),
+        _d("bfloat16", ml_dtypes.bfloat16, 2, "float", 7),
+        _d("tfloat32", np.float32, 4, "float", 10),  # stored as fp32 with the low 13 mantissa bits rounded off
+        _d("float8_e4m3", ml_dtypes.float8_e4m3, 1, "float", 3),
+        _d("float8_e4m3fn", ml_dtypes.float8_e4m3fn, 1, "float", 3),
+        _d("float8_e5m2", ml_dtypes.float8_e5m2, 1, "float", 2),
+        _d("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, 1, "float", 0),
+        _d("float8_e5m2_x4", _PACKED, 4, "packed"),
+        _d("float8_e4m3fn_x4", _PACKED, 4, "packed"),
+        _d("float4_e2m1fn_x4", _PACKED, 4, "packed"),
+    )
+}
+
+# NumPy storage dtype -> default NKI dtype (the reverse map used for kernel arguments).
+_BY_STORAGE: dict[np.dtype, NkiDType] = {}
+for _dt in DTYPES.values():
+    if _dt.kind != "packed" and _dt.name not in ("tfloat32", "bool_"):
+        _BY_STORAGE.setdefault(_dt.storage, _dt)
+_BY_STORAGE[np.dtype(np.bool_)] = DTYPES["bool_"]
+
+_ALIASES = {"bool": "bool_", "bf16": "bfloat16", "fp32": "float32", "fp16": "float16", "half": "float16",
+            "float": "float32", "tf32": "tfloat32", "fp8_e4m3": "float8_e4m3", "fp8_e5m2": "float8_e5m2",
+            "float32r": "float32"}
+
+
+def lookup(x) -> NkiDType | None:
+    """The NkiDType for anything dtype-like (NkiDType, np.dtype, numpy/ml_dtypes type, name, torch dtype)."""
+    if isinstance(x, NkiDType):
+        return x
+    if isinstance(x, str):
+        key = x.removeprefix("torch.").removeprefix("nl.").removeprefix("np.")
+        key = _ALIASES.get(key, key)
+        if key in DTYPES:
+            return DTYPES[key]
+    try:
+        return _BY_STORAGE.get(np.dtype(x))
+    except TypeError:
+        pass
+    text = str(x)
+    return lookup(text) if text != x and "torch." in text else None
+
+
+def to_nki_dtype(x) -> NkiDType:
+    found = lookup(x)
+    if found is None:
+        raise NkiError("err_unsupported_dtype", f"{x!r} is not an NKI dtype",
+                       "use an nl dtype such as nl.float32, nl.bfloat16, nl.float8_e4m3, nl.int32")
+    return found
+
+
+F32 = DTYPES["float32"]
+BF16 = DTYPES["bfloat16"]
+
+_U16 = np.dtype(np.uint16)
+_U32 = np.dtype(np.uint32)
+_F32 = np.dtype(np.float32)
+
+
+def to_f32(values: np.ndarray, dt: NkiDType) -> np.ndarray:
+    """Widen stored values to fp32, the precision every engine computes in."""
+    if values.dtype == _F32:
+        return values
+    if dt is BF16:  # a shift is several times faster than ml_dtypes' generic cast
+        return (values.view(_U16).astype(_U32) << 16).view(_F32)
+    return values.astype(_F32)
+
+
+def _round_tf32(x: np.ndarray) -> np.ndarray:
+    bits = np.ascontiguousarray(x, dtype=_F32).view(_U32)
+    rounded = (bits + (np.uint32(0x0FFF) + ((bits >> np.uint32(13)) & np.uint32(1)))) & np.uint32(0xFFFFE000)
+    out = rounded.view(_F32)
+    return np.where(np.isfinite(x), out, x).astype(_F32)
+
+
+def from_f32(values: np.ndarray, dt: NkiDType) -> np.ndarray:
+    """Narrow fp32 results to the destination dtype: round to nearest even; ints also saturate."""
+    st = dt.storage
+    if dt.kind == "float":
+        if dt.name == "tfloat32":
+            return _round_tf32(values)
+        return values.astype(st) if values.dtype != st else values
+    if dt.kind == "bool":
+        return (values != 0).astype(st)
+    if dt.kind == "packed":
+        return values.astype(st)
+    if values.dtype.kind in "iu":  # already integer (bit-exact paths)
+        return values.astype(st)
+    info = np.iinfo(st)
+    with np.errstate(invalid="ignore"):
+        r = np.rint(values.astype(np.float64))  # rint is round-half-to-even
+    r = np.nan_to_num(r, nan=0.0, posinf=info.max, neginf=info.min)
+    return np.clip(r, info.min, info.max).astype(st)
+
+
+def cast_array(values: np.ndarray, src: NkiDType, dst: NkiDType) -> np.ndarray:
+    """Cast stored values between dtypes through fp32, as DMA and engines do; same dtype is bit-exact."""
+    if src is dst or src == dst:
+        return values
+    if src.is_int and dst.is_int and src.kind != "bool":
+        info = np.iinfo(dst.storage)
+        return np.clip(values.astype(np.int64), info.min, info.max).astype(dst.storage)
+    return from_f32(to_f32(values, src), dst)

@@ -1,0 +1,62 @@
+"""`nki.isa` as the emulator provides it: one public function per declared op, plus the enums,
+registers and version queries. Imported as `nki.isa` under the shim.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nkidev.emulator import context as _ctx
+from nkidev.emulator import ops as _ops  # noqa: F401  (registers every op declaration)
+from nkidev.emulator.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, oob_mode, reduce_cmd
+from nkidev.emulator.opdef import OPS, public_function
+from nkidev.emulator.registers import VirtualRegister, register_alloc, register_load, register_move, register_store
+from nkidev.errors import NkiValidationError
+
+
+def _namespace() -> dict:
+    from nkidev.emulator import language as nl
+
+    return {"engine": engine, "reduce_cmd": reduce_cmd, "dge_mode": dge_mode, "oob_mode": oob_mode,
+            "matmul_perf_mode": matmul_perf_mode, "dma_engine": dma_engine, "equal": nl.equal,
+            "maximum": nl.maximum, "_FP32_MIN": float(np.finfo(np.float32).min)}
+
+
+_NS = _namespace()
+for _name, _op in OPS.items():
+    globals()[_name] = public_function(_op, _NS)
+
+# Deprecated engine constants (use engine.<name>)
+tensor_engine = engine.tensor
+vector_engine = engine.vector
+scalar_engine = engine.scalar
+gpsimd_engine = engine.gpsimd
+unknown_engine = engine.unknown
+
+
+class NkiInstruction:
+    """Opaque handle to an instruction; `depends_on` is accepted (the emulator runs in program order)."""
+
+    def __init__(self, handle=None):
+        self.handle = handle
+
+    def depends_on(self, *producers) -> NkiInstruction:
+        return self
+
+
+def get_nc_version() -> nc_version:
+    """The nc_version of the current target (gen2 = trn1, gen3 = trn2, gen4 = trn3)."""
+    return nc_version(_ctx.current().target.nc_version)
+
+
+def get_nc_sub_version() -> int:
+    return 0
+
+
+__all__ = sorted(
+    list(OPS)
+    + ["engine", "reduce_cmd", "dge_mode", "oob_mode", "matmul_perf_mode", "nc_version", "dma_engine",
+       "NkiValidationError", "NkiInstruction", "VirtualRegister", "register_alloc", "register_move",
+       "register_load", "register_store", "get_nc_version", "get_nc_sub_version", "tensor_engine",
+       "vector_engine", "scalar_engine", "gpsimd_engine", "unknown_engine"]
+)

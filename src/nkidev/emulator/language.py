@@ -1,0 +1,646 @@
+"""`nki.language` as the emulator provides it: dtypes, buffers, tile sizes, tensor creation, loops,
+SPMD queries, and the element-wise/reduction helpers built from `nki.isa` instructions (so every
+`nl` call shows up in the trace as the instructions the hardware would run).
+
+Each math function is also an *op specifier*: `nisa.tensor_tensor(..., op=nl.add)`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import math as _math
+
+import numpy as np
+
+from nkidev.emulator import context as _ctx
+from nkidev.emulator import isa as nisa
+from nkidev.emulator.dtypes import DTYPES, NkiDType, lookup, to_nki_dtype
+from nkidev.emulator.location import kernel_location
+from nkidev.emulator.registers import VirtualRegister
+from nkidev.emulator.tensor import DynSlice, MemoryRegion, NkiTensor, allocate, free_size, partitions, rule_error
+from nkidev.errors import NkiNotSupportedError
+
+# ---------------------------------------------------------------- dtypes and buffers
+bool_ = DTYPES["bool_"]
+int8, int16, int32 = DTYPES["int8"], DTYPES["int16"], DTYPES["int32"]
+uint8, uint16, uint32 = DTYPES["uint8"], DTYPES["uint16"], DTYPES["uint32"]
+float16, float32, bfloat16, tfloat32 = DTYPES["float16"], DTYPES["float32"], DTYPES["bfloat16"], DTYPES["tfloat32"]
+float8_e4m3, float8_e4m3fn, float8_e5m2 = DTYPES["float8_e4m3"], DTYPES["float8_e4m3fn"], DTYPES["float8_e5m2"]
+float8_e8m0fnu = DTYPES["float8_e8m0fnu"]
+float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4 = (DTYPES["float8_e5m2_x4"], DTYPES["float8_e4m3fn_x4"],
+                                                    DTYPES["float4_e2m1fn_x4"])
+dtype = NkiDType
+
+sbuf = MemoryRegion.sbuf
+psum = MemoryRegion.psum
+hbm = MemoryRegion.hbm
+private_hbm = MemoryRegion.private_hbm
+shared_hbm = MemoryRegion.shared_hbm
+
+tensor = NkiTensor
+
+
+class NKIObject:
+    """Base class for NKI kernel dataclasses and configuration objects."""
+
+    def __init__(self, **kwargs):
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+
+
+class _Limits:
+    def __init__(self, np_dtype):
+        info = np.finfo(np_dtype)
+        self.min, self.max = float(info.min), float(info.max)
+
+
+fp32 = _Limits(np.float32)  # legacy helpers: nl.fp32.min is the FP32_MIN fill value
+
+
+class _TileSize(NKIObject):
+    """Hardware tile size constants of the current target."""
+
+    @property
+    def _t(self):
+        return _ctx.current().target
+
+    pmax = property(lambda self: self._t.sbuf.partitions)
+    psum_fmax = property(lambda self: self._t.psum_bank_fmax)
+    psum_bank_fmax = property(lambda self: self._t.psum_bank_fmax)
+    psum_bank_fmax_bytes = property(lambda self: self._t.psum.bank_bytes)
+    psum_num_banks = property(lambda self: self._t.psum.banks)
+    gemm_stationary_fmax = property(lambda self: self._t.tensor_engine.stationary_fmax)
+    gemm_moving_fmax = property(lambda self: self._t.psum_bank_fmax)
+    bn_stats_fmax = property(lambda self: 512)  # nki-api.md §1.9: bn_stats free size <= 512 on every generation
+    psum_min_align = property(lambda self: 4)
+    sbuf_min_align = property(lambda self: 1)
+    sbuf_size_bytes = property(lambda self: self._t.sbuf.partitions * self._t.sbuf.bytes_per_partition)
+    sbuf_fmax_bytes = property(lambda self: self._t.sbuf.usable_bytes_per_partition)
+    sbuf_fmax = property(lambda self: self._t.sbuf.usable_bytes_per_partition // 4)
+    total_available_sbuf_size = property(lambda self: self._t.sbuf.usable_bytes_per_partition)
+
+
+tile_size = _TileSize()
+
+
+def is_hbm(buffer) -> bool:
+    return buffer in (MemoryRegion.private_hbm, MemoryRegion.shared_hbm)
+
+
+def is_sbuf(buffer) -> bool:
+    return buffer == MemoryRegion.sbuf
+
+
+def is_psum(buffer) -> bool:
+    return buffer == MemoryRegion.psum
+
+
+def is_on_chip(buffer) -> bool:
+    return buffer in (MemoryRegion.sbuf, MemoryRegion.psum)
+
+
+class OpSpec:
+    """An op specifier that is not a callable math function (nl.prelu, nl.bypass, nl.average)."""
+
+    def __init__(self, name: str):
+        self.__nki_op__ = name
+        self.__name__ = name
+
+    def __repr__(self) -> str:
+        return f"nl.{self.__name__}"
+
+
+prelu = OpSpec("prelu")
+bypass = OpSpec("bypass")
+average = OpSpec("average")
+
+
+def _spec(name: str):
+    def mark(fn):
+        fn.__nki_op__ = name
+        return fn
+    return mark
+
+
+# ---------------------------------------------------------------- creation
+
+def ndarray(shape, dtype, buffer=sbuf, name: str = "", address=None) -> NkiTensor:
+    """A new uninitialized tensor (reads as NaN / 4 until written, like the official simulator)."""
+    return allocate(shape, dtype, buffer, name)
+
+
+def _filled(shape, value, dtype, buffer, name) -> NkiTensor:
+    t = allocate(shape, dtype, buffer, name)
+    if t.storage.kind == "hbm":
+        t.data[...] = value  # no engine can memset HBM; the compiler materializes such constants
+        t.storage.written = True
+    else:
+        nisa.memset(dst=t, value=value)
+    return t
+
+
+def zeros(shape, dtype, buffer=sbuf, name: str = "") -> NkiTensor:
+    return _filled(shape, 0, dtype, buffer, name)
+
+
+def ones(shape, dtype, buffer=sbuf, name: str = "") -> NkiTensor:
+    return _filled(shape, 1, dtype, buffer, name)
+
+
+def full(shape, fill_value, dtype, buffer=sbuf, name: str = "") -> NkiTensor:
+    return _filled(shape, fill_value, dtype, buffer, name)
+
+
+def zeros_like(x, dtype=None, buffer=None, name: str = "") -> NkiTensor:
+    return zeros(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+
+
+def empty_like(x, dtype=None, buffer=None, name: str = "") -> NkiTensor:
+    return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+
+
+def rand(shape, dtype=float32, buffer=sbuf, name: str = "") -> NkiTensor:
+    t = allocate(shape, dtype, buffer, name)
+    if _ctx.current().target.nc_version >= 4:
+        nisa.rand2(dst=t, min=0.0, max=1.0)
+    else:
+        bits = allocate(shape, uint16, sbuf)
+        nisa.rng(dst=bits)
+        nisa.tensor_scalar(dst=t, data=bits, op0=multiply, operand0=1.0 / 65536.0)
+    return t
+
+
+def random_seed(seed) -> None:
+    nisa.set_rng_seed(src_seeds=seed)
+
+
+def shared_constant(constant) -> NkiTensor:
+    from nkidev.emulator.tensor import from_array
+
+    if isinstance(constant, str):
+        constant = np.load(constant)
+    return from_array(np.asarray(constant), "shared_constant", MemoryRegion.shared_hbm, role="internal")
+
+
+def shared_identity_matrix(n, dtype=uint8, dst=None) -> NkiTensor:
+    out = dst if dst is not None else allocate((n, n), dtype, sbuf)
+    ones_tile = allocate((n, n), dtype, sbuf)
+    nisa.memset(dst=ones_tile, value=1)
+    nisa.affine_select(dst=out, pattern=[[-1, n]], channel_multiplier=1, on_true_tile=ones_tile,
+                       on_false_value=0.0, cmp_op=equal)
+    return out
+
+
+def ds(start, size) -> DynSlice:
+    return DynSlice(start, size)
+
+
+def par_dim(n):
+    """Legacy partition-dim marker; shapes are plain tuples in the current API."""
+    return n
+
+
+def static_cast(x, dtype):
+    """Legacy helper used by test harnesses: cast a NumPy array to an NKI dtype."""
+    return np.asarray(x).astype(to_nki_dtype(dtype).storage)
+
+
+def arange(*args):
+    raise NkiNotSupportedError("err_not_supported_yet", "nl.arange advanced indexing was removed in NKI Beta 2",
+                               "index with slices or nl.ds(start, size)", kernel_location())
+
+
+class _MGrid:
+    def __getitem__(self, key):
+        raise NkiNotSupportedError("err_not_supported_yet", "nl.mgrid was removed in NKI Beta 2",
+                                   "index with slices or nl.ds(start, size)", kernel_location())
+
+
+mgrid = _MGrid()
+
+
+# ---------------------------------------------------------------- loops, SPMD, misc
+
+def affine_range(start, stop=None, step=1):
+    """Alias of range (NKI 0.3.0+ unrolls every static loop)."""
+    return range(int(start)) if stop is None else range(int(start), int(stop), int(step))
+
+
+sequential_range = affine_range
+static_range = affine_range
+
+
+def dynamic_range(start, stop=None, step=1):
+    return affine_range(int(start), None if stop is None else int(stop), step)
+
+
+def fori_loop(lower, upper, body_fun, step=1) -> None:
+    for i in range(int(lower), int(upper), int(step)):
+        body_fun(VirtualRegister(i))
+
+
+def while_loop(init, body_fun, max_iterations: int = 1_000_000) -> None:
+    r = init
+    for _ in builtins.range(max_iterations):
+        if not int(r):
+            return
+        r = body_fun(VirtualRegister(int(r)))
+    raise rule_error("err_invalid_argument", f"while_loop ran {max_iterations} iterations",
+                     "make sure body_fun eventually returns a zero register")
+
+
+def program_id(axis=0) -> int:
+    ctx = _ctx.current()
+    axis = int(axis)
+    return ctx.program_id[axis] if axis < len(ctx.program_id) else 0
+
+
+def num_programs(axes=None) -> int:
+    grid = _ctx.current().grid
+    if axes is None:
+        return _math.prod(grid)
+    if isinstance(axes, int):
+        return grid[axes] if axes < len(grid) else 1
+    return _math.prod(grid[a] for a in axes)
+
+
+def program_ndim() -> int:
+    grid = _ctx.current().grid
+    return 0 if grid == (1,) and not _ctx.current().in_kernel else len(grid)
+
+
+@contextlib.contextmanager
+def no_reorder():
+    yield
+
+
+def device_print(print_prefix, tensor) -> None:
+    from nkidev.emulator.memory import f32
+
+    print(print_prefix, f32(tensor) if isinstance(tensor, NkiTensor) else tensor)
+
+
+# ---------------------------------------------------------------- data movement helpers
+
+def load(src: NkiTensor, dtype=None) -> NkiTensor:
+    """HBM -> new SBUF tile (a dma_copy)."""
+    out = allocate(src.shape, dtype or src.dtype, sbuf)
+    nisa.dma_copy(dst=out, src=src)
+    return out
+
+
+def store(dst: NkiTensor, value: NkiTensor) -> None:
+    """SBUF tile -> HBM (a dma_copy; PSUM sources are rejected like on hardware)."""
+    nisa.dma_copy(dst=dst, src=value)
+
+
+def load_transpose2d(src: NkiTensor, dtype=None) -> NkiTensor:
+    out = allocate((src.shape[1], src.shape[0]), dtype or src.dtype, sbuf)
+    nisa.dma_transpose(dst=out, src=src)
+    return out
+
+
+@_spec("copy")
+def copy(x, dtype=None) -> NkiTensor:
+    out = allocate(x.shape, dtype or x.dtype, sbuf)
+    nisa.tensor_copy(dst=out, src=x)
+    return out
+
+
+def transpose(x, dtype=None) -> NkiTensor:
+    """2-d transpose on the Tensor Engine; the result is a PSUM tile."""
+    p, f = partitions(x), free_size(x)
+    out = allocate((f, p), dtype or x.dtype, psum)
+    nisa.nc_transpose(dst=out, data=x, engine=nisa.engine.tensor)
+    return out
+
+
+def matmul(x, y, transpose_x=False) -> NkiTensor:
+    """x @ y (or x.T @ y with transpose_x=True) into a new fp32 PSUM tile."""
+    if not transpose_x:
+        xt_psum = transpose(x)
+        x = allocate(xt_psum.shape, x.dtype, sbuf)
+        nisa.tensor_copy(dst=x, src=xt_psum)
+    out = allocate((free_size(x), free_size(y)), float32, psum)
+    nisa.nc_matmul(dst=out, stationary=x, moving=y)
+    return out
+
+
+def expand_dims(x, axis) -> NkiTensor:
+    return x.expand_dim(int(axis))
+
+
+def broadcast_to(x, shape, dtype=None) -> NkiTensor:
+    shape = tuple(int(s) for s in shape)
+    if tuple(x.shape) == shape and dtype is None:
+        return x
+    view = x
+    for dim, (have, want) in enumerate(zip(x.shape, shape)):
+        if have != want:
+            view = NkiTensor(np.broadcast_to(view.data, view.shape[:dim] + (want,) + view.shape[dim + 1:]),
+                             view.storage, view.dtype) if dim == 0 else view.broadcast(dim, want)
+    out = allocate(shape, dtype or x.dtype, sbuf)
+    if shape[0] != x.shape[0]:
+        nisa.dma_copy(dst=out, src=view)  # partition broadcast needs a cross-partition move
+    else:
+        nisa.tensor_copy(dst=out, src=view)
+    return out
+
+
+def gather_flattened(data, indices, axis=0, dtype=None) -> NkiTensor:
+    out = allocate(indices.shape, dtype or data.dtype, sbuf)
+    idx = indices
+    if indices.dtype != uint32:
+        idx = allocate(indices.shape, uint32, sbuf)
+        nisa.tensor_copy(dst=idx, src=indices)
+    nisa.nc_n_gather(dst=out, data=data, indices=idx)
+    return out
+
+
+def _assign(dst: NkiTensor, src: NkiTensor) -> None:
+    """`view[...] = tile`: a DMA when HBM is involved, else an engine copy."""
+    if dst.storage.kind == "hbm" or src.storage.kind == "hbm":
+        nisa.dma_copy(dst=dst, src=src)
+    else:
+        nisa.tensor_copy(dst=dst, src=src)
+
+
+def _fill(dst: NkiTensor, value) -> None:
+    if dst.storage.kind == "hbm":
+        raise rule_error("err_hbm_tensor_with_init_value_not_supported", "assigning a constant to an HBM tensor",
+                         "fill an SBUF tile with nisa.memset and DMA it out")
+    nisa.memset(dst=dst, value=value)
+
+
+# ---------------------------------------------------------------- element-wise math
+
+def _out_dtype(dtype, *xs):
+    if dtype is not None:
+        return to_nki_dtype(dtype)
+    for x in xs:
+        if isinstance(x, NkiTensor):
+            return x.dtype
+    return float32
+
+
+def _binary(name: str, x, y, dtype) -> NkiTensor:
+    fn = globals()[name]
+    if not isinstance(x, NkiTensor) and not isinstance(y, NkiTensor):
+        raise rule_error("err_invalid_argument", f"nl.{name} needs at least one tile", "pass a tile")
+    out_dt = _out_dtype(dtype, x, y)
+    if isinstance(x, NkiTensor) and isinstance(y, NkiTensor):
+        out = allocate(x.shape, out_dt, sbuf)
+        engine = nisa.engine.gpsimd if name == "power" else nisa.engine.unknown
+        nisa.tensor_tensor(dst=out, data1=x, data2=y, op=fn, engine=engine)
+        return out
+    tile, scalar, reverse = (x, y, False) if isinstance(x, NkiTensor) else (y, x, True)
+    if name == "power":
+        raise rule_error("err_invalid_argument", "nl.power with a scalar exponent is not supported on hardware",
+                         "pass the exponent as a tile (nl.full) or use nl.square / nl.rsqrt")
+    out = allocate(tile.shape, out_dt, sbuf)
+    nisa.tensor_scalar(dst=out, data=tile, op0=fn, operand0=float(scalar), reverse0=reverse)
+    return out
+
+
+def _make_binary(name: str, doc: str):
+    def fn(x, y, dtype=None):
+        return _binary(name, x, y, dtype)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    fn.__nki_op__ = name
+    fn.__module__ = "nki.language"
+    return fn
+
+
+_BINARY = {
+    "add": "x + y", "subtract": "x - y", "multiply": "x * y", "divide": "x / y", "maximum": "max(x, y)",
+    "minimum": "min(x, y)", "abs_max": "x if |x| > |y| else y (trn3)", "abs_min": "x if |x| < |y| else y (trn3)",
+    "power": "x ** y (tile exponent only)", "equal": "x == y", "not_equal": "x != y", "less": "x < y",
+    "less_equal": "x <= y", "greater": "x > y", "greater_equal": "x >= y", "bitwise_and": "x & y (ints)",
+    "bitwise_or": "x | y (ints)", "bitwise_xor": "x ^ y (ints)", "left_shift": "x << y (ints)",
+    "right_shift": "x >> y (ints, logical)", "logical_and": "x and y", "logical_or": "x or y",
+    "logical_xor": "x xor y", "fmod": "fmod(x, y)", "mod": "x mod y",
+}
+for _n, _d in _BINARY.items():
+    globals()[_n] = _make_binary(_n, f"Element-wise {_d}; also an op specifier for nki.isa instructions.")
+
+
+def _activation(name: str, x, dtype) -> NkiTensor:
+    out = allocate(x.shape, _out_dtype(dtype, x), sbuf)
+    nisa.activation(dst=out, op=globals()[name], data=x)
+    return out
+
+
+def _make_activation(name: str):
+    def fn(x, dtype=None):
+        return _activation(name, x, dtype)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Element-wise {name} on the Scalar Engine; also an activation op specifier."
+    fn.__nki_op__ = name
+    fn.__module__ = "nki.language"
+    return fn
+
+
+for _n in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_sigmoid", "gelu_apprx_tanh",
+           "gelu_dx", "gelu_apprx_sigmoid_dx", "silu", "silu_dx", "softplus", "mish", "erf", "erf_dx", "reciprocal",
+           "square", "abs", "sign", "arctan"):
+    globals()[_n] = _make_activation(_n)
+
+
+def _tensor_scalar(x, op, operand, dtype=None, out=None, reverse=False) -> NkiTensor:
+    out = out if out is not None else allocate(x.shape, _out_dtype(dtype, x), sbuf)
+    nisa.tensor_scalar(dst=out, data=x, op0=op, operand0=operand, reverse0=reverse)
+    return out
+
+
+@_spec("negative")
+def negative(x, dtype=None) -> NkiTensor:
+    return _tensor_scalar(x, multiply, -1.0, dtype)
+
+
+@_spec("invert")
+def invert(x, dtype=None) -> NkiTensor:
+    return _tensor_scalar(x, invert, 0, dtype)
+
+
+@_spec("logical_not")
+def logical_not(x, dtype=None) -> NkiTensor:
+    return _tensor_scalar(x, equal, 0.0, dtype)
+
+
+def _range_reduced(x, shift: float, dtype) -> NkiTensor:
+    """Bring x + shift into [-pi, pi) before ScalarE's sin, as nl.sin does on hardware."""
+    tmp = allocate(x.shape, float32, sbuf)
+    nisa.tensor_scalar(dst=tmp, data=x, op0=add, operand0=float(np.pi + shift), op1=mod,
+                       operand1=float(2 * np.pi))
+    nisa.tensor_scalar(dst=tmp, data=tmp, op0=subtract, operand0=float(np.pi))
+    out = allocate(x.shape, _out_dtype(dtype, x), sbuf)
+    nisa.activation(dst=out, op=sin, data=tmp)
+    return out
+
+
+@_spec("sin")
+def sin(x, dtype=None) -> NkiTensor:
+    return _range_reduced(x, 0.0, dtype)
+
+
+@_spec("cos")
+def cos(x, dtype=None) -> NkiTensor:
+    return _range_reduced(x, np.pi / 2, dtype)
+
+
+@_spec("tan")
+def tan(x, dtype=None) -> NkiTensor:
+    s, c = sin(x, float32), cos(x, float32)
+    out = allocate(x.shape, _out_dtype(dtype, x), sbuf)
+    nisa.tensor_tensor(dst=out, data1=s, data2=c, op=divide)
+    return out
+
+
+def _round(x, dtype, kind: str) -> NkiTensor:
+    frac = allocate(x.shape, float32, sbuf)
+    nisa.tensor_scalar(dst=frac, data=x, op0=fmod if kind == "trunc" else mod, operand0=1.0)
+    out = allocate(x.shape, _out_dtype(dtype, x), sbuf)
+    nisa.tensor_tensor(dst=out, data1=x, data2=frac, op=subtract)
+    return out
+
+
+@_spec("floor")
+def floor(x, dtype=None) -> NkiTensor:
+    return _round(x, dtype, "floor")
+
+
+@_spec("trunc")
+def trunc(x, dtype=None) -> NkiTensor:
+    return _round(x, dtype, "trunc")
+
+
+@_spec("ceil")
+def ceil(x, dtype=None) -> NkiTensor:
+    neg = negative(x, float32)
+    fl = floor(neg, float32)
+    return negative(fl, _out_dtype(dtype, x))
+
+
+def where(condition, x, y, dtype=None) -> NkiTensor:
+    shape_src = next(t for t in (condition, x, y) if isinstance(t, NkiTensor))
+    out = allocate(shape_src.shape, _out_dtype(dtype, x, y), sbuf)
+    if isinstance(y, NkiTensor):
+        nisa.tensor_copy(dst=out, src=y)
+    else:
+        nisa.memset(dst=out, value=y)
+    pred = allocate(condition.shape, uint8, sbuf)
+    nisa.tensor_scalar(dst=pred, data=condition, op0=not_equal, operand0=0.0)
+    nisa.tensor_copy_predicated(dst=out, src=x if isinstance(x, NkiTensor) else float(x), predicate=pred)
+    return out
+
+
+def dropout(x, rate, dtype=None) -> NkiTensor:
+    out = allocate(x.shape, x.dtype, sbuf)
+    nisa.dropout(dst=out, data=x, prob=rate)
+    return out
+
+
+# ---------------------------------------------------------------- reductions
+
+def _reduce(op, x, axis, dtype, keepdims, negate=False) -> NkiTensor:
+    axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
+    axes = tuple(sorted(int(a) % x.ndim for a in axes))
+    if keepdims:
+        shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+    else:
+        shape = tuple(n for i, n in enumerate(x.shape) if i not in axes) or (1,)
+        if len(shape) == 1 and x.storage.kind != "hbm":
+            shape = (shape[0], 1) if x.ndim > 1 else shape
+    out = allocate(shape, _out_dtype(dtype, x), sbuf)
+    nisa.tensor_reduce(dst=out, op=op, data=x, axis=axes, negate=negate, keepdims=keepdims)
+    return out
+
+
+def sum(x, axis, dtype=None, keepdims=False) -> NkiTensor:  # noqa: A001 - NKI's name
+    return _reduce(add, x, axis, dtype, keepdims)
+
+
+def max(x, axis, dtype=None, keepdims=False) -> NkiTensor:  # noqa: A001
+    return _reduce(maximum, x, axis, dtype, keepdims)
+
+
+def min(x, axis, dtype=None, keepdims=False) -> NkiTensor:  # noqa: A001
+    return _reduce(minimum, x, axis, dtype, keepdims)
+
+
+def prod(x, axis, dtype=None, keepdims=False) -> NkiTensor:
+    return _reduce(multiply, x, axis, dtype, keepdims)
+
+
+def all(x, axis, dtype=None) -> NkiTensor:  # noqa: A001
+    return _reduce(logical_and, x, axis, dtype, False)
+
+
+def mean(x, axis, dtype=None, keepdims=False) -> NkiTensor:
+    total = _reduce(add, x, axis, float32, keepdims)
+    axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
+    n = _math.prod(x.shape[int(a)] for a in axes)
+    return _tensor_scalar(total, multiply, 1.0 / n, dtype or x.dtype)
+
+
+def var(x, axis, dtype=None, keepdims=False) -> NkiTensor:
+    mu = mean(x, axis, float32, keepdims=True)
+    p = partitions(x)
+    centered = allocate(x.shape, float32, sbuf)
+    mu_col = mu.reshape((p, 1)) if free_size(mu) == 1 else mu
+    nisa.tensor_scalar(dst=centered, data=x, op0=subtract, operand0=mu_col)
+    sq = allocate(x.shape, float32, sbuf)
+    nisa.activation(dst=sq, op=square, data=centered)
+    return mean(sq, axis, dtype or x.dtype, keepdims=True)
+
+
+def softmax(x, axis=-1, dtype=None) -> NkiTensor:
+    """exp(x - max) / sum(exp(x - max)) along the last free axis, from ISA instructions."""
+    p = partitions(x)
+    neg_max = allocate((p, 1), float32, sbuf)
+    nisa.tensor_reduce(dst=neg_max, op=maximum, data=x, axis=tuple(range(1, x.ndim)), negate=True)
+    e = allocate(x.shape, float32, sbuf)
+    total = allocate((p, 1), float32, sbuf)
+    nisa.activation(dst=e, op=exp, data=x, bias=neg_max, reduce_op=add, reduce_res=total,
+                    reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    inv = allocate((p, 1), float32, sbuf)
+    nisa.reciprocal(dst=inv, data=total)
+    out = allocate(x.shape, _out_dtype(dtype, x), sbuf)
+    nisa.tensor_scalar(dst=out, data=e, op0=multiply, operand0=inv)
+    return out
+
+
+def rms_norm(x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None) -> NkiTensor:
+    p = partitions(x)
+    sq = allocate(x.shape, float32, sbuf)
+    ss = allocate((p, 1), float32, sbuf)
+    nisa.activation(dst=sq, op=square, data=x, reduce_op=add, reduce_res=ss, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    inv = allocate((p, 1), float32, sbuf)
+    nisa.tensor_scalar(dst=inv, data=ss, op0=multiply, operand0=1.0 / float(n), op1=add, operand1=float(epsilon))
+    nisa.activation(dst=inv, op=rsqrt, data=inv)
+    normed = allocate(x.shape, float32, sbuf)
+    nisa.tensor_scalar(dst=normed, data=x, op0=multiply, operand0=inv)
+    out = allocate(x.shape, _out_dtype(dtype, x), sbuf)
+    nisa.tensor_tensor(dst=out, data1=normed, data2=w, op=multiply)
+    return out
+
+
+def __getattr__(name: str):
+    """Documented nki.language names the emulator does not provide yet raise a named error when used."""
+    if name in _DOCUMENTED_MISSING:
+        def missing(*args, **kwargs):
+            raise NkiNotSupportedError("err_not_supported_yet", f"nki.language.{name} is not emulated by nkidev yet",
+                                       None, kernel_location())
+        missing.__name__ = name
+        return missing
+    raise AttributeError(f"module 'nki.language' has no attribute {name!r}")
+
+
+_DOCUMENTED_MISSING = {"atomic_rmw", "all_reduce", "loop_reduce"}
+
+__all__ = [n for n in list(globals()) if not n.startswith("_") and n not in
+           ("annotations", "builtins", "contextlib", "np", "nisa", "lookup", "to_nki_dtype", "allocate",
+            "kernel_location", "rule_error", "free_size", "partitions", "VirtualRegister", "NkiNotSupportedError",
+            "DTYPES", "DynSlice")]

@@ -1,0 +1,253 @@
+"""Running a kernel: argument copy-in, the SPMD/LNC launch loop, output checks and copy-out.
+
+Programs of a grid run one at a time in program order. Each runs in its own thread so that
+`core_barrier` and `sendrecv` can hand control to the other programs (a baton, not real
+parallelism), which keeps the trace deterministic.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nkidev.emulator import context as _ctx
+from nkidev.emulator.context import Context, EmulatorOptions
+from nkidev.emulator.location import strip_internal_frames
+from nkidev.emulator.tensor import MemoryRegion, NkiTensor, from_array
+from nkidev.emulator.trace import Trace
+from nkidev.errors import KernelRuleError, NkiError, NkiUsageError
+from nkidev.hardware import get_target
+
+
+@dataclass
+class RunResult:
+    outputs: object  # what the kernel returned, HBM tensors converted to NumPy arrays
+    trace: Trace | None
+    peak_sbuf_bytes: int = 0
+    peak_psum_bytes: int = 0
+    warnings: list = field(default_factory=list)
+
+
+def normalize_grid(grid) -> tuple[int, ...]:
+    if grid is None:
+        return (1,)
+    grid = (grid,) if isinstance(grid, int | np.integer) else tuple(grid)
+    if not grid or any(int(g) < 1 for g in grid):
+        raise NkiUsageError("err_invalid_argument", f"launch grid {grid}", "use positive ints, e.g. kernel[2] or kernel[4, 2]")
+    return tuple(int(g) for g in grid)
+
+
+def _torch_to_numpy(x):
+    import ml_dtypes
+
+    t = x.detach().cpu()
+    if str(t.dtype) == "torch.bfloat16":
+        import torch
+
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
+
+
+def _to_kernel_arg(value, name: str, region: MemoryRegion, inputs: list):
+    if isinstance(value, NkiTensor):
+        return value
+    if _is_torch(value):
+        value = _torch_to_numpy(value)
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return value.item()
+        try:
+            t = from_array(value, name, region)
+        except NkiError as e:
+            raise NkiUsageError("err_bad_argument", f"argument {name!r} has dtype {value.dtype}: {e.message}",
+                                "pass arrays of an NKI dtype (float32, bfloat16, float16, fp8, int8..int32)") from None
+        inputs.append((value, t))
+        return t
+    if isinstance(value, tuple):
+        return tuple(_to_kernel_arg(v, f"{name}[{i}]", region, inputs) for i, v in enumerate(value))
+    if isinstance(value, list) and value and any(isinstance(v, np.ndarray) or _is_torch(v) for v in value):
+        return [_to_kernel_arg(v, f"{name}[{i}]", region, inputs) for i, v in enumerate(value)]
+    return value
+
+
+class Baton:
+    """Cooperative scheduling of the programs of one launch (only one runs at a time)."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.cond = threading.Condition()
+        self.turn = 0
+        self.done = [False] * n
+        self.blocked: dict[int, object] = {}
+        self.arrived = 0
+        self.generation = 0
+        self.mail: dict[tuple, list] = {}
+        self.me = threading.local()
+
+    def _next(self, i: int) -> int | None:
+        for k in range(1, self.n + 1):
+            j = (i + k) % self.n
+            if not self.done[j] and (j not in self.blocked or self.blocked[j]()):
+                return j
+        return None
+
+    def _wait_until(self, ready) -> None:
+        i = self.me.index
+        with self.cond:
+            if ready():
+                return
+            self.blocked[i] = ready
+            nxt = self._next(i)
+            if nxt is None or nxt == i and not ready():
+                del self.blocked[i]
+                raise KernelRuleError("err_invalid_argument", f"program {i} waits forever (core_barrier/sendrecv "
+                                      "without a partner)", "make every core reach the same barriers and sendrecvs",
+                                      None)
+            self.turn = nxt
+            self.cond.notify_all()
+            self.cond.wait_for(lambda: self.turn == i and ready())
+            del self.blocked[i]
+
+    def barrier(self) -> None:
+        with self.cond:
+            gen = self.generation
+            self.arrived += 1
+            if self.arrived == self.n:
+                self.arrived = 0
+                self.generation += 1
+                return
+        self._wait_until(lambda: self.generation != gen)
+
+    def sendrecv(self, to: int, frm: int, pipe, data):
+        me = self.me.index
+        with self.cond:
+            self.mail.setdefault((pipe, me, to), []).append(data)
+        key = (pipe, frm, me)
+        self._wait_until(lambda: bool(self.mail.get(key)))
+        with self.cond:
+            return self.mail[key].pop(0)
+
+    def run(self, bodies: list) -> list:
+        results: list = [None] * self.n
+        errors: list = [None] * self.n
+
+        def worker(i):
+            self.me.index = i
+            with self.cond:
+                self.cond.wait_for(lambda: self.turn == i)
+            try:
+                results[i] = bodies[i]()
+            except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+                errors[i] = e
+            with self.cond:
+                self.done[i] = True
+                nxt = self._next(i)
+                self.turn = nxt if nxt is not None else -1
+                self.cond.notify_all()
+
+        threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(self.n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for e in errors:
+            if e is not None:
+                raise e
+        return results
+
+
+def run_kernel(fn, args: tuple, kwargs: dict, options: EmulatorOptions | None = None, grid=None,
+               kernel_name: str | None = None) -> RunResult:
+    """Emulate `fn(*args, **kwargs)` over the launch grid; NkiErrors point at the kernel line."""
+    options = options or EmulatorOptions()
+    target = get_target(options.target)
+    grid = normalize_grid(grid)
+    nprog = math.prod(grid)
+    name = kernel_name or getattr(fn, "__name__", "kernel")
+    trace = Trace(kernel=name, target=target.name, programs=nprog) if options.record else None
+    region = MemoryRegion.shared_hbm if nprog > 1 else MemoryRegion.private_hbm
+    baton = Baton(nprog) if nprog > 1 else None
+    counter = [0]
+    shared: list = []
+    base = Context(target, options, trace=trace, grid=grid, in_kernel=True, counter=counter, barrier=baton)
+    previous = _ctx.set_current(base)
+    try:
+        inputs: list = []
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError as e:
+            raise NkiUsageError("err_bad_argument", f"{name}: {e}", "pass the arguments the kernel's signature takes") \
+                from None
+        call_args = {k: _to_kernel_arg(v, k, region, inputs) for k, v in bound.arguments.items()}
+        bound.arguments.update(call_args)
+
+        def program(index: int):
+            pid = np.unravel_index(index, grid) if nprog > 1 else (0,)
+            ctx = Context(target, options, trace=trace, program_id=tuple(int(p) for p in pid), grid=grid,
+                          in_kernel=True, counter=counter, barrier=baton)
+            ctx.shared_hbm = shared
+            _ctx.set_current(ctx)
+            try:
+                return fn(*bound.args, **bound.kwargs), ctx.usage.peak
+            finally:
+                _ctx.set_current(base)
+
+        base.shared_hbm = shared
+        try:
+            if baton is None:
+                returned, peaks = program(0)
+                peak = peaks
+            else:
+                results = baton.run([lambda i=i: program(i) for i in range(nprog)])
+                returned = results[0][0]
+                peak = {k: max(r[1][k] for r in results) for k in ("sbuf", "psum")}
+            outputs = _collect_outputs(returned, trace)
+        except NkiError as e:
+            raise e.with_traceback(strip_internal_frames(e.__traceback__)) from None
+        _copy_back(inputs)
+        return RunResult(outputs, trace, peak["sbuf"], peak["psum"], list(trace.warnings) if trace else [])
+    finally:
+        _ctx.set_current(previous)
+
+
+def _collect_outputs(value, trace: Trace | None):
+    if isinstance(value, NkiTensor):
+        st = value.storage
+        if st.kind != "hbm":
+            raise KernelRuleError("err_kernel_io_must_be_hbm", f"the kernel returns {st.kind.upper()} tensor {st.name!r}",
+                                  "allocate outputs with nl.ndarray(..., buffer=nl.shared_hbm) and nisa.dma_copy into them",
+                                  st.location)
+        if st.role != "input":
+            if st.region != MemoryRegion.shared_hbm:
+                raise KernelRuleError("err_output_must_be_shared_hbm",
+                                      f"output {st.name!r} is in {st.region.value}, outputs must be nl.shared_hbm",
+                                      "allocate it with buffer=nl.shared_hbm", st.location)
+            if not st.written:
+                raise KernelRuleError("err_tensor_output_not_written_to", f"output {st.name!r} is never written",
+                                      "write it with nisa.dma_copy (or nl.store) before returning it", st.location)
+            st.role = "output"
+            if trace is not None and st.id in trace.tensors:
+                trace.tensors[st.id].kind = "output"
+        return np.array(value.data, copy=True)
+    if isinstance(value, tuple):
+        return tuple(_collect_outputs(v, trace) for v in value)
+    if isinstance(value, list):
+        return [_collect_outputs(v, trace) for v in value]
+    if isinstance(value, dict):
+        return {k: _collect_outputs(v, trace) for k, v in value.items()}
+    return value
+
+
+def _copy_back(inputs: list) -> None:
+    """Inputs the kernel wrote are updated in place, as the official simulator does."""
+    for original, t in inputs:
+        if t.storage.written and original.flags.writeable:
+            np.copyto(original, t.storage.array.astype(original.dtype, copy=False).reshape(original.shape))

@@ -1,0 +1,67 @@
+"""Which kernel source line is running: the first stack frame outside nkidev itself."""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import sys
+import types
+
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_EXAMPLES = _PKG + "examples" + os.sep
+_internal: dict[types.CodeType, bool] = {}
+
+
+def is_internal(filename: str) -> bool:
+    """Frames of nkidev's own code (bundled example kernels count as user code)."""
+    if filename.startswith("<nki."):  # the generated nki.isa wrappers
+        return True
+    return filename.startswith(_PKG) and not filename.startswith(_EXAMPLES)
+
+
+def _code_internal(code: types.CodeType) -> bool:
+    hit = _internal.get(code)
+    if hit is None:
+        hit = _internal[code] = is_internal(code.co_filename)
+    return hit
+
+
+def kernel_frame(depth: int = 2) -> types.FrameType | None:
+    frame = sys._getframe(depth)
+    while frame is not None and _code_internal(frame.f_code):
+        frame = frame.f_back
+    return frame
+
+
+def kernel_location() -> str | None:
+    """"/path/kernel.py:42" for the innermost user frame, or None when called from nkidev alone."""
+    frame = kernel_frame(2)
+    if frame is None:
+        return None
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+_ASSIGN = re.compile(r"^\s*([A-Za-z_][A-Za-z_0-9]*)\s*(?::[^=]+)?=[^=]")
+
+
+def assigned_name(location: str | None) -> str | None:
+    """The variable a kernel line assigns to (`x = nl.ndarray(...)` -> "x"), to name tensors."""
+    if not location:
+        return None
+    path, _, line = location.rpartition(":")
+    m = _ASSIGN.match(linecache.getline(path, int(line)))
+    return m.group(1) if m else None
+
+
+def strip_internal_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """A traceback without nkidev's frames, so users see their kernel lines only."""
+    frames = []
+    while tb is not None:
+        if not is_internal(tb.tb_frame.f_code.co_filename):
+            frames.append((tb.tb_frame, tb.tb_lasti, tb.tb_lineno))
+        tb = tb.tb_next
+    new = None
+    for frame, lasti, lineno in reversed(frames):
+        new = types.TracebackType(new, frame, lasti, lineno)
+    return new

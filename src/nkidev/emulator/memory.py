@@ -1,0 +1,79 @@
+"""Reading and writing operands: storage values <-> fp32 compute values, through views or
+run-time (indirect) addresses, keeping PSUM accumulation-group state in step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nkidev.emulator.dtypes import NkiDType, from_f32, to_f32
+from nkidev.emulator.tensor import NkiTensor, resolve_indirect
+
+
+def raw(t: NkiTensor, oob_skip: bool = False) -> np.ndarray:
+    """Stored values of a view (a copy for indirect views; skipped rows read as 0)."""
+    if t.dyn is None:
+        return t.data
+    flat, idx = resolve_indirect(t, oob_skip)
+    out = flat[np.where(idx < 0, 0, idx)]
+    if oob_skip:
+        out = np.where(idx < 0, np.zeros((), out.dtype), out)
+    return out
+
+
+def f32(t: NkiTensor) -> np.ndarray:
+    """Values as fp32, the engines' compute precision; reading PSUM closes its accumulation group."""
+    if t.storage.acc is not None:
+        acc_view(t)[...] = False
+    return to_f32(raw(t), t.dtype)
+
+
+def rows(t: NkiTensor) -> np.ndarray:
+    """fp32 values shaped (partitions, elements per partition)."""
+    x = f32(t)
+    return x.reshape(x.shape[0] if x.ndim else 1, -1)
+
+
+def store_raw(t: NkiTensor, values: np.ndarray, oob_skip: bool = False) -> None:
+    """Write values already in t's storage dtype, reshaped to the view."""
+    if t.storage.acc is not None:
+        acc_view(t)[...] = False
+    if t.dyn is None:
+        t.data[...] = values.reshape(t.data.shape)
+        return
+    flat, idx = resolve_indirect(t, oob_skip)
+    vals = np.broadcast_to(values.reshape(idx.shape), idx.shape)
+    keep = idx >= 0
+    flat[idx[keep]] = vals[keep]
+
+
+def store(t: NkiTensor, values: np.ndarray) -> None:
+    """Write fp32 results: round to nearest even into t's dtype (ints saturate)."""
+    store_raw(t, from_f32(np.asarray(values, dtype=np.float32), t.dtype))
+
+
+def acc_view(t: NkiTensor) -> np.ndarray:
+    """The PSUM accumulation mask for exactly the elements of view t."""
+    st = t.storage
+    if st.acc is None:
+        st.acc = np.zeros(st.array.shape, dtype=bool)
+    if t.dyn is not None:
+        return st.acc
+    item = t.data.itemsize
+    off = (t.data.__array_interface__["data"][0] - st.ptr) // item
+    flat = st.acc.reshape(-1)
+    strides = tuple(s // item for s in t.data.strides)
+    return np.lib.stride_tricks.as_strided(flat[off:], shape=t.data.shape, strides=strides)
+
+
+def scalar_or_vector(v, p: int) -> np.ndarray | np.float32:
+    """A scalar operand, or a [P, 1] tile as a (P, 1) fp32 column that broadcasts along the free dim."""
+    if isinstance(v, NkiTensor):
+        return f32(v).reshape(p, 1)
+    return np.float32(v)
+
+
+def cast_raw(values: np.ndarray, src: NkiDType, dst: NkiDType) -> np.ndarray:
+    from nkidev.emulator.dtypes import cast_array
+
+    return cast_array(values, src, dst)

@@ -1,0 +1,158 @@
+"""DMA instructions: dma_copy, dma_transpose, dma_compute."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nkidev.emulator import rules as R
+from nkidev.emulator.alu import op_name
+from nkidev.emulator.dtypes import cast_array, from_f32, to_f32
+from nkidev.emulator.memory import raw, store_raw
+from nkidev.emulator.opdef import declare
+from nkidev.emulator.tensor import NkiTensor, free_size
+
+
+def _skip(a) -> bool:
+    return getattr(getattr(a, "oob_mode", None), "name", "error") == "skip"
+
+
+def _count_equal(x: str, y: str):
+    def check(a, ctx):
+        tx, ty = getattr(a, x, None), getattr(a, y, None)
+        if isinstance(tx, NkiTensor) and isinstance(ty, NkiTensor) and tx.size != ty.size:
+            return (f"{x} {tx.shape} has {tx.size} elements but {y} {ty.shape} has {ty.size}",
+                    "slice both sides to the same number of elements")
+    return R.custom("err_element_count_mismatch", f"{x} and {y} hold the same number of elements", check)
+
+
+def _hwdge(a, ctx):
+    mode = getattr(getattr(a, "dge_mode", None), "name", "unknown")
+    if mode == "hwdge":
+        if ctx.target.nc_version < 3:
+            return "dge_mode=hwdge needs NeuronCore-v3 (trn2) or newer", "use dge_mode=nisa.dge_mode.unknown"
+        if isinstance(a.dst, NkiTensor) and isinstance(a.src, NkiTensor) and a.dst.dtype != a.src.dtype:
+            return (f"dge_mode=hwdge cannot cast {a.src.dtype} -> {a.dst.dtype}",
+                    "use equal dtypes or dge_mode=nisa.dge_mode.unknown")
+
+
+def _dma_attrs(a) -> dict:
+    mode = getattr(getattr(a, "dge_mode", None), "name", "unknown")
+    if isinstance(a.src, NkiTensor) and (a.src.dyn is not None or a.dst.dyn is not None):
+        mode = "swdge" if mode == "unknown" else mode
+    return {"dge_mode": mode, "src_dtype": a.src.dtype.name, "dst_dtype": a.dst.dtype.name,
+            "queue": getattr(a, "name", None)}
+
+
+DMA_COPY = declare(
+    "dma_copy", "dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown, "
+    "engine=engine.unknown, name=None",
+    ("dma",),
+    "Copy src to dst with the DMA engines (HBM<->SBUF, HBM<->HBM, SBUF<->SBUF), casting through fp32.",
+    semantics="dst = src (element order preserved; dtype converted src -> fp32 -> dst).",
+    rules=(
+        R.tensor_required("dst"), R.tensor_required("src"),
+        R.in_memory("dst", ("hbm", "sbuf")),
+        R.custom("err_dma_from_psum", "src is not in PSUM (DMA cannot read PSUM)",
+                 lambda a, ctx: ("src {!r} is in PSUM".format(a.src.name),
+                                 "copy it to SBUF with nisa.tensor_copy first") if a.src.storage.kind == "psum" else None),
+        _count_equal("dst", "src"),
+        R.custom("err_invalid_argument", "dge_mode=hwdge needs trn2+ and equal dtypes", _hwdge),
+    ),
+    cost_doc="per transfer ~fixed_cost_ns + bytes / (engines x bytes_per_ns), efficiency by bytes per partition",
+    attrs=_dma_attrs,
+    flops=lambda a: 0,
+)
+
+
+@DMA_COPY.semantics_impl
+def _dma_copy(a, ctx, engine):
+    skip = _skip(a)
+    values = raw(a.src, skip)
+    values = cast_array(np.asarray(values), a.src.dtype, a.dst.dtype)
+    store_raw(a.dst, values.reshape(-1) if a.dst.dyn is None else values, skip)
+
+
+def _transpose_axes(a) -> tuple[int, ...] | None:
+    nd = a.src.ndim
+    default = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(nd)
+    axes = tuple(a.axes) if a.axes is not None else default
+    return axes
+
+
+def _dma_transpose_check(a, ctx):
+    axes = _transpose_axes(a)
+    if axes not in ((1, 0), (2, 1, 0), (3, 1, 2, 0)):
+        return (f"axes={axes} for a {a.src.ndim}-d source", "use (1, 0), (2, 1, 0) or (3, 1, 2, 0)")
+    want = tuple(a.src.shape[i] for i in axes)
+    if tuple(a.dst.shape) != want:
+        return (f"dst shape {a.dst.shape} must equal the transposed source shape {want}",
+                f"allocate dst with shape {want}")
+    if getattr(getattr(a, "dge_mode", None), "name", "") == "hwdge":
+        s = a.src.shape
+        if a.src.dtype.itemsize != 2:
+            return f"hwdge transpose needs a 2-byte dtype, got {a.src.dtype}", "transpose bf16/fp16 data"
+        if s[-1] > 128:
+            return f"hwdge transpose needs src.shape[-1] <= 128, got {s[-1]}", "tile the last dim to 128"
+        if len(s) == 2 and s[0] != 16 or len(s) > 2 and (s[0] not in (1, 2, 4, 8, 16) or (s[0] * s[-2]) % 16):
+            return (f"hwdge transpose source shape {s} is not supported",
+                    "2-d: src.shape[0] == 16; 3/4-d: src.shape[0] in {1,2,4,8,16} and src.shape[0]*src.shape[-2] % 16 == 0")
+
+
+DMA_TRANSPOSE = declare(
+    "dma_transpose", "dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown, oob_mode=oob_mode.error, name=None",
+    ("dma",),
+    "Transpose src into dst with the DMA engines (2-d [1,0], 3-d [2,1,0], 4-d [3,1,2,0]).",
+    semantics="dst = np.transpose(src, axes)",
+    min_nc=3,
+    rules=(
+        R.tensor_required("dst"), R.tensor_required("src"),
+        R.in_memory("dst", ("sbuf",)), R.in_memory("src", ("hbm", "sbuf")),
+        R.same_dtype("dst", "src"),
+        R.custom("err_shape_mismatch", "dst is the transposed src (same rank); hwdge shape limits", _dma_transpose_check),
+    ),
+    cost_doc="as dma_copy at the DMA transpose efficiency (up to 90% HBM->SBUF)",
+    attrs=lambda a: dict(_dma_attrs(a), transpose=True),
+    flops=lambda a: 0,
+)
+
+
+@DMA_TRANSPOSE.semantics_impl
+def _dma_transpose(a, ctx, engine):
+    values = np.transpose(np.asarray(raw(a.src, _skip(a))), _transpose_axes(a))
+    store_raw(a.dst, values)
+
+
+def _compute_check(a, ctx):
+    if op_name(a.reduce_op) != "add":
+        return "reduce_op must be nl.add", "pass reduce_op=nl.add"
+    if not a.srcs or len(a.srcs) > 16:
+        return f"{len(a.srcs or [])} sources; 1 to 16 are supported", "pass between 1 and 16 source tensors"
+    if a.scales is not None and any(float(s) != 1.0 for s in a.scales):
+        return "scales must all be 1.0", "drop the scales or pass 1.0"
+    for s in a.srcs:
+        if s.size != a.dst.size:
+            return f"source {s.shape} and dst {a.dst.shape} differ in size", "use equal element counts"
+
+
+DMA_COMPUTE = declare(
+    "dma_compute", "dst, srcs, reduce_op, scales=None, unique_indices=True, oob_mode=oob_mode.error, name=None",
+    ("dma",),
+    "Element-wise reduction of several sources inside the DMA engines: dst = srcs[0] + srcs[1] + ...",
+    semantics="dst = sum(src * scale for src, scale in zip(srcs, scales)) in fp32",
+    rules=(R.tensor_required("dst"), R.custom("err_invalid_argument", "reduce_op is nl.add, scales are 1.0, "
+                                              "1-16 sources of dst's size", _compute_check)),
+    attrs=lambda a: {"dge_mode": "none", "dst_dtype": a.dst.dtype.name, "sources": len(a.srcs)},
+    flops=lambda a: a.dst.size * max(0, len(a.srcs) - 1),
+)
+
+
+@DMA_COMPUTE.semantics_impl
+def _dma_compute(a, ctx, engine):
+    total = np.zeros(a.dst.size, np.float32)
+    for s in a.srcs:
+        total += to_f32(np.asarray(raw(s)), s.dtype).reshape(-1)
+    store_raw(a.dst, from_f32(total, a.dst.dtype))
+
+
+def hbm_free_bytes(t: NkiTensor) -> int:
+    return free_size(t) * t.dtype.itemsize

@@ -1,0 +1,183 @@
+"""Random numbers, cross-core synchronization and MX quantization."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nkidev.emulator import costs
+from nkidev.emulator import rules as R
+from nkidev.emulator.memory import raw, rows, scalar_or_vector, store, store_raw
+from nkidev.emulator.opdef import declare
+from nkidev.emulator.tensor import NkiTensor, rule_error
+
+INT_TYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+
+
+def _rng_engine(a, ctx) -> str:
+    wanted = getattr(getattr(a, "engine", None), "name", "vector")
+    wanted = "vector" if wanted == "unknown" else wanted
+    if wanted == "gpsimd" and ctx.target.nc_version < 3:
+        raise rule_error("err_unsupported_on_target", "rng on GpSimd needs NeuronCore-v3+", "use the vector engine")
+    if wanted not in ("vector", "gpsimd"):
+        raise rule_error("err_invalid_argument", f"rng cannot run on the {wanted} engine", "use vector or gpsimd")
+    return wanted
+
+
+RNG = declare(
+    "rng", "dst, engine=engine.vector, name=None",
+    ("vector", "gpsimd"),
+    "Fill an integer tile with pseudo-random bits (low bits of 32-bit values).",
+    tiles=("dst",),
+    rules=(R.dtype_in("dst", INT_TYPES),),
+    choose_engine=_rng_engine,
+    cost=costs.streaming,
+    cost_doc="max(MIN_II, N)",
+)
+
+
+@RNG.semantics_impl
+def _rng(a, ctx, engine):
+    bits = ctx.rng.integers(0, 2**32, size=a.dst.shape, dtype=np.uint64).astype(np.uint32)
+    store_raw(a.dst, bits.view(np.int32).astype(a.dst.dtype.storage) if a.dst.dtype.kind == "int"
+              else bits.astype(a.dst.dtype.storage))
+
+
+RAND2 = declare(
+    "rand2", "dst, min, max, name=None",
+    ("vector",),
+    "Uniform pseudo-random values in [min, max] (NeuronCore-v4).",
+    tiles=("dst",),
+    min_nc=4,
+    rules=(R.vector_operand("min"), R.vector_operand("max")),
+    cost=costs.streaming,
+    cost_doc="max(MIN_II, N)",
+)
+
+
+@RAND2.semantics_impl
+def _rand2(a, ctx, engine):
+    p = a.dst.shape[0]
+    lo, hi = scalar_or_vector(a.min, p), scalar_or_vector(a.max, p)
+    u = ctx.rng.random((p, a.dst.size // p), dtype=np.float32)
+    store(a.dst, lo + u * (hi - lo))
+
+
+DROPOUT = declare(
+    "dropout", "dst, data, prob, name=None",
+    ("vector",),
+    "Zero each element with probability prob (scalar or [P, 1]); dst dtype equals data dtype.",
+    tiles=("dst", "data"),
+    rules=(R.same_partitions("dst", "data"), R.same_free_size("dst", "data"), R.same_dtype("dst", "data"),
+           R.vector_operand("prob")),
+    cost=costs.streaming,
+    cost_doc="max(MIN_II, N)",
+)
+
+
+@DROPOUT.semantics_impl
+def _dropout(a, ctx, engine):
+    x = rows(a.data)
+    keep = ctx.rng.random(x.shape, dtype=np.float32) >= scalar_or_vector(a.prob, x.shape[0])
+    store(a.dst, np.where(keep, x, np.float32(0)))
+
+
+SET_RNG_SEED = declare(
+    "set_rng_seed", "src_seeds, name=None",
+    ("vector",),
+    "Seed the Vector Engine PRNG from a [1, 1] 32-bit tile.",
+    writes=(),
+    tiles=("src_seeds",),
+    cost=costs.streaming,
+    cost_doc="max(MIN_II, N)",
+)
+
+
+@SET_RNG_SEED.semantics_impl
+def _set_seed(a, ctx, engine):
+    seed = int(np.asarray(raw(a.src_seeds)).reshape(-1)[0])
+    ctx.rng = np.random.default_rng(seed & 0xFFFFFFFF)
+
+
+RAND_SET_STATE = declare(
+    "rand_set_state", "src_seeds, engine=engine.gpsimd, name=None",
+    ("gpsimd", "vector"),
+    "Seed the per-lane XORWOW PRNG states (NeuronCore-v3+).",
+    min_nc=3, writes=(), tiles=("src_seeds",), cost=costs.streaming, cost_doc="max(MIN_II, N)",
+)
+
+
+@RAND_SET_STATE.semantics_impl
+def _rand_set_state(a, ctx, engine):
+    seeds = np.asarray(raw(a.src_seeds)).astype(np.uint64).reshape(-1)
+    ctx.rng = np.random.default_rng(seeds.tolist())
+
+
+RAND_GET_STATE = declare(
+    "rand_get_state", "dst, engine=engine.gpsimd, name=None",
+    ("gpsimd", "vector"),
+    "Store the PRNG states (NeuronCore-v3+); the emulator's generator is not XORWOW, so values differ from hardware.",
+    min_nc=3, emulated=False, cost=costs.streaming,
+)
+
+QUANTIZE_MX = declare(
+    "quantize_mx", "dst, src, dst_scale, name=None",
+    ("vector",),
+    "Quantize fp16/bf16 to MXFP8 data and e8m0 scales (NeuronCore-v4).",
+    min_nc=4, emulated=False, cost=costs.streaming,
+)
+
+
+def _barrier_check(a, ctx):
+    if tuple(a.cores) != (0, 1):
+        return f"cores={a.cores}; only (0, 1) is supported", "pass cores=(0, 1)"
+
+
+CORE_BARRIER = declare(
+    "core_barrier", "data, cores, engine=engine.gpsimd, name=None",
+    ("gpsimd", "vector", "scalar", "sync"),
+    "Wait until every listed NeuronCore reaches this barrier (LNC=2, NeuronCore-v3+).",
+    writes=(),
+    min_nc=3,
+    rules=(R.custom("err_invalid_argument", "cores is (0, 1)", _barrier_check),),
+    cost=lambda ins, hw: float(hw.engines.min_ii_cycles),
+    cost_doc="a semaphore round trip",
+    attrs=lambda a: {"sync": True},
+    flops=lambda a: 0,
+)
+
+
+@CORE_BARRIER.semantics_impl
+def _core_barrier(a, ctx, engine):
+    if ctx.barrier is not None:
+        ctx.barrier.barrier()
+
+
+def _sendrecv_check(a, ctx):
+    if not isinstance(a.src, NkiTensor) or not isinstance(a.dst, NkiTensor):
+        return "src and dst must be SBUF tiles", None
+    if a.src.shape != a.dst.shape or a.src.dtype != a.dst.dtype:
+        return f"src {a.src.shape} {a.src.dtype} and dst {a.dst.shape} {a.dst.dtype} must match", None
+
+
+SENDRECV = declare(
+    "sendrecv", "src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=dma_engine.dma, name=None",
+    ("dma",),
+    "Send src to another NeuronCore of the LNC group and receive its data into dst.",
+    writes=("dst",),
+    tiles=("src", "dst"),
+    rules=(R.in_memory("src", ("sbuf",)), R.in_memory("dst", ("sbuf",)),
+           R.custom("err_shape_mismatch", "src and dst have the same shape and dtype", _sendrecv_check)),
+    cost_doc="a DMA of src's bytes",
+    attrs=lambda a: {"dge_mode": "none", "sync": True},
+    flops=lambda a: 0,
+)
+
+
+@SENDRECV.semantics_impl
+def _sendrecv(a, ctx, engine):
+    if ctx.barrier is None:
+        raise rule_error("err_invalid_argument", "sendrecv needs an LNC=2 launch (kernel[2])",
+                         "launch the kernel with nki.simulate(kernel[2]) or kernel[2](...)")
+    data = np.array(raw(a.src))
+    got = ctx.barrier.sendrecv(int(a.send_to_rank), int(a.recv_from_rank), a.pipe_id, data)
+    store_raw(a.dst, got)

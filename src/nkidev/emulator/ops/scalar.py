@@ -1,0 +1,179 @@
+"""Scalar Engine instructions: activation, activation_reduce, activate2."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from nkidev.emulator import costs
+from nkidev.emulator import rules as R
+from nkidev.emulator.alu import ACTIVATIONS, ALU, op_name
+from nkidev.emulator.location import kernel_location
+from nkidev.emulator.memory import rows, scalar_or_vector, store
+from nkidev.emulator.opdef import declare
+from nkidev.emulator.ops.vector import _apply, accumulate
+from nkidev.emulator.tensor import NkiTensor, free_size, partitions
+from nkidev.errors import NkiWarning
+
+
+def _bias_check(a, ctx):
+    b = a.bias
+    if b is None:
+        return None
+    if isinstance(b, NkiTensor):
+        if b.dtype.name == "tfloat32" or not b.dtype.is_float:
+            return f"bias dtype {b.dtype} is not supported", "use a float32/bfloat16/float16 bias vector"
+        if free_size(b) != 1 or partitions(b) != partitions(a.data):
+            return (f"bias {b.shape} must be a [{partitions(a.data)}, 1] vector",
+                    f"pass a ({partitions(a.data)}, 1) tile (one value per partition)")
+        return None
+    if not isinstance(b, int | float):
+        return f"bias must be a [P, 1] tile or a number, got {type(b).__name__}", None
+    if ctx.target.nc_version < 3:
+        return "a scalar bias needs NeuronCore-v3 (trn2) or newer; trn1 takes a [P, 1] vector", \
+            "pass bias as a (P, 1) tile"
+
+
+def _scale_shape(a, ctx):
+    s = a.scale
+    if isinstance(s, NkiTensor) and (free_size(s) != 1 or partitions(s) != partitions(a.data)):
+        return (f"scale {s.shape} must be a scalar or a [{partitions(a.data)}, 1] vector",
+                f"pass a Python float or a ({partitions(a.data)}, 1) float32 tile")
+    if not isinstance(s, NkiTensor | int | float):
+        return f"scale must be a number or a [P, 1] tile, got {type(s).__name__}", None
+
+
+def _scale_type(a, ctx):
+    s = a.scale
+    if isinstance(s, NkiTensor) and s.dtype.name != "float32":
+        return f"scale tile has dtype {s.dtype}, must be float32", "cast the scale vector to nl.float32"
+
+
+def _reduce_check(a, ctx):
+    if getattr(a, "reduce_op", None) is not None and op_name(a.reduce_op) != "add":
+        return f"reduce_op must be nl.add, got {op_name(a.reduce_op)}", "pass reduce_op=nl.add"
+    r = getattr(a, "reduce_res", None)
+    if r is not None and (free_size(r) != 1 or partitions(r) != partitions(a.data)):
+        return f"reduce_res {r.shape} must be [{partitions(a.data)}, 1]", None
+
+
+ACT_RULES = (
+    R.activation_op("op"),
+    R.same_partitions("dst", "data"), R.same_free_size("dst", "data"),
+    R.custom("err_activation_bias_invalid_type", "bias is a [P, 1] vector of a float dtype other than tfloat32 "
+             "(or a scalar on trn2+)", _bias_check),
+    R.custom("err_activation_scale_scalar_or_vector", "scale is a scalar or a [P, 1] vector", _scale_shape),
+    R.custom("err_activation_scale_invalid_type", "a scale vector is float32", _scale_type),
+    R.custom("err_invalid_op", "reduce_op is nl.add; reduce_res is [P, 1]", _reduce_check),
+)
+
+
+def _act_attrs(a) -> dict:
+    return {"func": op_name(a.op), "reads_accumulator": getattr(a, "reduce_res", None) is not None,
+            "dtype": a.data.dtype.name, "dst_dtype": a.dst.dtype.name}
+
+
+def _activate(a, ctx) -> np.ndarray:
+    x = rows(a.data)
+    p = x.shape[0]
+    y = x * scalar_or_vector(a.scale, p) if not (isinstance(a.scale, int | float) and a.scale == 1.0) else x
+    if a.bias is not None:
+        y = y + scalar_or_vector(a.bias, p)
+    return ACTIVATIONS[op_name(a.op)](y.astype(np.float32, copy=False), 0.0)
+
+
+ACTIVATION = declare(
+    "activation", "dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, "
+    "reduce_cmd=reduce_cmd.idle, name=None",
+    ("scalar",),
+    "dst = op(data * scale + bias) on the Scalar Engine, with an optional add-reduction into its accumulators.",
+    semantics="reduce_cmd: reset/reset_reduce zero the registers; reduce/reset_reduce add this output's row sums; "
+              "reduce_res (if given) receives the registers. All math in fp32.",
+    writes=("dst", "reduce_res"),
+    tiles=("dst", "data", "reduce_res"),
+    rules=ACT_RULES,
+    cost=costs.activation,
+    cost_doc="max(MIN_II, N); reading reduce_res adds ~64 cycles",
+    attrs=_act_attrs,
+)
+
+
+@ACTIVATION.semantics_impl
+def _activation(a, ctx, engine):
+    y = _activate(a, ctx)
+    store(a.dst, y)
+    cmd = getattr(a.reduce_cmd, "name", "idle")
+    p = y.shape[0]
+    if cmd != "idle" or a.reduce_res is not None:
+        if cmd == "idle" and a.reduce_res is not None and a.reduce_op is not None:
+            warnings.warn(f"activation with reduce_res and reduce_cmd=idle reads the accumulator without adding this "
+                          f"instruction's output ({kernel_location()}); pass reduce_cmd=nisa.reduce_cmd.reset_reduce",
+                          NkiWarning, stacklevel=2)
+        acc = accumulate(ctx.act_acc, p, "add", cmd, y)
+        if a.reduce_res is not None:
+            store(a.reduce_res, acc)
+
+
+ACTIVATION_REDUCE = declare(
+    "activation_reduce", "dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0, name=None",
+    ("scalar",),
+    "activation plus an add-reduction of its output along the free dims into reduce_res (reset_reduce semantics).",
+    writes=("dst", "reduce_res"),
+    tiles=("dst", "data", "reduce_res"),
+    rules=ACT_RULES + (R.tensor_required("reduce_res"),),
+    cost=costs.plus_min_ii,
+    cost_doc="max(MIN_II, N) + MIN_II",
+    attrs=_act_attrs,
+)
+
+
+@ACTIVATION_REDUCE.semantics_impl
+def _activation_reduce(a, ctx, engine):
+    y = _activate(a, ctx)
+    store(a.dst, y)
+    store(a.reduce_res, accumulate(ctx.act_acc, y.shape[0], "add", "reset_reduce", y))
+
+
+ACT2_PAIRS = {("multiply", "add"), ("multiply", "subtract"), ("multiply", "bypass"), ("add", "bypass"),
+              ("subtract", "bypass"), ("bypass", "bypass")}
+
+
+ACTIVATE2 = declare(
+    "activate2", "dst, op, data, imm0, imm1, op0, op1, relu_param=0.0, reverse0=False, reverse1=False, "
+    "reduce_op=None, reduce_res=None, reduce_cmd=reduce_cmd.idle, name=None",
+    ("scalar",),
+    "op((data op0 imm0) op1 imm1) on the Scalar Engine with an optional reduction (NeuronCore-v4).",
+    writes=("dst", "reduce_res"),
+    tiles=("dst", "data", "reduce_res"),
+    min_nc=4,
+    rules=(
+        R.activation_op("op"), R.same_partitions("dst", "data"), R.same_free_size("dst", "data"),
+        R.vector_operand("imm0"), R.vector_operand("imm1"),
+        R.custom("err_invalid_op", "(op0, op1) is one of the six documented combinations",
+                 lambda a, ctx: None if (op_name(a.op0), op_name(a.op1)) in ACT2_PAIRS else
+                 f"(op0, op1) = ({op_name(a.op0)}, {op_name(a.op1)}) is not supported"),
+    ),
+    cost=costs.activation,
+    cost_doc="max(MIN_II, N)",
+    attrs=_act_attrs,
+)
+
+
+@ACTIVATE2.semantics_impl
+def _activate2(a, ctx, engine):
+    x = rows(a.data)
+    p = x.shape[0]
+    y = _apply(a.op0, x, scalar_or_vector(a.imm0, p), a.reverse0)
+    y = _apply(a.op1, y, scalar_or_vector(a.imm1, p), a.reverse1)
+    alpha = float(a.relu_param) if not isinstance(a.relu_param, NkiTensor) else scalar_or_vector(a.relu_param, p)
+    y = ACTIVATIONS[op_name(a.op)](y.astype(np.float32), alpha)
+    store(a.dst, y)
+    cmd = getattr(a.reduce_cmd, "name", "idle")
+    if cmd != "idle" and a.reduce_op is not None:
+        op = op_name(a.reduce_op)
+        acc = accumulate(ctx.act_acc, p, op if op in ALU and ALU[op].reduce else "add", cmd, y)
+        if a.reduce_res is not None:
+            store(a.reduce_res, acc)
+    elif a.reduce_res is not None:
+        store(a.reduce_res, ctx.act_acc[:p])

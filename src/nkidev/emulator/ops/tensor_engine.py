@@ -1,0 +1,239 @@
+"""Tensor Engine instructions: nc_matmul, nc_transpose (also on VectorE), nc_matmul_mx."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from nkidev.emulator import costs
+from nkidev.emulator import rules as R
+from nkidev.emulator.dtypes import to_f32
+from nkidev.emulator.location import kernel_location
+from nkidev.emulator.memory import acc_view, f32, raw, store, store_raw
+from nkidev.emulator.opdef import declare
+from nkidev.emulator.tensor import free_size, partitions
+from nkidev.errors import NkiWarning
+
+MATMUL_IN = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn", "bfloat16", "float16", "tfloat32", "float32")
+FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn")
+
+
+def _double(a) -> bool:
+    return getattr(getattr(a, "perf_mode", None), "name", "none") == "double_row"
+
+
+def _km(a):
+    """(K, M, N): contraction, stationary free (dst partitions), moving free (dst free)."""
+    s, m = a.stationary, a.moving
+    if _double(a):
+        return partitions(s) * 2, free_size(s) // 2, free_size(m) // 2
+    return partitions(s), free_size(s), free_size(m)
+
+
+def _matmul_check(a, ctx):
+    te = ctx.target.tensor_engine
+    s, m, d = a.stationary, a.moving, a.dst
+    k, mm, n = _km(a)
+    row, col = te.rows, te.cols
+    if a.tile_position or a.tile_size:
+        if not (a.tile_position and a.tile_size) or len(a.tile_position) != 2 or len(a.tile_size) != 2:
+            return "tile_position and tile_size must both be (row, column) pairs", "set both or neither"
+        row, col = (int(x) for x in a.tile_size)
+        sizes = (32, 64, 128) if ctx.target.nc_version >= 3 else (64, 128)
+        if row not in sizes or col not in sizes:
+            return f"tile_size {a.tile_size} not supported on {ctx.target.name}", f"use sizes from {sizes}"
+        if any(int(p) % sz or int(p) >= 128 for p, sz in zip(a.tile_position, (row, col))):
+            return f"tile_position {a.tile_position} must be multiples of tile_size {a.tile_size} below 128", None
+    if partitions(s) != partitions(m):
+        return (f"stationary has {partitions(s)} partitions, moving has {partitions(m)}: the contraction (partition) "
+                "dims must match", "slice both operands to the same K")
+    if partitions(s) > row:
+        return f"contraction size {partitions(s)} exceeds the {row}-row tile", f"tile K to {row}"
+    if mm > min(col, te.stationary_fmax):
+        return (f"stationary free size {mm} exceeds {min(col, te.stationary_fmax)}",
+                "tile the stationary free dim (M) to 128 (nl.tile_size.gemm_stationary_fmax)")
+    fmax = te.moving_fmax_bf16_dst if d.dtype.name == "bfloat16" else te.moving_fmax_fp32_dst
+    if n > fmax:
+        return (f"moving free size {n} exceeds {fmax} on {ctx.target.name}",
+                f"tile the moving free dim (N) to {fmax} (nl.tile_size.gemm_moving_fmax)")
+    if partitions(d) != mm or free_size(d) != n:
+        return (f"dst {d.shape} must be [{mm}, {n}] (stationary free x moving free)",
+                f"allocate the PSUM tile as ({mm}, {n})")
+
+
+def _dtype_check(a, ctx):
+    s, m, d = a.stationary.dtype.name, a.moving.dtype.name, a.dst.dtype.name
+    for name, dt in (("stationary", s), ("moving", m)):
+        if dt not in MATMUL_IN:
+            return f"{name} dtype {dt} is not a Tensor Engine input type", f"cast to one of {MATMUL_IN}"
+        if dt == "float8_e4m3fn" and ctx.target.nc_version < 4:
+            return "float8_e4m3fn needs NeuronCore-v4 (trn3)", "use float8_e4m3 on trn1/trn2"
+    wide = {"float32", "tfloat32"}
+    if (s in wide) != (m in wide):
+        return f"stationary {s} and moving {m}: an fp32/tf32 operand needs an fp32/tf32 partner", \
+            "cast both operands to the same family"
+    if {s, m} == {"float8_e4m3", "float8_e4m3fn"}:
+        return "legacy float8_e4m3 and OCP float8_e4m3fn cannot be mixed", "use one fp8 flavour"
+    if _double(a):
+        if ctx.target.nc_version < 3:
+            return "perf_mode=double_row needs NeuronCore-v3+", None
+        if s not in FP8 or m not in FP8:
+            return "perf_mode=double_row needs fp8 operands", "cast both operands to float8_e4m3/float8_e5m2"
+        if a.stationary.ndim != 3 or a.stationary.shape[1] != 2 or a.moving.ndim != 3 or a.moving.shape[1] != 2:
+            return "perf_mode=double_row needs [P, 2, F] operands", "reshape to (P, 2, F)"
+    allowed = ("float32", "bfloat16") if ctx.target.nc_version >= 4 else ("float32",)
+    if a.is_transpose:
+        allowed = allowed + (s,)
+    if d not in allowed:
+        return f"dst dtype {d} on {ctx.target.name}; allowed: {', '.join(allowed)}", "allocate the PSUM tile as nl.float32"
+
+
+def _bank_check(a, ctx):
+    d = a.dst
+    if ctx.target.nc_version >= 4 or d.dyn is not None:
+        return None
+    item = d.data.itemsize
+    off = (d.data.__array_interface__["data"][0] - d.storage.ptr) % d.storage.pstride
+    span = max(0, sum((n - 1) * st for n, st in zip(d.shape[1:], d.data.strides[1:]))) + item
+    bank = ctx.target.psum.bank_bytes
+    if off // bank != (off + span - 1) // bank:
+        return (f"dst {d.shape} {d.dtype} covers bytes {off}..{off + span} of each partition, crossing a "
+                f"{bank}-byte PSUM bank boundary", "write each nc_matmul into at most 512 fp32 columns of one bank")
+
+
+def _matmul_attrs(a) -> dict:
+    k, m, n = _km(a)
+    s, mv = a.stationary.dtype.name, a.moving.dtype.name
+    return {"K": k, "M": m, "N": n, "dtype": s, "moving_dtype": mv, "dst_dtype": a.dst.dtype.name,
+            "fp32": s in ("float32",) or mv in ("float32",), "onezero": bool(a.is_stationary_onezero or a.is_moving_onezero),
+            "is_transpose": bool(a.is_transpose), "perf_mode": "double_row" if _double(a) else "none",
+            "accumulate": a.accumulate, "tile_size": tuple(a.tile_size or ())}
+
+
+NC_MATMUL = declare(
+    "nc_matmul",
+    "dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False, "
+    "accumulate=None, tile_position=(), tile_size=(), perf_mode=matmul_perf_mode.none, name=None",
+    ("tensor",),
+    "dst = stationary.T @ moving on the Tensor Engine: SBUF inputs, fp32 accumulation into PSUM.",
+    semantics="Contraction over the partition dim of both inputs; accumulate=False overwrites, True adds to the "
+              "PSUM contents, None overwrites on the first write of an accumulation group and adds afterwards.",
+    tiles=("dst", "stationary", "moving"),
+    rules=(
+        R.in_memory("stationary", ("sbuf",)), R.in_memory("moving", ("sbuf",)), R.in_memory("dst", ("psum",)),
+        R.custom("err_size_of_dimension_exceed_arch_limit",
+                 "K = partitions <= 128 (or tile rows), M <= 128, N <= 512 (4096/8192 on trn3); dst is [M, N]",
+                 _matmul_check),
+        R.custom("err_matmul_dtype_mismatch", "input dtypes are Tensor Engine types; fp32/tf32 pair with fp32/tf32; "
+                 "dst fp32 (fp32/bf16 on trn3)", _dtype_check),
+        R.custom("err_psum_bank_overflow", "on trn1/trn2 the output stays within one 2 KiB PSUM bank", _bank_check),
+    ),
+    cost=costs.matmul,
+    cost_doc="max(min(64, M), N) TensorE cycles (x4 for fp32, x0.5 for fp8 double_row), plus a LoadStationary "
+             "of ~M/4 cycles",
+    attrs=_matmul_attrs,
+    flops=lambda a: 2 * _km(a)[0] * _km(a)[1] * _km(a)[2],
+)
+
+
+@NC_MATMUL.semantics_impl
+def _nc_matmul(a, ctx, engine):
+    k, m, n = _km(a)
+    s = to_f32(np.asarray(raw(a.stationary)), a.stationary.dtype).reshape(k, m)
+    mv = to_f32(np.asarray(raw(a.moving)), a.moving.dtype).reshape(k, n)
+    if a.is_transpose and ctx.target.nc_version >= 3:
+        res = np.ascontiguousarray(s.T)  # bit-accurate transpose mode: no arithmetic on the values
+    else:
+        res = s.T @ mv
+    d = a.dst
+    mask = acc_view(d)
+    if a.accumulate is True:
+        cur = to_f32(np.asarray(raw(d)), d.dtype).reshape(m, n)
+        if not mask.all():
+            warnings.warn(f"nc_matmul accumulate=True into PSUM {d.name!r} that no matmul initialized "
+                          f"({kernel_location()}); undefined on hardware", NkiWarning, stacklevel=2)
+            ctx.trace is not None and ctx.trace.add_warning(
+                "warn_accumulate_uninitialized_psum", "nc_matmul accumulate=True into uninitialized PSUM",
+                kernel_location())
+        res = cur + res
+    elif a.accumulate is None:
+        open_ = mask.reshape(m, n)
+        if open_.any():
+            cur = to_f32(np.asarray(raw(d)), d.dtype).reshape(m, n)
+            res = np.where(open_, cur + res, res)
+    store_matmul(d, res)
+    mask[...] = True
+
+
+def store_matmul(d, res) -> None:
+    """Write a matmul result without closing the accumulation group (store() would)."""
+    acc, d.storage.acc = d.storage.acc, None
+    try:
+        store(d, res)
+    finally:
+        d.storage.acc = acc
+
+
+def _transpose_engine(a, ctx) -> str:
+    wanted = getattr(getattr(a, "engine", None), "name", "unknown")
+    if wanted in ("tensor", "vector"):
+        return wanted
+    if wanted != "unknown":
+        from nkidev.emulator.tensor import rule_error
+
+        raise rule_error("err_invalid_argument", f"nc_transpose cannot run on the {wanted} engine",
+                         "use engine=nisa.engine.tensor or nisa.engine.vector")
+    small = partitions(a.data) <= 32 and free_size(a.data) <= 32
+    return "vector" if small else "tensor"
+
+
+def _transpose_check(a, ctx):
+    p, f = partitions(a.data), free_size(a.data)
+    if partitions(a.dst) != f or free_size(a.dst) != p:
+        return f"dst {a.dst.shape} must be [{f}, {p}] for data {a.data.shape}", f"allocate dst as ({f}, {p})"
+    eng = _transpose_engine(a, ctx)
+    limit = ctx.target.vector_engine.transpose_max if eng == "vector" else ctx.target.tensor_engine.transpose_engine_max
+    if p > limit or f > limit:
+        return (f"{eng} engine transposes up to {limit}x{limit}, data is {p}x{f}",
+                "tile the transpose (TensorE 128x128, VectorE 32x32)")
+    if eng == "tensor":
+        if a.data.storage.kind != "sbuf" or a.dst.storage.kind != "psum":
+            return ("TensorE transpose reads SBUF and writes PSUM",
+                    "put data in SBUF and dst in PSUM, or use engine=nisa.engine.vector")
+
+
+NC_TRANSPOSE = declare(
+    "nc_transpose", "dst, data, engine=engine.unknown, name=None",
+    ("tensor", "vector"),
+    "2-d transpose between the partition dim and the (flattened) free dims, on TensorE or VectorE.",
+    semantics="dst[f, p] = data[p, f]; dst dtype equals data dtype.",
+    tiles=("dst", "data"),
+    rules=(
+        R.same_dtype("dst", "data"),
+        R.custom("err_transpose_too_large", "dst is [F, P]; TensorE <= 128x128 SBUF->PSUM, VectorE <= 32x32",
+                 _transpose_check),
+    ),
+    choose_engine=_transpose_engine,
+    cost=costs.pe_transpose,
+    cost_doc="TensorE max(P, min(64, F)); VectorE max(MIN_II, N)",
+    attrs=lambda a: {"F": free_size(a.data), "dtype": a.data.dtype.name, "is_transpose": True},
+    flops=lambda a: 2 * partitions(a.data) * free_size(a.data) * partitions(a.data),
+)
+
+
+@NC_TRANSPOSE.semantics_impl
+def _nc_transpose(a, ctx, engine):
+    p, f = partitions(a.data), free_size(a.data)
+    if a.data.storage.acc is not None:
+        f32(a.data)  # reading PSUM closes its accumulation group
+    store_raw(a.dst, np.asarray(raw(a.data)).reshape(p, f).T.copy())
+
+
+NC_MATMUL_MX = declare(
+    "nc_matmul_mx", "dst, stationary, moving, stationary_scale, moving_scale, tile_position=None, tile_size=None, "
+    "accumulate=None, name=None",
+    ("tensor",),
+    "MXFP8/MXFP4 matmul with integrated dequantization (NeuronCore-v4).",
+    min_nc=4, emulated=False, cost=costs.matmul,
+)

@@ -1,0 +1,743 @@
+"""Vector Engine instructions (several also run on Scalar or GpSimd): element-wise, reductions,
+copies, statistics and top-8 search."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nkidev.emulator import costs
+from nkidev.emulator import rules as R
+from nkidev.emulator.alu import ALU, op_name
+from nkidev.emulator.dtypes import to_f32
+from nkidev.emulator.memory import f32, raw, rows, scalar_or_vector, store, store_raw
+from nkidev.emulator.opdef import declare
+from nkidev.emulator.tensor import NkiTensor, free_size, partitions, rule_error
+
+ALU_KINDS = ("arith", "bitvec", "unary", "bitvec_unary")
+
+
+def _alu(op):
+    return ALU[op_name(op)]
+
+
+def _is_bitvec(op) -> bool:
+    return _alu(op).kind.startswith("bitvec")
+
+
+def _int_rows(t: NkiTensor) -> np.ndarray:
+    x = np.asarray(raw(t))
+    return x.reshape(x.shape[0] if x.ndim else 1, -1)
+
+
+def _apply(op, x, operand, reverse: bool):
+    alu = _alu(op)
+    if alu.kind in ("unary", "bitvec_unary"):
+        return alu.fn(x)
+    return alu.fn(operand, x) if reverse else alu.fn(x, operand)
+
+
+def _int_operand(v, p: int, like: np.ndarray):
+    if isinstance(v, NkiTensor):
+        return np.asarray(raw(v)).reshape(p, 1).astype(like.dtype)
+    return np.asarray(int(v)).astype(like.dtype)
+
+
+# ---------------------------------------------------------------- tensor_tensor
+
+def _tt_engine(a, ctx) -> str:
+    wanted = getattr(getattr(a, "engine", None), "name", "unknown")
+    if wanted in ("vector", "gpsimd"):
+        return wanted
+    if wanted != "unknown":
+        raise rule_error("err_invalid_argument", f"tensor_tensor cannot run on the {wanted} engine",
+                         "use nisa.engine.vector or nisa.engine.gpsimd")
+    if op_name(a.op) == "power":
+        return "gpsimd"
+    ts = (a.dst, a.data1, a.data2)
+    if all(t.dtype.name in ("int32", "uint32") for t in ts) and all(t.storage.kind == "sbuf" for t in ts):
+        return "gpsimd"  # native 32-bit integer arithmetic
+    return "vector"
+
+
+TENSOR_TENSOR = declare(
+    "tensor_tensor", "dst, data1, data2, op, engine=engine.unknown, name=None",
+    ("vector", "gpsimd"),
+    "Element-wise binary op of two tiles with equal partitions and elements per partition.",
+    semantics="dst = op(data1, data2), in fp32 for arithmetic ops, on bit patterns for bitvec ops.",
+    tiles=("dst", "data1", "data2"),
+    rules=(
+        R.alu_op("op", ("arith", "bitvec")),
+        R.same_partitions("dst", "data1", "data2"), R.same_free_size("dst", "data1", "data2"),
+        R.not_both_psum("data1", "data2"), R.bitvec_needs_int(("op",), ("dst", "data1", "data2")),
+    ),
+    choose_engine=_tt_engine,
+    cost=costs.tensor_tensor,
+    cost_doc="max(MIN_II, N) with a PSUM input or bf16 add/mul/sub in SBUF, else max(MIN_II, 2N)",
+    attrs=lambda a: {"op": op_name(a.op)},
+)
+
+
+@TENSOR_TENSOR.semantics_impl
+def _tensor_tensor(a, ctx, engine):
+    if _is_bitvec(a.op):
+        x, y = _int_rows(a.data1), _int_rows(a.data2).astype(_int_rows(a.data1).dtype)
+        store_raw(a.dst, _alu(a.op).fn(x, y).astype(a.dst.dtype.storage))
+        return
+    if engine == "gpsimd" and all(t.dtype.is_int for t in (a.dst, a.data1, a.data2)):
+        x = np.asarray(raw(a.data1)).astype(np.float64).reshape(a.data1.shape[0], -1)
+        y = np.asarray(raw(a.data2)).astype(np.float64).reshape(x.shape)
+        res = _alu(a.op).fn(x, y)
+        info = np.iinfo(a.dst.dtype.storage)
+        store_raw(a.dst, np.clip(np.rint(res), info.min, info.max).astype(a.dst.dtype.storage))
+        return
+    store(a.dst, _alu(a.op).fn(rows(a.data1), rows(a.data2)))
+
+
+# ---------------------------------------------------------------- tensor_scalar
+
+def _ts_engine(a, ctx) -> str:
+    wanted = getattr(getattr(a, "engine", None), "name", "unknown")
+    if wanted == "unknown":
+        return "vector"
+    if wanted not in ("vector", "scalar", "gpsimd"):
+        raise rule_error("err_invalid_argument", f"tensor_scalar cannot run on the {wanted} engine",
+                         "use vector, scalar or gpsimd")
+    return wanted
+
+
+def _ts_check(a, ctx):
+    ops = [op_name(a.op0)] + ([op_name(a.op1)] if a.op1 is not None else [])
+    kinds = {ALU[o].kind.startswith("bitvec") for o in ops if o in ALU}
+    if len(kinds) > 1:
+        return "op0 and op1 must both be bitvec or both arithmetic", None
+    if a.op1 is None and a.operand1 is not None:
+        return "operand1 is set but op1 is None", "pass op1 or drop operand1"
+    eng = getattr(getattr(a, "engine", None), "name", "unknown")
+    if eng == "gpsimd" and ops != ["rsqrt"]:
+        return "engine=gpsimd is only allowed for rsqrt", "use the vector or scalar engine"
+    if eng == "scalar" and ctx.target.nc_version == 3 and (ops[0], ops[1] if len(ops) > 1 else None) not in (
+            ("multiply", "add"), ("multiply", None), ("add", None)):
+        return ("ScalarE on trn2 supports only multiply+add, multiply or add in tensor_scalar",
+                "run it on the vector engine")
+    if eng == "scalar" and True in kinds:
+        return "bitvec operators run on the Vector Engine only", "use engine=nisa.engine.vector"
+    if False in kinds:
+        for name in ("operand0", "operand1"):
+            v = getattr(a, name)
+            if isinstance(v, NkiTensor) and v.dtype.name != "float32":
+                return f"{name} is {v.dtype}; arithmetic operands must be float32", f"cast {name} to nl.float32"
+
+
+TENSOR_SCALAR = declare(
+    "tensor_scalar", "dst, data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, "
+    "engine=engine.unknown, name=None",
+    ("vector", "scalar", "gpsimd"),
+    "Apply up to two ops with scalar or [P, 1] operands broadcast along the free dims: (data op0 operand0) op1 operand1.",
+    semantics="reverse0/reverse1 swap the operand order of op0/op1; one or two ops cost the same.",
+    tiles=("dst", "data"),
+    rules=(
+        R.alu_op("op0"), R.alu_op("op1", optional=True),
+        R.same_partitions("dst", "data"), R.same_free_size("dst", "data"),
+        R.vector_operand("operand0"), R.vector_operand("operand1"),
+        R.custom("err_invalid_op", "op0/op1 of one kind; engine limits (gpsimd only rsqrt; trn2 ScalarE only "
+                 "multiply/add); arithmetic operands are float32", _ts_check),
+        R.bitvec_needs_int(("op0", "op1"), ("dst", "data")),
+    ),
+    choose_engine=_ts_engine,
+    cost=costs.streaming,
+    cost_doc="max(MIN_II, N) (one or two ops); GpSimd rsqrt 4x slower",
+    attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1) if a.op1 is not None else None},
+)
+
+
+@TENSOR_SCALAR.semantics_impl
+def _tensor_scalar(a, ctx, engine):
+    if _is_bitvec(a.op0):
+        x = _int_rows(a.data)
+        p = x.shape[0]
+        y = _apply(a.op0, x, _int_operand(a.operand0, p, x) if a.operand0 is not None else None, a.reverse0)
+        if a.op1 is not None:
+            y = _apply(a.op1, y, _int_operand(a.operand1, p, y), a.reverse1)
+        store_raw(a.dst, y.astype(a.dst.dtype.storage))
+        return
+    x = rows(a.data)
+    p = x.shape[0]
+    y = _apply(a.op0, x, scalar_or_vector(a.operand0 if a.operand0 is not None else 0.0, p), a.reverse0)
+    if a.op1 is not None:
+        y = _apply(a.op1, y, scalar_or_vector(a.operand1 if a.operand1 is not None else 0.0, p), a.reverse1)
+    store(a.dst, y)
+
+
+# ---------------------------------------------------------------- reductions
+
+def _axes(a) -> tuple[int, ...]:
+    axis = a.axis
+    axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
+    return tuple(sorted(int(x) % a.data.ndim for x in axes))
+
+
+def _reduce_check(a, ctx):
+    nd = a.data.ndim
+    try:
+        axes = _axes(a)
+    except (TypeError, ValueError):
+        return f"axis={a.axis!r}", "pass an int or a tuple of ints"
+    if not axes or 0 in axes or axes != tuple(range(axes[0], nd)):
+        return (f"axis={a.axis} on a {nd}-d tile; reduction axes must be the last contiguous free dims and never "
+                f"axis 0", f"use axis={nd - 1} or a tuple ending at {nd - 1}")
+    kept = int(np.prod([a.data.shape[i] for i in range(1, nd) if i not in axes]))
+    if free_size(a.dst) != kept:
+        return f"dst {a.dst.shape} must hold {kept} elements per partition after reducing {axes}", None
+
+
+TENSOR_REDUCE = declare(
+    "tensor_reduce", "dst, op, data, axis, negate=False, keepdims=False, name=None",
+    ("vector",),
+    "Reduce the trailing free axes of a tile on the Vector Engine.",
+    semantics="dst = op.reduce(data, axis) (x -1 if negate), fp32 for arithmetic ops.",
+    tiles=("dst", "data"),
+    rules=(
+        R.alu_op("op", ("arith", "bitvec"), reducible=True),
+        R.same_partitions("dst", "data"),
+        R.custom("err_reduce_axis_invalid", "axis lists the last contiguous free dims (never 0); dst holds the rest",
+                 _reduce_check),
+    ),
+    cost=costs.tensor_reduce,
+    cost_doc="N/2 cycles for bf16 add/max, else N",
+    attrs=lambda a: {"op": op_name(a.op), "negate": bool(a.negate)},
+)
+
+
+@TENSOR_REDUCE.semantics_impl
+def _tensor_reduce(a, ctx, engine):
+    alu = _alu(a.op)
+    axes = _axes(a)
+    if alu.kind == "bitvec":
+        store_raw(a.dst, alu.reduce(np.asarray(raw(a.data)), axes).astype(a.dst.dtype.storage))
+        return
+    res = alu.reduce(f32(a.data), axes)
+    store(a.dst, -res if a.negate else res)
+
+
+PARTITION_OPS = ("add", "average", "maximum", "bitwise_or", "bitwise_and")
+
+TENSOR_PARTITION_REDUCE = declare(
+    "tensor_partition_reduce", "dst, op, data, name=None",
+    ("gpsimd",),
+    "Reduce across partitions with the GpSimd Engine (add, average, max, bitwise_or, bitwise_and).",
+    semantics="dst[0, ...] = op.reduce(data, axis=0)",
+    tiles=("dst", "data"),
+    rules=(
+        R.custom("err_invalid_op", f"op is one of {', '.join(PARTITION_OPS)}",
+                 lambda a, ctx: None if op_name(a.op) in PARTITION_OPS else
+                 (f"op {op_name(a.op)} cannot reduce partitions", f"use one of nl.{', nl.'.join(PARTITION_OPS)}")),
+        R.same_free_size("dst", "data"),
+        R.custom("err_shape_mismatch", "dst has one partition",
+                 lambda a, ctx: None if partitions(a.dst) == 1 else f"dst {a.dst.shape} must have 1 partition"),
+    ),
+    cost=costs.gpsimd_streaming,
+    cost_doc="GPSIMD_START + max(MIN_II, N)",
+    attrs=lambda a: {"op": op_name(a.op)},
+)
+
+
+@TENSOR_PARTITION_REDUCE.semantics_impl
+def _partition_reduce(a, ctx, engine):
+    alu = ALU[op_name(a.op)]
+    if alu.kind == "bitvec":
+        store_raw(a.dst, alu.reduce(_int_rows(a.data), 0).astype(a.dst.dtype.storage))
+    else:
+        store(a.dst, alu.reduce(rows(a.data), 0))
+
+
+# ---------------------------------------------------------------- scans and fused ops
+
+TENSOR_TENSOR_SCAN = declare(
+    "tensor_tensor_scan", "dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False, name=None",
+    ("vector",),
+    "Scan along the free dim: out[i] = op1(op0(data0[i], out[i-1]), data1[i]), out[-1] = initial.",
+    semantics="reverse0 makes data0 the rhs of op0; reverse1 makes data1 the lhs of op1.",
+    tiles=("dst", "data0", "data1"),
+    rules=(
+        R.alu_op("op0", ("arith",)), R.alu_op("op1", ("arith",)),
+        R.same_partitions("dst", "data0", "data1"), R.same_free_size("dst", "data0", "data1"),
+        R.not_both_psum("data0", "data1"), R.vector_operand("initial"),
+    ),
+    cost=costs.scan,
+    cost_doc="max(MIN_II, 2N)",
+    attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1)},
+)
+
+
+@TENSOR_TENSOR_SCAN.semantics_impl
+def _scan(a, ctx, engine):
+    x0, x1 = rows(a.data0), rows(a.data1)
+    p, n = x0.shape
+    f0, f1 = _alu(a.op0).fn, _alu(a.op1).fn
+    prev = np.broadcast_to(scalar_or_vector(a.initial, p), (p, 1)).reshape(p).astype(np.float32)
+    out = np.empty((p, n), np.float32)
+    for i in range(n):  # a true recurrence: each column needs the previous one
+        t = f0(prev, x0[:, i]) if a.reverse0 else f0(x0[:, i], prev)
+        prev = f1(x1[:, i], t) if a.reverse1 else f1(t, x1[:, i])
+        out[:, i] = prev
+    store(a.dst, out)
+
+
+SCALAR_TENSOR_TENSOR = declare(
+    "scalar_tensor_tensor", "dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, name=None",
+    ("vector",),
+    "(data op0 operand0) op1 operand1 with a scalar/[P, 1] operand0 and a full-tile operand1.",
+    tiles=("dst", "data", "operand1"),
+    rules=(
+        R.alu_op("op0", ("arith", "unary")), R.alu_op("op1", ("arith",)),
+        R.tensor_required("operand1"),
+        R.same_partitions("dst", "data", "operand1"), R.same_free_size("dst", "data", "operand1"),
+        R.not_both_psum("data", "operand1"), R.vector_operand("operand0"),
+    ),
+    cost=costs.scalar_tensor_tensor,
+    cost_doc="N for bf16 subtract-multiply with even N, else 2N",
+    attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1)},
+)
+
+
+@SCALAR_TENSOR_TENSOR.semantics_impl
+def _stt(a, ctx, engine):
+    x = rows(a.data)
+    t = _apply(a.op0, x, scalar_or_vector(a.operand0, x.shape[0]), a.reverse0)
+    store(a.dst, _apply(a.op1, t, rows(a.operand1), a.reverse1))
+
+
+REDUCE_OPS = ("add", "multiply", "maximum", "minimum")
+
+
+def _reduce_cmd(a) -> str:
+    return getattr(getattr(a, "reduce_cmd", None), "name", "idle")
+
+
+def accumulate(acc: np.ndarray, p: int, op: str, cmd: str, values: np.ndarray | None, init=None) -> np.ndarray:
+    """Update engine accumulator registers acc[:p] per reduce_cmd; returns acc[:p]."""
+    alu = ALU[op]
+    if cmd in ("reset", "reset_reduce"):
+        acc[:p] = alu.identity
+    elif cmd == "load_reduce":
+        acc[:p] = np.broadcast_to(scalar_or_vector(init if init is not None else 0.0, p), (p, 1)).reshape(p)
+    if cmd in ("reduce", "reset_reduce", "load_reduce") and values is not None:
+        acc[:p] = alu.fn(acc[:p], alu.reduce(values, 1))
+    return acc[:p]
+
+
+TENSOR_SCALAR_REDUCE = declare(
+    "tensor_scalar_reduce", "dst, data, op0, operand0, reduce_op, reduce_res=None, reverse0=False, "
+    "reduce_cmd=reduce_cmd.reset_reduce, reduce_init=None, reduce_res_negate=False, name=None",
+    ("vector",),
+    "dst = data op0 operand0, and reduce the result along the free dims into the Vector accumulators.",
+    writes=("dst", "reduce_res"),
+    tiles=("dst", "data", "reduce_res"),
+    rules=(
+        R.alu_op("op0", ("arith", "unary")),
+        R.custom("err_invalid_op", f"reduce_op is one of {', '.join(REDUCE_OPS)}",
+                 lambda a, ctx: None if op_name(a.reduce_op) in REDUCE_OPS else
+                 f"reduce_op {op_name(a.reduce_op)} is not one of {REDUCE_OPS}"),
+        R.same_partitions("dst", "data", "reduce_res"), R.same_free_size("dst", "data"),
+        R.vector_operand("operand0"),
+        R.custom("err_shape_mismatch", "reduce_res is [P, 1]", lambda a, ctx: None if a.reduce_res is None or
+                 free_size(a.reduce_res) == 1 else f"reduce_res {a.reduce_res.shape} must be [P, 1]"),
+    ),
+    cost=costs.plus_min_ii,
+    cost_doc="max(MIN_II, N) + MIN_II",
+    attrs=lambda a: {"op0": op_name(a.op0), "reduce_op": op_name(a.reduce_op)},
+)
+
+
+@TENSOR_SCALAR_REDUCE.semantics_impl
+def _ts_reduce(a, ctx, engine):
+    x = rows(a.data)
+    p = x.shape[0]
+    y = _apply(a.op0, x, scalar_or_vector(a.operand0 if a.operand0 is not None else 0.0, p), a.reverse0)
+    store(a.dst, y)
+    acc = accumulate(ctx.vec_acc, p, op_name(a.reduce_op), _reduce_cmd(a), y, a.reduce_init)
+    if a.reduce_res is not None:
+        store(a.reduce_res, -acc if a.reduce_res_negate else acc)
+
+
+TENSOR_SCALAR_CUMULATIVE = declare(
+    "tensor_scalar_cumulative", "dst, src, op0, op1, imm0, imm1=None, reduce_cmd=reduce_cmd.reset_reduce, name=None",
+    ("vector",),
+    "Cumulative reduction: reg = op1(op0(src[i], imm0), reg); dst[i] = reg.",
+    tiles=("dst", "src"),
+    rules=(
+        R.alu_op("op0", ("arith",)),
+        R.custom("err_invalid_op", "op1 is add, subtract, multiply, maximum or minimum",
+                 lambda a, ctx: None if op_name(a.op1) in ("add", "subtract", "multiply", "maximum", "minimum")
+                 else f"op1 {op_name(a.op1)} cannot accumulate"),
+        R.same_partitions("dst", "src"), R.same_free_size("dst", "src"), R.vector_operand("imm0"),
+    ),
+    cost=costs.scan,
+    cost_doc="max(MIN_II, 2N)",
+    attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1)},
+)
+
+
+@TENSOR_SCALAR_CUMULATIVE.semantics_impl
+def _ts_cumulative(a, ctx, engine):
+    x = rows(a.src)
+    p, n = x.shape
+    op1 = op_name(a.op1)
+    accumulate(ctx.vec_acc, p, "add" if op1 == "subtract" else op1, _reduce_cmd(a), None, a.imm1)
+    reg = ctx.vec_acc[:p].copy()
+    t = _apply(a.op0, x, scalar_or_vector(a.imm0, p), False)
+    out = np.empty_like(t)
+    f1 = ALU[op1].fn
+    for i in range(n):
+        reg = f1(t[:, i], reg)
+        out[:, i] = reg
+    ctx.vec_acc[:p] = reg
+    store(a.dst, out)
+
+
+# ---------------------------------------------------------------- copies and fills
+
+def _copy_engine(a, ctx) -> str:
+    wanted = getattr(getattr(a, "engine", None), "name", "unknown")
+    if wanted == "unknown":
+        return "vector"
+    if wanted not in ("vector", "scalar", "gpsimd"):
+        raise rule_error("err_invalid_argument", f"tensor_copy cannot run on the {wanted} engine",
+                         "use vector, scalar or gpsimd")
+    if wanted == "scalar" and ctx.target.nc_version == 2:
+        raise rule_error("err_unsupported_on_target", "tensor_copy on the Scalar Engine is not supported on trn1",
+                         "use nisa.activation(op=nl.copy, ...) or the vector engine")
+    return wanted
+
+
+TENSOR_COPY = declare(
+    "tensor_copy", "dst, src, engine=engine.unknown, name=None",
+    ("vector", "scalar", "gpsimd"),
+    "Copy a tile within SBUF/PSUM on Vector, Scalar or GpSimd; bit-exact when dtypes match, else cast via fp32.",
+    tiles=("dst", "src"),
+    rules=(R.same_partitions("dst", "src"), R.same_free_size("dst", "src")),
+    choose_engine=_copy_engine,
+    cost=costs.streaming,
+    cost_doc="max(MIN_II, N)",
+    attrs=lambda a: {"dtype": a.src.dtype.name, "dst_dtype": a.dst.dtype.name},
+)
+
+
+@TENSOR_COPY.semantics_impl
+def _tensor_copy(a, ctx, engine):
+    if a.src.dtype == a.dst.dtype:
+        if a.src.storage.acc is not None:
+            f32(a.src)
+        store_raw(a.dst, np.asarray(raw(a.src)))
+    else:
+        store(a.dst, f32(a.src))
+
+
+def _pred_check(a, ctx):
+    if isinstance(a.src, NkiTensor):
+        if a.src.dtype != a.dst.dtype:
+            return f"src is {a.src.dtype} but dst is {a.dst.dtype}", "use the same dtype for src and dst"
+        if a.src.storage.kind == "psum" and a.predicate.storage.kind == "psum":
+            return "src and predicate are both in PSUM", "copy one of them to SBUF first"
+
+
+TENSOR_COPY_PREDICATED = declare(
+    "tensor_copy_predicated", "dst, src, predicate, reverse_pred=False, name=None",
+    ("vector",),
+    "Copy src (tile or scalar) into dst where predicate is nonzero (zero with reverse_pred); other elements keep dst.",
+    tiles=("dst", "predicate"),
+    rules=(
+        R.same_partitions("dst", "src", "predicate"), R.same_free_size("dst", "src", "predicate"),
+        R.dtype_in("predicate", ("uint8", "uint16", "uint32", "bool_")),
+        R.custom("err_dtype_mismatch", "src and dst share a dtype; src and predicate not both in PSUM", _pred_check),
+    ),
+    cost=costs.copy_predicated,
+    cost_doc="max(MIN_II, N) with src/predicate split over SBUF/PSUM, else max(MIN_II, 2N)",
+)
+
+
+@TENSOR_COPY_PREDICATED.semantics_impl
+def _copy_pred(a, ctx, engine):
+    pred = _int_rows(a.predicate) != 0
+    if a.reverse_pred:
+        pred = ~pred
+    cur = np.array(_int_rows(a.dst))
+    src = _int_rows(a.src) if isinstance(a.src, NkiTensor) else \
+        np.broadcast_to(np.asarray(a.src).astype(a.dst.dtype.storage), cur.shape)
+    store_raw(a.dst, np.where(pred, src, cur))
+
+
+def _memset_check(a, ctx):
+    dt = a.dst.dtype
+    v = a.value
+    if not isinstance(v, int | float | bool | np.number):
+        return f"value {v!r} is not a compile-time number", "pass a Python int or float"
+    if dt.kind == "packed" and v != 0:
+        return f"x4 packed dtype {dt} only accepts value=0", "memset to 0"
+    if dt.is_int and float(v) != int(v):
+        return f"value {v} does not fit integer dtype {dt}", "pass an integer value"
+    if dt.is_int and dt.kind != "bool":
+        info = np.iinfo(dt.storage)
+        if not info.min <= int(v) <= info.max:
+            return f"value {v} is outside the range of {dt}", f"use a value in [{info.min}, {info.max}]"
+
+
+def _memset_engine(a, ctx) -> str:
+    wanted = getattr(getattr(a, "engine", None), "name", "unknown")
+    if wanted in ("vector", "gpsimd"):
+        return wanted
+    if wanted != "unknown":
+        raise rule_error("err_invalid_argument", f"memset cannot run on the {wanted} engine", "use vector or gpsimd")
+    return "vector"
+
+
+MEMSET = declare(
+    "memset", "dst, value, engine=engine.unknown, name=None",
+    ("vector", "gpsimd"),
+    "Fill a tile with a compile-time constant on the Vector or GpSimd Engine.",
+    tiles=("dst",),
+    rules=(R.custom("err_memset_value_type", "value is a number representable in dst's dtype (x4 types: only 0)",
+                    _memset_check),),
+    choose_engine=_memset_engine,
+    cost=costs.memset,
+    cost_doc="max(MIN_II, N/2) for zero into bf16/fp16, else max(MIN_II, N)",
+    attrs=lambda a: {"value": a.value},
+)
+
+
+@MEMSET.semantics_impl
+def _memset(a, ctx, engine):
+    dt = a.dst.dtype
+    if dt.is_int:
+        store_raw(a.dst, np.full(a.dst.shape, int(a.value), dtype=dt.storage))
+    else:
+        store(a.dst, np.full(a.dst.shape, float(a.value), dtype=np.float32))
+
+
+RECIPROCAL = declare(
+    "reciprocal", "dst, data, name=None",
+    ("vector",),
+    "Element-wise 1/x on the Vector Engine (more precise, ~8x slower than activation(nl.reciprocal)).",
+    tiles=("dst", "data"),
+    rules=(R.same_partitions("dst", "data"), R.same_free_size("dst", "data")),
+    cost=costs.reciprocal,
+    cost_doc="max(MIN_II, 8N)",
+)
+
+
+@RECIPROCAL.semantics_impl
+def _reciprocal(a, ctx, engine):
+    with np.errstate(divide="ignore"):
+        store(a.dst, np.float32(1) / rows(a.data))
+
+
+# ---------------------------------------------------------------- statistics
+
+BN_STATS = declare(
+    "bn_stats", "dst, data, name=None",
+    ("vector",),
+    "Per-partition statistics of up to 512 elements: (count, mean, var*count) of the even and of the odd elements.",
+    tiles=("dst", "data"),
+    rules=(
+        R.same_partitions("dst", "data"),
+        R.max_free("data", 512),
+        R.custom("err_shape_mismatch", "dst holds 6 elements per partition",
+                 lambda a, ctx: None if free_size(a.dst) == 6 else f"dst {a.dst.shape} must hold 6 elements per partition"),
+    ),
+    cost=costs.streaming,
+    cost_doc="max(MIN_II, N)",
+)
+
+
+def _stats(x: np.ndarray):
+    n = x.shape[1]
+    if n == 0:
+        zero = np.zeros(x.shape[0], np.float32)
+        return zero, zero, zero
+    mean = x.mean(axis=1, dtype=np.float64)
+    m2 = ((x - mean[:, None]) ** 2).sum(axis=1, dtype=np.float64)
+    return np.full(x.shape[0], n, np.float64), mean, m2
+
+
+@BN_STATS.semantics_impl
+def _bn_stats(a, ctx, engine):
+    x = rows(a.data)
+    ce, me, ve = _stats(x[:, 0::2])
+    co, mo, vo = _stats(x[:, 1::2])
+    store(a.dst, np.stack([ce, me, ve, co, mo, vo], axis=1).astype(np.float32))
+
+
+BN_AGGR = declare(
+    "bn_aggr", "dst, data, name=None",
+    ("vector",),
+    "Aggregate bn_stats (count, mean, var*count) triples into (mean, variance) per partition.",
+    tiles=("dst", "data"),
+    rules=(
+        R.same_partitions("dst", "data"),
+        R.custom("err_shape_mismatch", "data holds a multiple of 3 elements per partition; dst holds 2",
+                 lambda a, ctx: (f"data has {free_size(a.data)} elements per partition, not a multiple of 3"
+                                 if free_size(a.data) % 3 else
+                                 None if free_size(a.dst) == 2 else f"dst {a.dst.shape} must hold 2 elements")),
+    ),
+    cost=costs.bn_aggr,
+    cost_doc="max(MIN_II, 13*(N/3))",
+)
+
+
+@BN_AGGR.semantics_impl
+def _bn_aggr(a, ctx, engine):
+    x = rows(a.data).astype(np.float64).reshape(-1, free_size(a.data) // 3, 3)
+    c, m, v = x[..., 0], x[..., 1], x[..., 2]
+    n = c.sum(axis=1)
+    safe = np.where(n > 0, n, 1)
+    mean = (c * m).sum(axis=1) / safe
+    var = (v.sum(axis=1) + (c * (m - mean[:, None]) ** 2).sum(axis=1)) / safe
+    store(a.dst, np.stack([mean, var], axis=1).astype(np.float32))
+
+
+# ---------------------------------------------------------------- top-8 search
+
+def _top8_check(name):
+    def check(a, ctx):
+        n = free_size(getattr(a, name))
+        if not 8 <= n <= 16384:
+            return f"{name} has {n} elements per partition; 8 to 16384 are supported", None
+        if free_size(a.dst) != 8:
+            return f"dst {a.dst.shape} must hold 8 elements per partition", "allocate dst as (P, 8)"
+    return check
+
+
+MAX8 = declare(
+    "max8", "dst, src, name=None",
+    ("vector",),
+    "The 8 largest values of each partition, in descending order.",
+    tiles=("dst", "src"),
+    rules=(R.same_partitions("dst", "src"),
+           R.custom("err_size_of_dimension_exceed_arch_limit", "src has 8..16384 elements per partition, dst 8",
+                    _top8_check("src"))),
+    cost=costs.linear,
+    cost_doc="N cycles",
+)
+
+
+@MAX8.semantics_impl
+def _max8(a, ctx, engine):
+    x = rows(a.src)
+    store(a.dst, -np.sort(-x, axis=1)[:, :8])
+
+
+FIND_INDEX8 = declare(
+    "nc_find_index8", "dst, data, vals, name=None",
+    ("vector",),
+    "Index of the first occurrence of each of 8 values per partition; missing values give all-ones.",
+    tiles=("dst", "data", "vals"),
+    rules=(R.same_partitions("dst", "data", "vals"),
+           R.dtype_in("dst", ("uint16", "uint32")),
+           R.custom("err_size_of_dimension_exceed_arch_limit", "data 8..16384 elements, vals and dst 8",
+                    _top8_check("data"))),
+    cost=costs.linear,
+    cost_doc="N cycles",
+)
+
+
+@FIND_INDEX8.semantics_impl
+def _find_index8(a, ctx, engine):
+    x, v = rows(a.data), rows(a.vals)[:, :8]
+    hit = x[:, None, :] == v[:, :, None]  # (P, 8, N)
+    found = hit.any(axis=2)
+    idx = hit.argmax(axis=2).astype(np.int64)
+    sentinel = np.iinfo(a.dst.dtype.storage).max
+    store_raw(a.dst, np.where(found, idx, sentinel).astype(a.dst.dtype.storage))
+
+
+MATCH_REPLACE8 = declare(
+    "nc_match_replace8", "dst, data, vals, imm, dst_idx=None, name=None",
+    ("vector",),
+    "Replace the first occurrence of each of 8 values with imm (vals processed 7..0); optional indices into dst_idx.",
+    writes=("dst", "dst_idx"),
+    tiles=("dst", "data", "vals", "dst_idx"),
+    rules=(R.same_partitions("dst", "data", "vals"), R.same_free_size("dst", "data"),
+           R.custom("err_size_of_dimension_exceed_arch_limit", "vals has 8 elements per partition",
+                    lambda a, ctx: None if free_size(a.vals) == 8 else f"vals {a.vals.shape} must hold 8 per partition")),
+    cost=lambda ins, hw: float(min(hw.engines.min_ii_cycles, ins.free_elems)),
+    cost_doc="min(MIN_II, N) (as documented)",
+)
+
+
+@MATCH_REPLACE8.semantics_impl
+def _match_replace8(a, ctx, engine):
+    work = rows(a.data).copy()
+    v = rows(a.vals)
+    p = work.shape[0]
+    idx = np.zeros((p, 8), np.int64)
+    taken = np.zeros_like(work, dtype=bool)
+    lanes = np.arange(p)
+    for i in range(7, -1, -1):
+        hit = (work == v[:, i:i + 1]) & ~taken
+        has = hit.any(axis=1)
+        pos = hit.argmax(axis=1)
+        idx[:, i] = np.where(has, pos, 0)
+        taken[lanes[has], pos[has]] = True
+    work[taken] = np.float32(a.imm)
+    store(a.dst, work)
+    if a.dst_idx is not None:
+        store_raw(a.dst_idx, idx.astype(a.dst_idx.dtype.storage))
+
+
+EXPONENTIAL = declare(
+    "exponential", "dst, src, max_value=0.0, reduce_res=None, reduce_cmd=reduce_cmd.idle, reduce_init=0.0, name=None",
+    ("vector",),
+    "exp(src - max_value) on the Vector Engine, with an optional running sum in the accumulators (NeuronCore-v4).",
+    writes=("dst", "reduce_res"),
+    tiles=("dst", "src", "reduce_res"),
+    min_nc=4,
+    rules=(R.same_partitions("dst", "src", "reduce_res"), R.same_free_size("dst", "src"),
+           R.vector_operand("max_value"), R.vector_operand("reduce_init"),
+           R.custom("err_exceed_max_supported_dimension", "src and dst are at most 4-d",
+                    lambda a, ctx: None if a.src.ndim <= 4 and a.dst.ndim <= 4 else "tiles must be at most 4-d")),
+    cost=lambda ins, hw: costs.streaming(ins, hw) / 4.0,
+    cost_doc="max(MIN_II, N)/4: 4x the throughput of ScalarE exp",
+)
+
+
+@EXPONENTIAL.semantics_impl
+def _exponential(a, ctx, engine):
+    x = rows(a.src)
+    p = x.shape[0]
+    with np.errstate(over="ignore"):
+        y = np.exp(x - scalar_or_vector(a.max_value, p)).astype(np.float32)
+    store(a.dst, y)
+    acc = accumulate(ctx.vec_acc, p, "add", _reduce_cmd(a), y, a.reduce_init)
+    if a.reduce_res is not None:
+        store(a.reduce_res, acc)
+
+
+STREAM_SHUFFLE = declare(
+    "nc_stream_shuffle", "dst, src, shuffle_mask, name=None",
+    ("vector",),
+    "Move partitions within each 32-partition quadrant: dst[i] = src[mask[i]]; 255 keeps dst[i].",
+    tiles=("dst", "src"),
+    rules=(R.same_dtype("dst", "src"), R.same_free_size("dst", "src"),
+           R.custom("err_invalid_argument", "shuffle_mask has 32 entries in [0, 32) or 255",
+                    lambda a, ctx: None if len(a.shuffle_mask) == 32 and all(
+                        0 <= int(m) < 32 or int(m) == 255 for m in a.shuffle_mask) else
+                    "shuffle_mask must list 32 partition indices (0..31) or 255")),
+    cost=costs.streaming,
+    cost_doc="max(MIN_II, N)",
+)
+
+
+@STREAM_SHUFFLE.semantics_impl
+def _stream_shuffle(a, ctx, engine):
+    src = np.array(_int_rows(a.src))
+    out = np.array(_int_rows(a.dst))
+    for base in range(0, out.shape[0], 32):
+        for i, m in enumerate(a.shuffle_mask):
+            m = int(m)
+            if m != 255 and base + i < out.shape[0] and base + m < src.shape[0]:
+                out[base + i] = src[base + m]
+    store_raw(a.dst, out)
+
+
+def _f32_of(t):
+    return to_f32(np.asarray(raw(t)), t.dtype)

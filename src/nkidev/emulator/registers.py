@@ -1,0 +1,89 @@
+"""Virtual registers: scalar values held by engine sequencers (dynamic loop bounds, offsets)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nkidev.emulator.dtypes import to_f32
+from nkidev.emulator.tensor import NkiTensor, rule_error
+
+
+class VirtualRegister:
+    """A 32-bit register value; in the emulator it is known when the kernel runs."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, state=None, frozen=False):
+        self.value = 0 if state is None else int(state)
+
+    def __int__(self) -> int:
+        return self.value
+
+    __index__ = __int__
+
+    def __bool__(self) -> bool:
+        return self.value != 0
+
+    def __repr__(self) -> str:
+        return f"VirtualRegister({self.value})"
+
+    def _arith(self, other, fn):
+        return VirtualRegister(fn(self.value, int(other)))
+
+    def __add__(self, o):
+        return self._arith(o, lambda a, b: a + b)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self._arith(o, lambda a, b: a - b)
+
+    def __rsub__(self, o):
+        return self._arith(o, lambda a, b: b - a)
+
+    def __mul__(self, o):
+        return self._arith(o, lambda a, b: a * b)
+
+    __rmul__ = __mul__
+
+    def __lt__(self, o):
+        return self.value < int(o)
+
+    def __le__(self, o):
+        return self.value <= int(o)
+
+    def __gt__(self, o):
+        return self.value > int(o)
+
+    def __ge__(self, o):
+        return self.value >= int(o)
+
+
+def _scalar_of(t: NkiTensor) -> int:
+    if t.size != 1:
+        raise rule_error("err_shape_mismatch", f"register_load needs a 1-element tensor, got {t.shape}",
+                         "pass a [1, 1] tile")
+    if t.dtype.is_int:
+        return int(np.asarray(t.data).reshape(-1)[0])
+    return int(to_f32(np.asarray(t.data), t.dtype).reshape(-1)[0])
+
+
+def register_alloc(x=None) -> VirtualRegister:
+    return VirtualRegister(x)
+
+
+def register_move(dst: VirtualRegister, src) -> None:
+    dst.value = int(src)
+
+
+def register_load(dst: VirtualRegister, src: NkiTensor) -> None:
+    dst.value = _scalar_of(src)
+
+
+def register_store(dst: NkiTensor, src) -> None:
+    from nkidev.emulator.memory import store_raw
+
+    value = int(src)
+    store_raw(dst, np.full(dst.shape, value, dtype=np.int64).astype(dst.dtype.storage) if dst.dtype.is_int
+              else np.full(dst.shape, value, dtype=np.float32).astype(dst.dtype.storage))
+    dst.storage.written = True

@@ -1,0 +1,639 @@
+"""Tensors: storages (one per allocation) and NkiTensor views over them.
+
+A view wraps a NumPy view of its storage, so slicing, reshaping and `.ap()` patterns cost one
+NumPy call and writes through a view land in the storage. On-chip storages have the partition
+dim first; the byte range of any view (for the trace and the cost model's dependencies) comes
+from its data pointer and strides.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from itertools import count
+
+import numpy as np
+
+from nkidev.emulator import context as _ctx
+from nkidev.emulator.dtypes import NkiDType, to_f32, to_nki_dtype
+from nkidev.emulator.location import assigned_name, kernel_location
+from nkidev.emulator.trace import Access, TensorRecord
+from nkidev.errors import KernelRuleError, NkiNotSupportedError
+
+
+class MemoryRegion(Enum):
+    """Memory region constants for NKI tensors (nl.sbuf, nl.psum, nl.hbm, nl.private_hbm, nl.shared_hbm)."""
+
+    sbuf = "sbuf"
+    psum = "psum"
+    private_hbm = "private_hbm"
+    shared_hbm = "shared_hbm"
+    hbm = "private_hbm"  # alias of private_hbm, as in NKI
+
+
+_KIND = {MemoryRegion.sbuf: "sbuf", MemoryRegion.psum: "psum",
+         MemoryRegion.private_hbm: "hbm", MemoryRegion.shared_hbm: "hbm"}
+
+
+def rule_error(name: str, message: str, fix: str | None = None) -> KernelRuleError:
+    return KernelRuleError(name, message, fix, kernel_location())
+
+
+def to_region(buffer) -> MemoryRegion:
+    if isinstance(buffer, MemoryRegion):
+        return buffer
+    if buffer is None:
+        return MemoryRegion.sbuf
+    raise rule_error("err_invalid_argument", f"buffer={buffer!r} is not a memory region",
+                     "pass nl.sbuf, nl.psum, nl.hbm, nl.private_hbm or nl.shared_hbm (string names are rejected)")
+
+
+_ids = count(1)
+
+
+class Storage:
+    """One allocation: a contiguous NumPy array plus what the rules and the trace need to know."""
+
+    __slots__ = ("id", "region", "kind", "array", "dtype", "name", "role", "location", "ptr", "pstride",
+                 "pp_bytes", "written", "acc", "_usage", "__weakref__")
+
+    def __init__(self, array: np.ndarray, dtype: NkiDType, region: MemoryRegion, name: str, role: str,
+                 location: str | None):
+        self.id = next(_ids)
+        self.region = region
+        self.kind = _KIND[region]
+        self.array = array
+        self.dtype = dtype
+        self.name = name or f"t{self.id}"
+        self.role = role  # "input" | "output" | "internal"
+        self.location = location
+        self.ptr = array.__array_interface__["data"][0]
+        self.pstride = array.strides[0] if array.ndim else array.itemsize  # bytes per partition (on-chip)
+        self.pp_bytes = (math.prod(array.shape[1:]) if array.ndim > 1 else 1) * dtype.itemsize
+        self.written = False
+        self.acc = None  # PSUM: elements whose last writer was a matmul (accumulation group open)
+        self._usage = None
+
+    def __del__(self):
+        if self._usage is not None:
+            self._usage.release(self.kind, self.pp_bytes)
+
+    def record(self) -> TensorRecord:
+        return TensorRecord(self.id, self.name, self.kind, tuple(self.array.shape), self.dtype.name,
+                            self.array.size * self.dtype.itemsize, self.role, self.location)
+
+
+def _fill_value(dt: NkiDType):
+    # The official simulator's sentinels: NaN for floats, 4 for integers, so unwritten reads show up.
+    if dt.kind == "float" and dt.name != "float8_e8m0fnu":
+        return np.nan
+    return 4 if dt.kind != "float" else np.nan
+
+
+def allocate(shape, dtype, buffer=None, name: str = "", role: str = "internal",
+             location: str | None = None, fill=None) -> NkiTensor:
+    """nl.ndarray: a fresh tensor, filled with the uninitialized-memory sentinel unless `fill` is given."""
+    ctx = _ctx.current()
+    region = to_region(buffer)
+    dt = to_nki_dtype(dtype)
+    shape = _check_shape(shape)
+    kind = _KIND[region]
+    if kind != "hbm":
+        limit = ctx.target.sbuf.partitions
+        if shape[0] > limit:
+            raise rule_error("err_num_partition_exceed_arch_limit",
+                             f"{kind.upper()} tile {shape} has {shape[0]} partitions, the limit is {limit}",
+                             f"split the partition dim into tiles of {limit} (nl.tile_size.pmax) and loop over them")
+    if region is MemoryRegion.shared_hbm and ctx.shared_hbm is not None and ctx.grid != (1,):
+        shared = _shared_allocation(ctx, shape, dt, region, name, location)
+        if shared is not None:
+            return shared
+    value = _fill_value(dt) if fill is None else fill
+    array = np.full(shape, value, dtype=dt.storage) if ctx.compute or kind != "hbm" or fill is not None \
+        else np.zeros(shape, dtype=dt.storage)
+    location = location or kernel_location()
+    storage = Storage(array, dt, region, name or assigned_name(location) or "", role, location)
+    if kind != "hbm":
+        ctx.usage.claim(storage, ctx.target)
+    if ctx.trace is not None:
+        ctx.trace.tensors[storage.id] = storage.record()
+    if region is MemoryRegion.shared_hbm and ctx.shared_hbm is not None and ctx.grid != (1,):
+        ctx.shared_hbm.append(storage)
+        ctx.shared_count += 1
+    return NkiTensor(array, storage, dt)
+
+
+def _shared_allocation(ctx, shape, dt, region, name, location) -> NkiTensor | None:
+    """Every program of a grid sees the same n-th shared_hbm tensor (one allocation, visible to all)."""
+    index = ctx.shared_count
+    if index >= len(ctx.shared_hbm):
+        return None
+    st = ctx.shared_hbm[index]
+    if tuple(st.array.shape) != shape or st.dtype != dt:
+        raise rule_error("err_shared_hbm_must_in_kernel_level",
+                         f"program {ctx.program_id} allocates shared_hbm tensor #{index} as {shape} {dt} but program 0 "
+                         f"allocated {tuple(st.array.shape)} {st.dtype}", "allocate shared tensors identically in "
+                         "every program, at the top of the kernel")
+    ctx.shared_count += 1
+    return NkiTensor(st.array, st, dt)
+
+
+def from_array(array: np.ndarray, name: str, region: MemoryRegion = MemoryRegion.private_hbm,
+               role: str = "input") -> NkiTensor:
+    """Wrap a kernel argument: copy it into emulated HBM (copy-in; results are copied back)."""
+    dt = to_nki_dtype(array.dtype)
+    data = np.array(array, dtype=dt.storage, copy=True, order="C")
+    storage = Storage(data, dt, region, name, role, None)
+    ctx = _ctx.current()
+    if ctx.trace is not None:
+        ctx.trace.tensors[storage.id] = storage.record()
+    return NkiTensor(data, storage, dt)
+
+
+def _check_shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, int | np.integer):
+        shape = (shape,)
+    try:
+        shape = tuple(int(s) for s in shape)
+    except (TypeError, ValueError):
+        raise rule_error("err_invalid_argument", f"shape {shape!r} is not a tuple of ints",
+                         "pass the shape as a tuple of positive ints, e.g. (128, 512)") from None
+    if not shape or any(s <= 0 for s in shape):
+        raise rule_error("err_invalid_argument", f"shape {shape} has a zero, negative or missing dimension",
+                         "every dimension must be a positive int")
+    return shape
+
+
+class DynSlice:
+    """nl.ds(start, size): a slice of `size` elements from `start`."""
+
+    __slots__ = ("start", "size")
+
+    def __init__(self, start, size):
+        self.start, self.size = start, size
+
+    def to_slice(self) -> slice:
+        return slice(int(self.start), int(self.start) + int(self.size))
+
+    def __repr__(self) -> str:
+        return f"nl.ds({self.start}, {self.size})"
+
+
+class Indirect:
+    """A view whose address depends on data at run time (.ap(scalar_offset/vector_offset), vector_select)."""
+
+    __slots__ = ("mode", "index", "start", "pattern", "row_stride", "flat")
+
+    def __init__(self, mode, index, start, pattern, row_stride, flat):
+        self.mode, self.index, self.start = mode, index, start
+        self.pattern, self.row_stride, self.flat = pattern, row_stride, flat
+
+
+def _index_value(index) -> np.ndarray:
+    from nkidev.emulator.registers import VirtualRegister
+
+    if isinstance(index, VirtualRegister):
+        return np.array([[index.value]], dtype=np.int64)
+    if isinstance(index, NkiTensor):
+        return np.asarray(to_f32(index.data, index.dtype), dtype=np.float64).astype(np.int64)
+    return np.array([[int(index)]], dtype=np.int64)
+
+
+class NkiTensor:
+    """A view of an NKI tensor in HBM, SBUF or PSUM (first dim of on-chip tensors = partition dim)."""
+
+    __slots__ = ("data", "storage", "dtype", "dyn")
+    __array_priority__ = 100  # make `ndarray + tensor` defer to our operators
+
+    def __init__(self, data: np.ndarray, storage: Storage, dtype: NkiDType, dyn: Indirect | None = None):
+        self.data = data
+        self.storage = storage
+        self.dtype = dtype
+        self.dyn = dyn  # set for views addressed by run-time data
+
+    # --- attributes -----------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+    @property
+    def name(self) -> str:
+        return self.storage.name
+
+    @property
+    def buffer(self) -> MemoryRegion:
+        return self.storage.region
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        item = self.data.itemsize
+        return tuple(s // item for s in self.data.strides)
+
+    @property
+    def offset(self) -> int:
+        return (self.data.__array_interface__["data"][0] - self.storage.ptr) // self.data.itemsize
+
+    @property
+    def is_on_chip(self) -> bool:
+        return self.storage.kind != "hbm"
+
+    def __repr__(self) -> str:
+        return f"NkiTensor(name={self.name!r}, shape={self.shape}, dtype={self.dtype}, buffer={self.storage.kind})"
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    # --- indexing -------------------------------------------------------------------------
+    def __getitem__(self, key) -> NkiTensor:
+        self._static("index")
+        key = key if isinstance(key, tuple) else (key,)
+        if any(k is Ellipsis for k in key):
+            i = next(i for i, k in enumerate(key) if k is Ellipsis)
+            fill = self.ndim - (len(key) - 1 - sum(1 for k in key if k is None))
+            key = key[:i] + (slice(None),) * max(fill, 0) + key[i + 1:]
+        if len(key) > self.ndim:
+            raise rule_error("err_tensor_access_out_of_bound",
+                             f"{len(key)} indices for tensor {self.name!r} of rank {self.ndim}",
+                             "use one index or slice per dimension")
+        norm = []
+        for dim, k in enumerate(key):
+            norm.append(self._norm_index(dim, k))
+        return NkiTensor(self.data[tuple(norm)], self.storage, self.dtype)
+
+    def _norm_index(self, dim: int, k):
+        n = self.shape[dim]
+        if isinstance(k, DynSlice):
+            k = k.to_slice()
+        if isinstance(k, int | np.integer):
+            k = int(k)
+            if not -n <= k < n:
+                raise rule_error("err_tensor_access_out_of_bound",
+                                 f"index {k} is out of bounds for dim {dim} of {self.name!r} with size {n}",
+                                 f"use an index in [0, {n})")
+            k = k % n
+            return slice(k, k + 1) if (dim == 0 and self.is_on_chip) else k
+        if isinstance(k, slice):
+            step = 1 if k.step is None else int(k.step)
+            if step < 1:
+                raise rule_error("err_invalid_argument", f"slice step {step} on dim {dim} of {self.name!r}",
+                                 "use a positive step")
+            start = 0 if k.start is None else int(k.start)
+            stop = n if k.stop is None else int(k.stop)
+            start = start + n if start < 0 else start
+            stop = stop + n if stop < 0 else stop
+            if not (0 <= start < stop <= n):
+                raise rule_error("err_tensor_access_out_of_bound",
+                                 f"slice [{k.start}:{k.stop}] of dim {dim} of {self.name!r} (size {n}) "
+                                 f"is {'empty' if start >= stop else 'out of bounds'}",
+                                 f"keep slices within [0, {n}]; for the last tile use min(start + size, {n})")
+            return slice(start, stop, step)
+        if isinstance(k, NkiTensor):
+            raise NkiNotSupportedError("err_not_supported_yet", "indexing a tensor with a tensor",
+                                       "use .ap(..., vector_offset=idx) with nisa.dma_copy for gathers",
+                                       kernel_location())
+        raise rule_error("err_invalid_argument", f"index {k!r} of type {type(k).__name__} on dim {dim}",
+                         "index with ints, slices, nl.ds(start, size) or ...")
+
+    def __setitem__(self, key, value) -> None:
+        from nkidev.emulator import language as nl
+
+        dst = self[key]
+        if isinstance(value, NkiTensor):
+            nl._assign(dst, value)
+        else:
+            nl._fill(dst, value)
+
+    def __iter__(self):
+        raise rule_error("err_invalid_argument", f"iterating over tensor {self.name!r}",
+                         "loop over index ranges and slice the tensor instead")
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise rule_error("err_ambiguous_tensor_truth_value",
+                             f"the truth value of tensor {self.name!r} with {self.size} elements is ambiguous",
+                             "reduce it first (nl.all) or compare single elements")
+        return bool(to_f32(self.data, self.dtype).reshape(-1)[0])
+
+    # --- views ------------------------------------------------------------------------------
+    def _static(self, what: str) -> None:
+        if self.dyn is not None:
+            raise rule_error("err_invalid_argument", f"cannot {what} an indirect view of {self.name!r}",
+                             "slice the base tensor before adding the dynamic offset")
+
+    def _new(self, data: np.ndarray) -> NkiTensor:
+        return NkiTensor(data, self.storage, self.dtype)
+
+    def reshape(self, *shape) -> NkiTensor:
+        self._static("reshape")
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
+        shape = tuple(int(s) for s in shape)
+        if self.is_on_chip and shape and shape[0] not in (self.shape[0], -1):
+            raise rule_error("err_reshape_incompatible",
+                             f"reshape of on-chip tensor {self.name!r} {self.shape} -> {shape} changes the partition dim",
+                             "keep shape[0] equal to the partition count")
+        try:
+            return self._new(self.data.reshape(shape, copy=False))
+        except ValueError as e:
+            raise rule_error("err_reshape_incompatible", f"cannot reshape {self.name!r} {self.shape} to {shape}: {e}",
+                             "reshape a contiguous tensor with the same element count") from None
+
+    def permute(self, dims) -> NkiTensor:
+        dims = tuple(int(d) for d in dims)
+        if sorted(dims) != list(range(self.ndim)) or (self.is_on_chip and dims[0] != 0):
+            raise rule_error("err_invalid_argument", f"permute{dims} of {self.name!r} with rank {self.ndim}",
+                             "pass a permutation of range(ndim); on-chip tensors keep dim 0 first")
+        return self._new(self.data.transpose(dims))
+
+    def broadcast(self, dim: int, size: int) -> NkiTensor:
+        if self.shape[dim] != 1 or (self.is_on_chip and dim == 0):
+            raise rule_error("err_invalid_argument", f"broadcast of dim {dim} (size {self.shape[dim]}) of {self.name!r}",
+                             "broadcast only size-1 free dims")
+        shape = list(self.shape)
+        shape[dim] = int(size)
+        return self._new(np.broadcast_to(self.data, tuple(shape)))
+
+    def expand_dim(self, dim: int) -> NkiTensor:
+        if self.is_on_chip and dim == 0:
+            raise rule_error("err_invalid_argument", "expand_dim(0) on an on-chip tensor", "insert after dim 0")
+        return self._new(np.expand_dims(self.data, dim))
+
+    def squeeze_dim(self, dim: int) -> NkiTensor:
+        if self.shape[dim] != 1 or (self.is_on_chip and dim == 0):
+            raise rule_error("err_invalid_argument", f"squeeze_dim({dim}) of {self.name!r} {self.shape}",
+                             "squeeze only size-1 free dims")
+        return self._new(np.squeeze(self.data, axis=dim))
+
+    def reshape_dim(self, dim: int, shape) -> NkiTensor:
+        new = self.shape[:dim] + tuple(shape) + self.shape[dim + 1:]
+        return self.reshape(new)
+
+    def flatten_dims(self, start_dim: int, end_dim: int) -> NkiTensor:
+        if self.is_on_chip and start_dim == 0:
+            raise rule_error("err_invalid_argument", "flatten_dims starting at the partition dim", "use start_dim > 0")
+        merged = math.prod(self.shape[start_dim:end_dim + 1])
+        return self.reshape(self.shape[:start_dim] + (merged,) + self.shape[end_dim + 1:])
+
+    def slice(self, dim: int, start: int, end: int, step: int = 1) -> NkiTensor:
+        key = [slice(None)] * self.ndim
+        key[dim] = slice(start, end, step)
+        return self[tuple(key)]
+
+    def select(self, dim: int, index) -> NkiTensor:
+        if isinstance(index, NkiTensor):
+            pattern = [[st, n] for i, (st, n) in enumerate(zip(self.strides, self.shape)) if i != dim]
+            return self.ap(pattern, offset=0, scalar_offset=index, indirect_dim=dim)
+        key = [slice(None)] * self.ndim
+        key[dim] = int(index)
+        return self[tuple(key)]
+
+    def view(self, dtype) -> NkiTensor:
+        self._static("view")
+        dt = to_nki_dtype(dtype)
+        try:
+            return NkiTensor(self.data.view(dt.storage), self.storage, dt)
+        except ValueError as e:
+            raise rule_error("err_invalid_argument", f"cannot view {self.name!r} as {dt}: {e}",
+                             "the last dim must be contiguous and divisible by the size ratio") from None
+
+    reinterpret_cast = view
+
+    def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None) -> NkiTensor:
+        names, sizes = [], {}
+        fixed = dict(fixed_sizes or {})
+        split_shape = []
+        for dim, part in enumerate(src_pattern):
+            group = (part,) if isinstance(part, str) else tuple(part)
+            known = math.prod(fixed.get(g, 1) for g in group if g in fixed)
+            unknown = [g for g in group if g not in fixed]
+            for g in group:
+                sizes[g] = fixed[g] if g in fixed else self.shape[dim] // known if len(unknown) == 1 else 1
+                names.append(g)
+                split_shape.append(sizes[g])
+        view = self.reshape(tuple(split_shape))
+        flat_dst = [g for part in dst_pattern for g in ((part,) if isinstance(part, str) else part)]
+        view = view.permute(tuple(names.index(g) for g in flat_dst))
+        out_shape = tuple(math.prod(sizes[g] for g in ((p,) if isinstance(p, str) else p)) for p in dst_pattern)
+        return NkiTensor(np.reshape(view.data, out_shape), self.storage, self.dtype) \
+            if not self.is_on_chip else view.reshape(out_shape)
+
+    def get_pattern(self) -> list[list[int]]:
+        return [[st, n] for st, n in zip(self.strides, self.shape)]
+
+    def is_contiguous(self) -> bool:
+        dims = list(zip(self.shape, self.strides))
+        if self.is_on_chip:
+            dims = dims[1:]
+        expected = 1
+        for n, st in reversed(dims):
+            if n != 1 and st != expected:
+                return False
+            expected *= n
+        return True
+
+    def is_indirect(self) -> bool:
+        return self.dyn is not None
+
+    def indirect(self, index, num_elem=None) -> NkiTensor:
+        raise NkiNotSupportedError("err_not_supported_yet", "tensor indirection (.indirect, NeuronCore-v4) is not "
+                                   "emulated yet", "use nisa.dma_copy with .ap(vector_offset=...) for gathers",
+                                   kernel_location())
+
+    def vector_select(self, dim: int, vector_offset: NkiTensor) -> NkiTensor:
+        if dim != 0 or self.is_on_chip:
+            raise rule_error("err_invalid_argument", "vector_select needs dim=0 on an HBM tensor",
+                             "call vector_select(0, offsets) on an HBM tensor")
+        pattern = [[self.strides[0], vector_offset.shape[0]]] + self.get_pattern()[1:]
+        return self.ap(pattern, offset=0, vector_offset=vector_offset, indirect_dim=0)
+
+    def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0, dtype=None) -> NkiTensor:
+        """Explicit access pattern [[step, num], ...] (outermost first) over this tensor's storage."""
+        st = self.storage
+        dt = self.dtype if dtype is None else to_nki_dtype(dtype)
+        flat = st.array.reshape(-1)
+        if dt.storage != flat.dtype:
+            flat = flat.view(dt.storage)
+        try:
+            pattern = [(int(s), int(n)) for s, n in pattern]
+        except (TypeError, ValueError):
+            raise rule_error("err_invalid_argument", f"access pattern {pattern!r}",
+                             "pass a list of [step, num] pairs, outermost first") from None
+        if not pattern or any(n <= 0 for _, n in pattern):
+            raise rule_error("err_invalid_argument", f"access pattern {pattern} has an empty dimension",
+                             "every num must be positive")
+        base = 0 if self.dyn is not None else \
+            (self.data.__array_interface__["data"][0] - st.ptr) // flat.itemsize
+        start = base + (0 if offset is None else int(offset))
+        if st.kind != "hbm":
+            pstep = st.pstride // flat.itemsize
+            limit = _ctx.current().target.sbuf.partitions
+            if pattern[0][1] > limit:
+                raise rule_error("err_num_partition_exceed_arch_limit",
+                                 f"access pattern on {self.name!r} spans {pattern[0][1]} partitions, the limit is {limit}",
+                                 f"keep the first pattern num <= {limit}")
+            if pattern[0][1] > 1 and pattern[0][0] != pstep and vector_offset is None:
+                raise rule_error("err_partition_stride_not_supported",
+                                 f"partition step {pattern[0][0]} on {self.name!r}; partitions hold {pstep} elements",
+                                 f"make the first pair [{pstep}, P] (on-chip patterns cannot stride across partitions)")
+        if scalar_offset is not None or vector_offset is not None:
+            if scalar_offset is not None and vector_offset is not None:
+                raise rule_error("err_invalid_argument", "scalar_offset and vector_offset are mutually exclusive",
+                                 "pass only one of them")
+            row_stride = math.prod(st.array.shape[indirect_dim + 1:]) * st.dtype.itemsize // flat.itemsize
+            mode = "scalar" if scalar_offset is not None else "vector"
+            index = scalar_offset if scalar_offset is not None else vector_offset
+            shape = tuple(n for _, n in pattern)
+            placeholder = np.broadcast_to(np.zeros((), dt.storage), shape)
+            return NkiTensor(placeholder, st, dt, Indirect(mode, index, start, pattern, row_stride, flat))
+        _check_pattern_bounds(self.name, start, pattern, flat.size)
+        strides = tuple(s * flat.itemsize for s, _ in pattern)
+        shape = tuple(n for _, n in pattern)
+        data = np.lib.stride_tricks.as_strided(flat[start:], shape=shape, strides=strides)
+        return NkiTensor(data, st, dt)
+
+    # --- operators: sugar over nl element-wise ops -----------------------------------------
+    def _bin(self, name, other, reverse=False):
+        from nkidev.emulator import language as nl
+
+        fn = getattr(nl, name)
+        return fn(other, self) if reverse else fn(self, other)
+
+    def __add__(self, o):
+        return self._bin("add", o)
+
+    def __radd__(self, o):
+        return self._bin("add", o, True)
+
+    def __sub__(self, o):
+        return self._bin("subtract", o)
+
+    def __rsub__(self, o):
+        return self._bin("subtract", o, True)
+
+    def __mul__(self, o):
+        return self._bin("multiply", o)
+
+    def __rmul__(self, o):
+        return self._bin("multiply", o, True)
+
+    def __truediv__(self, o):
+        return self._bin("divide", o)
+
+    def __rtruediv__(self, o):
+        return self._bin("divide", o, True)
+
+    def __neg__(self):
+        from nkidev.emulator import language as nl
+
+        return nl.negative(self)
+
+    def __matmul__(self, o):
+        from nkidev.emulator import language as nl
+
+        return nl.matmul(self, o)
+
+
+def _check_pattern_bounds(name: str, start: int, pattern, size: int) -> None:
+    lo = start + sum(min(0, s * (n - 1)) for s, n in pattern)
+    hi = start + sum(max(0, s * (n - 1)) for s, n in pattern)
+    if lo < 0 or hi >= size:
+        raise rule_error("err_tensor_access_out_of_bound",
+                         f"access pattern {[list(p) for p in pattern]} at offset {start} reaches element "
+                         f"{hi if hi >= size else lo} of {name!r}, which has {size}",
+                         "shrink the pattern or the offset so every element stays inside the tensor")
+
+
+def resolve_indirect(t: NkiTensor, oob_skip: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Flat storage and element indices (shape = view shape) of an indirect view; -1 marks skipped rows."""
+    ind = t.dyn
+    inner = ind.pattern[1:]
+    grids = np.zeros([n for _, n in inner] or [1], dtype=np.int64)
+    for axis, (step, n) in enumerate(inner):
+        shape = [1] * len(inner)
+        shape[axis] = n
+        grids = grids + (np.arange(n, dtype=np.int64) * step).reshape(shape)
+    idx = _index_value(ind.index).reshape(-1)
+    p = ind.pattern[0][1]
+    if ind.mode == "scalar":
+        rows = ind.start + idx[0] * ind.row_stride + np.arange(p, dtype=np.int64) * ind.pattern[0][0]
+    else:
+        if idx.size < p:
+            raise rule_error("err_shape_mismatch", f"vector_offset has {idx.size} indices for {p} partitions",
+                             "pass a (P, 1) index tile with one row per partition")
+        rows = ind.start + idx[:p] * ind.row_stride
+    elems = rows.reshape((p,) + (1,) * len(inner)) + grids.reshape((1,) + grids.shape[: len(inner)])
+    if not inner:
+        elems = elems.reshape(p)
+    size = ind.flat.size
+    bad = (elems < 0) | (elems >= size)
+    if bad.any():
+        if not oob_skip:
+            row = int(np.argmax(bad.reshape(p, -1).any(axis=1)))
+            raise rule_error("err_tensor_access_out_of_bound",
+                             f"dynamic offset {int(idx[min(row, idx.size - 1)])} puts row {row} of {t.name!r} "
+                             f"outside its {size} elements",
+                             "check the index values, or pass oob_mode=nisa.oob_mode.skip to skip such rows")
+        bad_rows = bad.reshape(p, -1).any(axis=1)
+        elems = np.where(bad_rows.reshape((p,) + (1,) * (elems.ndim - 1)), -1, elems)
+    return ind.flat, elems
+
+
+def access(t: NkiTensor, role: str) -> Access:
+    """The region of storage a view touches, for the trace."""
+    st = t.storage
+    data = t.data
+    item = data.itemsize
+    if t.dyn is not None:
+        nbytes = data.size * item
+        return Access(st.id, st.kind, role, data.shape, t.dtype.name, nbytes, 0,
+                      data.shape[0] if data.ndim else 1, 0, st.array.nbytes, item)
+    off = data.__array_interface__["data"][0] - st.ptr
+    shape, strides = data.shape, data.strides
+    nbytes = data.size * item
+    run = item  # innermost contiguous run in bytes
+    first = 1 if st.kind != "hbm" else 0
+    for n, s in zip(reversed(shape[first:]), reversed(strides[first:])):
+        if n == 1:
+            continue
+        if s != run:
+            break
+        run *= n
+    if st.kind == "hbm":
+        lo = off + sum(min(0, s * (n - 1)) for n, s in zip(shape, strides))
+        hi = off + sum(max(0, s * (n - 1)) for n, s in zip(shape, strides)) + item
+        return Access(st.id, "hbm", role, shape, t.dtype.name, nbytes, 0, max(1, nbytes // run), lo, hi, run)
+    pstride = st.pstride
+    p0 = off // pstride
+    f_off = off - p0 * pstride
+    fshape, fstrides = shape[1:], strides[1:]
+    lo = f_off + sum(min(0, s * (n - 1)) for n, s in zip(fshape, fstrides))
+    hi = f_off + sum(max(0, s * (n - 1)) for n, s in zip(fshape, fstrides)) + item
+    parts = shape[0] if shape else 1
+    return Access(st.id, st.kind, role, shape, t.dtype.name, nbytes, p0, parts, lo, hi, run)
+
+
+def partition_start(t: NkiTensor) -> int:
+    if t.dyn is not None or not t.is_on_chip:
+        return 0
+    return (t.data.__array_interface__["data"][0] - t.storage.ptr) // t.storage.pstride
+
+
+def free_size(t: NkiTensor) -> int:
+    """Elements per partition (on-chip: all dims but the first)."""
+    shape = t.data.shape
+    return math.prod(shape[1:]) if len(shape) > 1 else 1
+
+
+def partitions(t: NkiTensor) -> int:
+    return t.data.shape[0] if t.data.ndim else 1

@@ -1,0 +1,81 @@
+"""The instruction trace: one record per executed ISA op, the input of the cost model.
+
+Records hold ids and byte ranges, never tensor objects, so tiles are freed as soon as the kernel
+drops them (the SBUF capacity check relies on that) and the trace stays cheap to build and keep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Access:
+    """One operand region an instruction reads or writes.
+
+    On-chip (sbuf/psum): partitions [partition_start, partition_start + partitions) and bytes
+    [byte_start, byte_stop) within each partition. HBM: bytes [byte_start, byte_stop) of the tensor,
+    partitions = number of rows the access spans (the DMA descriptor count).
+    """
+
+    tensor: int  # storage id (see Trace.tensors)
+    buffer: str  # "sbuf" | "psum" | "hbm"
+    role: str  # argument name: "dst", "data", "stationary", ...
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int  # bytes actually touched
+    partition_start: int
+    partitions: int
+    byte_start: int
+    byte_stop: int
+    contiguous_bytes: int  # length of the innermost contiguous run (DMA descriptor size)
+
+
+@dataclass(slots=True)
+class Instruction:
+    id: int
+    opcode: str  # the nki.isa name: "nc_matmul", "dma_copy", "activation", ...
+    engine: str  # "tensor" | "vector" | "scalar" | "gpsimd" | "dma"
+    location: str | None  # "/path/kernel.py:42", the kernel line that issued it
+    reads: list[Access]
+    writes: list[Access]
+    partitions: int  # P: lanes used
+    free_elems: int  # N: elements per partition of the largest operand (cost formulas use it)
+    flops: int  # matmul/transpose: 2*K*M*N; elementwise: elements processed
+    program: int = 0  # linear SPMD program id (NeuronCore for LNC)
+    attrs: dict = field(default_factory=dict)  # op details: K/M/N, dtypes, activation func, alu ops, dge mode ...
+
+
+@dataclass(slots=True)
+class TensorRecord:
+    id: int
+    name: str
+    buffer: str  # "sbuf" | "psum" | "hbm"
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+    kind: str  # "input" | "output" | "internal"
+    location: str | None = None  # where it was allocated
+
+
+@dataclass
+class Trace:
+    kernel: str
+    target: str
+    instructions: list[Instruction] = field(default_factory=list)
+    tensors: dict[int, TensorRecord] = field(default_factory=dict)
+    warnings: list[dict] = field(default_factory=list)
+    programs: int = 1
+    source_files: set[str] = field(default_factory=set)
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+    def add_warning(self, name: str, message: str, location: str | None) -> None:
+        self.warnings.append({"name": name, "message": message, "location": location})
+
+    def by_engine(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for ins in self.instructions:
+            counts[ins.engine] = counts.get(ins.engine, 0) + 1
+        return counts

@@ -1,0 +1,186 @@
+"""Named errors: every failure nkidev reports is a value with a name, a message, a fix and a place.
+
+The catalogue below is the single list of names; rules, the CLI, `nkidev explain` and the docs
+all read it. Official NKI names (reference/errors.md) keep their spelling; names we had to coin
+follow the same `err_*` style and are marked `official=False`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    name: str
+    summary: str
+    fix: str
+    official: bool = False
+
+
+def _e(name: str, summary: str, fix: str, official: bool = False) -> ErrorInfo:
+    return ErrorInfo(name, summary, fix, official)
+
+
+_CATALOGUE = [
+    # --- official NKI error names (legacy error manual, reference/errors.md §3.1) ---
+    _e("err_num_partition_exceed_arch_limit", "A tile's partition dimension is larger than the 128 partitions of SBUF/PSUM.",
+       "split the partition dim into tiles of at most 128 (nl.tile_size.pmax) and loop over them", True),
+    _e("err_num_partition_mismatch", "Operands of one instruction use different numbers of partitions.",
+       "slice the operands so they cover the same partition range", True),
+    _e("err_unsupported_memory", "An operand lives in a memory the instruction cannot access (HBM/SBUF/PSUM).",
+       "move the data with nisa.dma_copy (HBM<->SBUF) or nisa.tensor_copy (PSUM->SBUF) first", True),
+    _e("err_tensor_access_out_of_bound", "An index or slice reaches outside the tensor.",
+       "clamp the slice to the tensor's shape, e.g. min(start + size, dim) for the last tile", True),
+    _e("err_tensor_output_not_written_to", "A kernel output tensor was never written.",
+       "write every returned tensor with nisa.dma_copy (or nl.store) before returning it", True),
+    _e("err_activation_bias_invalid_type", "Activation bias has an unsupported dtype or shape.",
+       "pass bias as a [P, 1] SBUF/PSUM vector (or a float on trn2+), any dtype except tfloat32", True),
+    _e("err_activation_scale_invalid_type", "Activation scale is not float32.",
+       "pass scale as a Python float or a float32 [P, 1] vector", True),
+    _e("err_activation_scale_scalar_or_vector", "Activation scale is neither a scalar nor a [P, 1] vector.",
+       "pass scale as a Python float or a [P, 1] tile with the data's partition count", True),
+    _e("err_ambiguous_tensor_truth_value", "A multi-element tensor was used as a Python bool.",
+       "compare with nl.equal/nl.greater etc. and reduce, or test `is not None`", True),
+    _e("err_size_of_dimension_exceed_arch_limit", "A dimension exceeds an instruction's size limit.",
+       "tile that dimension into chunks no larger than the limit named in the message", True),
+    _e("err_exceed_max_supported_dimension", "A tensor has more dimensions than the instruction supports.",
+       "reshape/flatten the free dims so the tile has at most the supported rank", True),
+    _e("err_nki_api_outside_of_nki_kernel", "An NKI API was called outside a kernel.",
+       "call it from inside an @nki.jit function", True),
+    _e("err_shared_hbm_must_in_kernel_level", "shared_hbm tensors must be created at the top level of the kernel.",
+       "allocate the output with nl.ndarray(..., buffer=nl.shared_hbm) in the kernel body", True),
+    _e("err_cannot_update_immutable_parameter", "A kernel input that must stay immutable was written.",
+       "write results into a new nl.shared_hbm tensor instead of the input", True),
+    _e("err_store_dst_shape_smaller_than_other_shape", "The destination of an assignment is smaller than the source.",
+       "slice source and destination to the same shape", True),
+    _e("err_failed_to_infer_tile_from_local_tensor", "A compute instruction received something that is not a tile.",
+       "pass an SBUF/PSUM tensor whose first dim is the partition dim", True),
+    _e("err_unexpected_output_dependencies", "Several loop iterations or SPMD programs write the same output location.",
+       "give each iteration/program its own output slice", True),
+    _e("err_hbm_tensor_with_init_value_not_supported", "HBM tensors cannot be created with an initial value.",
+       "allocate with nl.ndarray and fill it from SBUF with nisa.dma_copy", True),
+    _e("err_dynamic_control_flow_not_supported", "Python control flow depends on tensor values.",
+       "use nl.fori_loop/nl.while_loop with registers, or compute both sides and select", True),
+    # --- names coined by nkidev, same style ---
+    _e("err_free_size_mismatch", "Operands have different numbers of elements per partition; NKI never broadcasts implicitly.",
+       "slice both operands to the same free size, or use nisa.tensor_scalar to broadcast a [P, 1] vector"),
+    _e("err_shape_mismatch", "Operand shapes are incompatible for this instruction.",
+       "make the shapes agree as described in the message"),
+    _e("err_element_count_mismatch", "Source and destination hold different numbers of elements.",
+       "slice or reshape so both sides have the same element count"),
+    _e("err_both_inputs_in_psum", "Both inputs of a two-input instruction are in PSUM.",
+       "copy one input to SBUF first (nisa.tensor_copy)"),
+    _e("err_dma_from_psum", "DMA cannot read PSUM.",
+       "copy the PSUM tile to SBUF with nisa.tensor_copy, then DMA from SBUF"),
+    _e("err_gpsimd_cannot_access_psum", "The GpSimd engine cannot read or write PSUM.",
+       "run the instruction on the Vector or Scalar engine, or move the data to SBUF"),
+    _e("err_psum_bank_overflow", "A matmul output does not fit in one 2 KiB PSUM bank (512 fp32 per partition).",
+       "tile the moving free dim to nl.tile_size.psum_bank_fmax (512) columns per nc_matmul"),
+    _e("err_psum_tile_too_large", "A PSUM tile is larger than PSUM (16 KiB per partition).",
+       "use tiles of at most 8 banks x 2 KiB per partition"),
+    _e("err_sbuf_capacity_exceeded", "Live SBUF tensors need more bytes per partition than the target provides.",
+       "reduce tile sizes or free tiles sooner (reuse buffers across loop iterations)"),
+    _e("err_psum_capacity_exceeded", "Live PSUM tensors need more than the 16 KiB per partition (8 banks) of PSUM.",
+       "keep at most 8 bank-sized accumulators live; copy results out to SBUF and reuse PSUM tiles"),
+    _e("err_reduce_axis_invalid", "Reduction axes must be the last contiguous free dims; the partition axis cannot be reduced.",
+       "reduce trailing free axes only; for a partition reduction transpose first or matmul with a ones vector"),
+    _e("err_partition_start_alignment", "The tile starts on a partition the engine cannot address for its size.",
+       "tiles with 64 < P <= 128 start at 0, 32 < P <= 64 at 0 or 64, P <= 32 at a multiple of 32"),
+    _e("err_partition_stride_not_supported", "On-chip access patterns cannot stride across partitions.",
+       "make the first .ap() pair [free_elements_per_partition, P] and index partitions contiguously"),
+    _e("err_output_must_be_shared_hbm", "Kernel outputs must live in nl.shared_hbm.",
+       "allocate returned tensors with nl.ndarray(shape, dtype, buffer=nl.shared_hbm)"),
+    _e("err_kernel_io_must_be_hbm", "Kernel inputs and outputs must be HBM tensors.",
+       "return HBM tensors; copy SBUF results out with nisa.dma_copy"),
+    _e("err_matmul_dtype_mismatch", "nc_matmul inputs mix fp32/tf32 with a lower-precision dtype (or fp8 variants that cannot mix).",
+       "cast both operands to the same family first (e.g. both bfloat16)"),
+    _e("err_matmul_dst_dtype", "nc_matmul must write float32 PSUM on trn1/trn2 (float32 or bfloat16 on trn3).",
+       "allocate the PSUM tile with dtype=nl.float32"),
+    _e("err_unsupported_dtype", "The instruction does not accept this dtype.",
+       "cast the operand to one of the dtypes listed in the message"),
+    _e("err_dtype_mismatch", "Operands must share a dtype for this instruction.",
+       "cast one operand so both dtypes match"),
+    _e("err_unsupported_on_target", "The instruction or mode is not available on the target generation.",
+       "pick a supported target (--target trn2|trn3) or use the alternative named in the message"),
+    _e("err_invalid_op", "The math operator is not valid for this instruction.",
+       "use one of the operators listed in the message"),
+    _e("err_invalid_argument", "An argument has an invalid value or type.",
+       "pass a value of the kind named in the message"),
+    _e("err_transpose_too_large", "The transpose input is larger than the engine supports.",
+       "TensorE transposes up to 128x128, VectorE up to 32x32; tile the transpose"),
+    _e("err_reshape_incompatible", "The view cannot be reshaped without copying.",
+       "reshape a contiguous tensor, or copy into a new tile of the wanted shape"),
+    _e("err_memset_value_type", "memset value does not fit the destination dtype.",
+       "use a value representable in the dtype (x4 packed types accept only 0)"),
+    _e("err_uninitialized_read", "An instruction read memory that was never written.",
+       "initialize the tile (memset or a copy) before reading it"),
+    _e("err_not_supported_yet", "This documented NKI API is not emulated by nkidev yet.",
+       "use an emulated alternative (see `nkidev docs search`) or run on Trainium"),
+    _e("err_nested_kernel_call", "A @nki.jit kernel was called from inside another kernel.",
+       "call the inner function without @nki.jit (plain Python helper)"),
+    # --- errors about nkidev's own inputs (CLI and API), not kernels ---
+    _e("err_unknown_target", "Unknown hardware target.", "use trn1, trn2 or trn3"),
+    _e("err_bad_task_file", "The task file could not be loaded.", "fix the file named in the message"),
+    _e("err_kernel_not_found", "No kernel with that name in the file.", "use FILE::KERNEL with a @nki.jit function name"),
+    _e("err_bad_argument", "A kernel argument has a type the emulator cannot take.",
+       "pass NumPy arrays (or torch CPU tensors), Python scalars, enums or None"),
+    _e("err_output_exists", "The output path already exists.", "pass --force to replace it or choose another path"),
+    _e("err_internal", "A bug in nkidev.", "rerun with NKIDEV_DEBUG=1 for the traceback and report it"),
+    _e("err_bad_profile", "The profile directory is missing tables or columns.", "point at a neuron-explorer or nkidev profile"),
+]
+
+ERRORS: dict[str, ErrorInfo] = {e.name: e for e in _CATALOGUE}
+
+
+class NkiValidationError(Exception):
+    """Raised when hardware constraints are violated (the official `nki.isa.NkiValidationError`)."""
+
+
+class NkiError(NkiValidationError):
+    """A named nkidev error: `name: message; fix (file:line)`."""
+
+    def __init__(self, name: str, message: str, fix: str | None = None, location: str | None = None):
+        info = ERRORS.get(name)
+        self.name = name
+        self.message = message
+        self.fix = fix if fix is not None else (info.fix if info else "")
+        self.location = location
+        super().__init__(str(self))
+
+    @property
+    def filename(self) -> str | None:
+        return self.location.rsplit(":", 1)[0] if self.location else None
+
+    @property
+    def lineno(self) -> int | None:
+        return int(self.location.rsplit(":", 1)[1]) if self.location else None
+
+    def __str__(self) -> str:
+        text = f"{self.name}: {self.message}"
+        if self.fix:
+            text += f"; {self.fix}"
+        if self.location:
+            path, _, line = self.location.rpartition(":")
+            text += f" ({os.path.basename(path)}:{line})"
+        return text
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "message": self.message, "fix": self.fix, "location": self.location}
+
+
+class KernelRuleError(NkiError, AssertionError):
+    """A kernel broke a hardware rule. Also an AssertionError, like the official simulator's checks."""
+
+
+class NkiNotSupportedError(NkiError, NotImplementedError):
+    """A documented NKI API that nkidev does not emulate yet."""
+
+
+class NkiUsageError(NkiError):
+    """Bad input to nkidev itself (a CLI flag, a task file, a path), not a kernel bug."""
+
+
+class NkiWarning(UserWarning):
+    """Emulator warnings (undefined-on-hardware behaviour that still produced a value)."""

@@ -1,0 +1,17 @@
+"""Process exit codes of the CLI (documented in the README)."""
+
+OK = 0  # everything passed
+FAILED = 1  # the check ran and failed: a case mismatched, a cheat was detected, a rule was broken
+USAGE = 2  # bad input to nkidev: unknown flag or target, missing file, malformed task file
+KERNEL_ERROR = 3  # the kernel raised (its own exception, or a named hardware-rule error)
+REFERENCE_ERROR = 4  # the reference raised or produced NaN/Inf
+INTERNAL = 5  # a bug in nkidev; please report it
+
+TABLE = {
+    OK: "success",
+    FAILED: "checked and failed (mismatch, cheat, or findings at --fail-on level)",
+    USAGE: "bad input to nkidev (flags, paths, task file)",
+    KERNEL_ERROR: "the kernel raised (named rule error or its own exception)",
+    REFERENCE_ERROR: "the reference raised or returned NaN/Inf",
+    INTERNAL: "internal error in nkidev",
+}

@@ -1,0 +1,132 @@
+"""The import shim: make `import nki`, `nki.language`, `nki.isa` resolve to the emulator.
+
+- `nkidev.emulate()` (a call, or a `with` block) puts the emulator's modules in sys.modules,
+  shadowing a real `nki` install until the block ends.
+- `NKIDEV_EMULATE=1` does the same for a whole process (through the `nkidev_shim.pth` startup hook).
+- Without either, a real `nki` package wins; only when none is installed does `import nki` fall
+  back to the emulator, so scripts written for the official NKI still run on a laptop.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+
+ENV_VAR = "NKIDEV_EMULATE"
+
+
+def _modules() -> dict:
+    from nkidev.emulator.nki_api import MODULES
+
+    return MODULES
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, module):
+        self.module = module
+
+    def create_module(self, spec):
+        return self.module
+
+    def exec_module(self, module):
+        pass
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Resolves nki.* to the emulator (first when forced, else only when no real nki is found)."""
+
+    def __init__(self, fallback: bool):
+        self.fallback = fallback
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "nki" and not fullname.startswith("nki."):
+            return None
+        if self.fallback and _real_nki_available(fullname):
+            return None
+        module = _modules().get(fullname)
+        if module is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _Loader(module), is_package=fullname in ("nki", "nki.isa"))
+
+
+def _real_nki_available(fullname: str) -> bool:
+    top = fullname.split(".")[0]
+    for finder in sys.meta_path:
+        if isinstance(finder, _Finder):
+            continue
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            if find(top, None, None) is not None:
+                return True
+        except Exception:  # noqa: BLE001 - a broken finder must not break imports
+            continue
+    return False
+
+
+_FORCED = _Finder(fallback=False)
+_FALLBACK = _Finder(fallback=True)
+
+
+class emulate:  # noqa: N801 - used like a function: nkidev.emulate() / with nkidev.emulate():
+    """Make `import nki` (and nki.language, nki.isa, ...) resolve to the emulator.
+
+    `emulate(target="trn3")` also sets the default target for kernels run this way.
+    """
+
+    def __init__(self, target: str | None = None):
+        from nkidev.hardware import TARGET_ENV, resolve_target_name
+
+        self._saved = {name: sys.modules.get(name) for name in list(sys.modules) if name == "nki" or
+                       name.startswith("nki.")}
+        self._env = os.environ.get(TARGET_ENV)
+        if target is not None:
+            os.environ[TARGET_ENV] = resolve_target_name(target)
+        for name in self._saved:
+            del sys.modules[name]
+        sys.modules.update(_modules())
+        if _FORCED not in sys.meta_path:
+            sys.meta_path.insert(0, _FORCED)
+        self.active = True
+
+    def __enter__(self) -> emulate:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.restore()
+
+    def restore(self) -> None:
+        """Undo: remove the emulator's modules and bring back whatever was imported before."""
+        from nkidev.hardware import TARGET_ENV
+
+        if not self.active:
+            return
+        for name in list(sys.modules):
+            if name == "nki" or name.startswith("nki."):
+                del sys.modules[name]
+        sys.modules.update({k: v for k, v in self._saved.items() if v is not None})
+        if _FORCED in sys.meta_path:
+            sys.meta_path.remove(_FORCED)
+        if self._env is None:
+            os.environ.pop(TARGET_ENV, None)
+        else:
+            os.environ[TARGET_ENV] = self._env
+        self.active = False
+
+
+def install_fallback() -> None:
+    """Let `import nki` fall back to the emulator when no real nki package is installed."""
+    if _FALLBACK not in sys.meta_path:
+        sys.meta_path.append(_FALLBACK)
+
+
+def install_from_env() -> None:
+    """Startup hook (nkidev_shim.pth): force emulation with NKIDEV_EMULATE=1, else install the fallback."""
+    if os.environ.get(ENV_VAR, "").strip().lower() in ("1", "true", "yes", "on"):
+        if _FORCED not in sys.meta_path:
+            sys.meta_path.insert(0, _FORCED)
+    else:
+        install_fallback()
