@@ -118,6 +118,8 @@ _CATALOGUE = [
        "initialize the tile (memset or a copy) before reading it"),
     _e("err_not_supported_yet", "This documented NKI API is not emulated by nkidev yet.",
        "use an emulated alternative (see `nkidev docs search`) or run on Trainium"),
+    _e("err_numpy_on_kernel_data", "A kernel called NumPy on device data instead of NKI instructions.",
+       "compute with nki.isa / nki.language instructions; NumPy results would never run on Trainium"),
     _e("err_nested_kernel_call", "A @nki.jit kernel was called from inside another kernel.",
        "call the inner function without @nki.jit (plain Python helper)"),
     # --- errors about nkidev's own inputs (CLI and API), not kernels ---

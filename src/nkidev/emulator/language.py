@@ -133,7 +133,7 @@ def ndarray(shape, dtype, buffer=sbuf, name: str = "", address=None) -> NkiTenso
 def _filled(shape, value, dtype, buffer, name) -> NkiTensor:
     t = allocate(shape, dtype, buffer, name)
     if t.storage.kind == "hbm":
-        t.data[...] = value  # no engine can memset HBM; the compiler materializes such constants
+        t._data[...] = value  # no engine can memset HBM; the compiler materializes such constants
         t.storage.written = True
     else:
         nisa.memset(dst=t, value=value)
@@ -338,7 +338,7 @@ def broadcast_to(x, shape, dtype=None) -> NkiTensor:
     view = x
     for dim, (have, want) in enumerate(zip(x.shape, shape)):
         if have != want:
-            view = NkiTensor(np.broadcast_to(view.data, view.shape[:dim] + (want,) + view.shape[dim + 1:]),
+            view = NkiTensor(np.broadcast_to(view._data, view.shape[:dim] + (want,) + view.shape[dim + 1:]),
                              view.storage, view.dtype) if dim == 0 else view.broadcast(dim, want)
     out = allocate(shape, dtype or x.dtype, sbuf)
     if shape[0] != x.shape[0]:

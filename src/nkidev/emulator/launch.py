@@ -236,7 +236,7 @@ def _collect_outputs(value, trace: Trace | None):
             st.role = "output"
             if trace is not None and st.id in trace.tensors:
                 trace.tensors[st.id].kind = "output"
-        return np.array(value.data, copy=True)
+        return np.array(value._data, copy=True)
     if isinstance(value, tuple):
         return tuple(_collect_outputs(v, trace) for v in value)
     if isinstance(value, list):

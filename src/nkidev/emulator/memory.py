@@ -13,7 +13,7 @@ from nkidev.emulator.tensor import NkiTensor, resolve_indirect
 def raw(t: NkiTensor, oob_skip: bool = False) -> np.ndarray:
     """Stored values of a view (a copy for indirect views; skipped rows read as 0)."""
     if t.dyn is None:
-        return t.data
+        return t._data
     flat, idx = resolve_indirect(t, oob_skip)
     out = flat[np.where(idx < 0, 0, idx)]
     if oob_skip:
@@ -39,7 +39,7 @@ def store_raw(t: NkiTensor, values: np.ndarray, oob_skip: bool = False) -> None:
     if t.storage.acc is not None:
         acc_view(t)[...] = False
     if t.dyn is None:
-        t.data[...] = values.reshape(t.data.shape)
+        t._data[...] = values.reshape(t._data.shape)
         return
     flat, idx = resolve_indirect(t, oob_skip)
     vals = np.broadcast_to(values.reshape(idx.shape), idx.shape)
@@ -59,11 +59,11 @@ def acc_view(t: NkiTensor) -> np.ndarray:
         st.acc = np.zeros(st.array.shape, dtype=bool)
     if t.dyn is not None:
         return st.acc
-    item = t.data.itemsize
-    off = (t.data.__array_interface__["data"][0] - st.ptr) // item
+    item = t._data.itemsize
+    off = (t._data.__array_interface__["data"][0] - st.ptr) // item
     flat = st.acc.reshape(-1)
-    strides = tuple(s // item for s in t.data.strides)
-    return np.lib.stride_tricks.as_strided(flat[off:], shape=t.data.shape, strides=strides)
+    strides = tuple(s // item for s in t._data.strides)
+    return np.lib.stride_tricks.as_strided(flat[off:], shape=t._data.shape, strides=strides)
 
 
 def scalar_or_vector(v, p: int) -> np.ndarray | np.float32:

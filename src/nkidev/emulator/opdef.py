@@ -99,7 +99,7 @@ def _check_operands(op: OpDef, a, ctx, engine: str) -> None:
         if st.kind == "hbm":
             raise KernelRuleError("err_unsupported_memory", f"{op.name}: {name} {t.name!r} is in HBM",
                                   "load it into SBUF with nisa.dma_copy first", kernel_location())
-        p = t.data.shape[0] if t.data.ndim else 1
+        p = t._data.shape[0] if t._data.ndim else 1
         if p > limit:
             raise KernelRuleError("err_num_partition_exceed_arch_limit",
                                   f"{op.name}: {name} has {p} partitions, the limit is {limit}",

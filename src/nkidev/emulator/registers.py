@@ -64,8 +64,8 @@ def _scalar_of(t: NkiTensor) -> int:
         raise rule_error("err_shape_mismatch", f"register_load needs a 1-element tensor, got {t.shape}",
                          "pass a [1, 1] tile")
     if t.dtype.is_int:
-        return int(np.asarray(t.data).reshape(-1)[0])
-    return int(to_f32(np.asarray(t.data), t.dtype).reshape(-1)[0])
+        return int(np.asarray(t._data).reshape(-1)[0])
+    return int(to_f32(np.asarray(t._data), t.dtype).reshape(-1)[0])
 
 
 def register_alloc(x=None) -> VirtualRegister:

@@ -195,18 +195,18 @@ def _index_value(index) -> np.ndarray:
     if isinstance(index, VirtualRegister):
         return np.array([[index.value]], dtype=np.int64)
     if isinstance(index, NkiTensor):
-        return np.asarray(to_f32(index.data, index.dtype), dtype=np.float64).astype(np.int64)
+        return np.asarray(to_f32(index._data, index.dtype), dtype=np.float64).astype(np.int64)
     return np.array([[int(index)]], dtype=np.int64)
 
 
 class NkiTensor:
     """A view of an NKI tensor in HBM, SBUF or PSUM (first dim of on-chip tensors = partition dim)."""
 
-    __slots__ = ("data", "storage", "dtype", "dyn")
+    __slots__ = ("_data", "storage", "dtype", "dyn")
     __array_priority__ = 100  # make `ndarray + tensor` defer to our operators
 
     def __init__(self, data: np.ndarray, storage: Storage, dtype: NkiDType, dyn: Indirect | None = None):
-        self.data = data
+        self._data = data
         self.storage = storage
         self.dtype = dtype
         self.dyn = dyn  # set for views addressed by run-time data
@@ -214,15 +214,15 @@ class NkiTensor:
     # --- attributes -----------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.data.shape
+        return self._data.shape
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def size(self) -> int:
-        return self.data.size
+        return self._data.size
 
     @property
     def name(self) -> str:
@@ -238,12 +238,12 @@ class NkiTensor:
 
     @property
     def strides(self) -> tuple[int, ...]:
-        item = self.data.itemsize
-        return tuple(s // item for s in self.data.strides)
+        item = self._data.itemsize
+        return tuple(s // item for s in self._data.strides)
 
     @property
     def offset(self) -> int:
-        return (self.data.__array_interface__["data"][0] - self.storage.ptr) // self.data.itemsize
+        return (self._data.__array_interface__["data"][0] - self.storage.ptr) // self._data.itemsize
 
     @property
     def is_on_chip(self) -> bool:
@@ -254,6 +254,11 @@ class NkiTensor:
 
     def __len__(self) -> int:
         return self.shape[0]
+
+    def __array__(self, dtype=None, copy=None):
+        # Kernels compute only through nki.isa / nki.language; NumPy on device data has no hardware meaning.
+        raise rule_error("err_numpy_on_kernel_data", f"NumPy was called on kernel tensor {self.name!r}",
+                         "compute with nki.isa / nki.language instructions; tensors are device memory, not arrays")
 
     # --- indexing -------------------------------------------------------------------------
     def __getitem__(self, key) -> NkiTensor:
@@ -270,7 +275,7 @@ class NkiTensor:
         norm = []
         for dim, k in enumerate(key):
             norm.append(self._norm_index(dim, k))
-        return NkiTensor(self.data[tuple(norm)], self.storage, self.dtype)
+        return NkiTensor(self._data[tuple(norm)], self.storage, self.dtype)
 
     def _norm_index(self, dim: int, k):
         n = self.shape[dim]
@@ -324,7 +329,7 @@ class NkiTensor:
             raise rule_error("err_ambiguous_tensor_truth_value",
                              f"the truth value of tensor {self.name!r} with {self.size} elements is ambiguous",
                              "reduce it first (nl.all) or compare single elements")
-        return bool(to_f32(self.data, self.dtype).reshape(-1)[0])
+        return bool(to_f32(self._data, self.dtype).reshape(-1)[0])
 
     # --- views ------------------------------------------------------------------------------
     def _static(self, what: str) -> None:
@@ -344,7 +349,7 @@ class NkiTensor:
                              f"reshape of on-chip tensor {self.name!r} {self.shape} -> {shape} changes the partition dim",
                              "keep shape[0] equal to the partition count")
         try:
-            return self._new(self.data.reshape(shape, copy=False))
+            return self._new(self._data.reshape(shape, copy=False))
         except ValueError as e:
             raise rule_error("err_reshape_incompatible", f"cannot reshape {self.name!r} {self.shape} to {shape}: {e}",
                              "reshape a contiguous tensor with the same element count") from None
@@ -354,7 +359,7 @@ class NkiTensor:
         if sorted(dims) != list(range(self.ndim)) or (self.is_on_chip and dims[0] != 0):
             raise rule_error("err_invalid_argument", f"permute{dims} of {self.name!r} with rank {self.ndim}",
                              "pass a permutation of range(ndim); on-chip tensors keep dim 0 first")
-        return self._new(self.data.transpose(dims))
+        return self._new(self._data.transpose(dims))
 
     def broadcast(self, dim: int, size: int) -> NkiTensor:
         if self.shape[dim] != 1 or (self.is_on_chip and dim == 0):
@@ -362,18 +367,18 @@ class NkiTensor:
                              "broadcast only size-1 free dims")
         shape = list(self.shape)
         shape[dim] = int(size)
-        return self._new(np.broadcast_to(self.data, tuple(shape)))
+        return self._new(np.broadcast_to(self._data, tuple(shape)))
 
     def expand_dim(self, dim: int) -> NkiTensor:
         if self.is_on_chip and dim == 0:
             raise rule_error("err_invalid_argument", "expand_dim(0) on an on-chip tensor", "insert after dim 0")
-        return self._new(np.expand_dims(self.data, dim))
+        return self._new(np.expand_dims(self._data, dim))
 
     def squeeze_dim(self, dim: int) -> NkiTensor:
         if self.shape[dim] != 1 or (self.is_on_chip and dim == 0):
             raise rule_error("err_invalid_argument", f"squeeze_dim({dim}) of {self.name!r} {self.shape}",
                              "squeeze only size-1 free dims")
-        return self._new(np.squeeze(self.data, axis=dim))
+        return self._new(np.squeeze(self._data, axis=dim))
 
     def reshape_dim(self, dim: int, shape) -> NkiTensor:
         new = self.shape[:dim] + tuple(shape) + self.shape[dim + 1:]
@@ -402,7 +407,7 @@ class NkiTensor:
         self._static("view")
         dt = to_nki_dtype(dtype)
         try:
-            return NkiTensor(self.data.view(dt.storage), self.storage, dt)
+            return NkiTensor(self._data.view(dt.storage), self.storage, dt)
         except ValueError as e:
             raise rule_error("err_invalid_argument", f"cannot view {self.name!r} as {dt}: {e}",
                              "the last dim must be contiguous and divisible by the size ratio") from None
@@ -425,7 +430,7 @@ class NkiTensor:
         flat_dst = [g for part in dst_pattern for g in ((part,) if isinstance(part, str) else part)]
         view = view.permute(tuple(names.index(g) for g in flat_dst))
         out_shape = tuple(math.prod(sizes[g] for g in ((p,) if isinstance(p, str) else p)) for p in dst_pattern)
-        return NkiTensor(np.reshape(view.data, out_shape), self.storage, self.dtype) \
+        return NkiTensor(np.reshape(view._data, out_shape), self.storage, self.dtype) \
             if not self.is_on_chip else view.reshape(out_shape)
 
     def get_pattern(self) -> list[list[int]]:
@@ -473,7 +478,7 @@ class NkiTensor:
             raise rule_error("err_invalid_argument", f"access pattern {pattern} has an empty dimension",
                              "every num must be positive")
         base = 0 if self.dyn is not None else \
-            (self.data.__array_interface__["data"][0] - st.ptr) // flat.itemsize
+            (self._data.__array_interface__["data"][0] - st.ptr) // flat.itemsize
         start = base + (0 if offset is None else int(offset))
         if st.kind != "hbm":
             pstep = st.pstride // flat.itemsize
@@ -592,7 +597,7 @@ def resolve_indirect(t: NkiTensor, oob_skip: bool = False) -> tuple[np.ndarray, 
 def access(t: NkiTensor, role: str) -> Access:
     """The region of storage a view touches, for the trace."""
     st = t.storage
-    data = t.data
+    data = t._data
     item = data.itemsize
     if t.dyn is not None:
         nbytes = data.size * item
@@ -626,14 +631,14 @@ def access(t: NkiTensor, role: str) -> Access:
 def partition_start(t: NkiTensor) -> int:
     if t.dyn is not None or not t.is_on_chip:
         return 0
-    return (t.data.__array_interface__["data"][0] - t.storage.ptr) // t.storage.pstride
+    return (t._data.__array_interface__["data"][0] - t.storage.ptr) // t.storage.pstride
 
 
 def free_size(t: NkiTensor) -> int:
     """Elements per partition (on-chip: all dims but the first)."""
-    shape = t.data.shape
+    shape = t._data.shape
     return math.prod(shape[1:]) if len(shape) > 1 else 1
 
 
 def partitions(t: NkiTensor) -> int:
-    return t.data.shape[0] if t.data.ndim else 1
+    return t._data.shape[0] if t._data.ndim else 1

@@ -93,9 +93,9 @@ def _bank_check(a, ctx):
     d = a.dst
     if ctx.target.nc_version >= 4 or d.dyn is not None:
         return None
-    item = d.data.itemsize
-    off = (d.data.__array_interface__["data"][0] - d.storage.ptr) % d.storage.pstride
-    span = max(0, sum((n - 1) * st for n, st in zip(d.shape[1:], d.data.strides[1:]))) + item
+    item = d._data.itemsize
+    off = (d._data.__array_interface__["data"][0] - d.storage.ptr) % d.storage.pstride
+    span = max(0, sum((n - 1) * st for n, st in zip(d.shape[1:], d._data.strides[1:]))) + item
     bank = ctx.target.psum.bank_bytes
     if off // bank != (off + span - 1) // bank:
         return (f"dst {d.shape} {d.dtype} covers bytes {off}..{off + span} of each partition, crossing a "
