@@ -131,6 +131,17 @@ _CATALOGUE = [
     _e("err_output_exists", "The output path already exists.", "pass --force to replace it or choose another path"),
     _e("err_internal", "A bug in nkidev.", "rerun with NKIDEV_DEBUG=1 for the traceback and report it"),
     _e("err_bad_profile", "The profile directory is missing tables or columns.", "point at a neuron-explorer or nkidev profile"),
+    _e("err_bad_query", "The profile query is not one read-only SELECT, or DuckDB rejected it.",
+       "pass a single SELECT (or WITH ... SELECT) over the tables listed in the message"),
+    _e("err_unknown_topic", "No docs page, op or error has that name.",
+       "use one of the close matches in the message, or find the page with `nkidev docs search WORDS`"),
+    _e("err_unknown_client", "Unknown agent client.", "use --target claude, kiro or cursor"),
+    _e("err_install_conflict", "A file nkidev installs or removes differs from the copy nkidev wrote (edited by you or another tool).",
+       "compare the listed files; pass --force to overwrite (install) or delete (uninstall) them anyway"),
+    _e("err_not_writable", "nkidev cannot write to the install directory.",
+       "check the directory's permissions, or install with the other --scope (project or user)"),
+    _e("err_bad_client_config", "An agent client's config file (.mcp.json, mcp.json) is not a valid JSON object.",
+       "fix or remove the file named in the message, then rerun the command"),
 ]
 
 ERRORS: dict[str, ErrorInfo] = {e.name: e for e in _CATALOGUE}

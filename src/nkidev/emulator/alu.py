@@ -6,8 +6,8 @@ Keys are the names of the `nl` functions that act as op specifiers (nl.add, nl.e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -213,8 +213,24 @@ ACTIVATION_RANGES = {
 }
 
 
+_NAME_CACHE: dict = {}
+
+
 def op_name(op) -> str | None:
     """The table key of an op specifier (an nl function, np ufunc, or OpSpec)."""
+    try:
+        return _NAME_CACHE[op]
+    except (KeyError, TypeError):
+        pass
+    name = _op_name(op)
+    try:
+        _NAME_CACHE[op] = name
+    except TypeError:
+        pass
+    return name
+
+
+def _op_name(op) -> str | None:
     name = getattr(op, "__nki_op__", None)
     if name is not None:
         return name

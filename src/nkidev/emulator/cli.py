@@ -5,6 +5,7 @@ from __future__ import annotations
 import runpy
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -14,7 +15,7 @@ from nkidev.errors import NkiUsageError
 
 
 @command
-def demo(as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of text.")) -> None:
+def demo(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False) -> None:
     """Run the bundled softmax kernel on the seed's four shapes against a NumPy reference."""
     from nkidev.demo import case_line, run_demo
 
@@ -30,9 +31,9 @@ def demo(as_json: bool = typer.Option(False, "--json", help="Print one JSON obje
 
 @command
 def run(
-    script: Path = typer.Argument(..., help="A Python script that imports nki."),
-    args: list[str] = typer.Argument(None, help="Arguments passed to the script."),
-    target: str = typer.Option(None, "--target", help="trn1 | trn2 | trn3 (default trn2)."),
+    script: Annotated[Path, typer.Argument(help="A Python script that imports nki.")],
+    args: Annotated[list[str] | None, typer.Argument(help="Arguments passed to the script.")] = None,
+    target: Annotated[str | None, typer.Option("--target", help="trn1 | trn2 | trn3 (default trn2).")] = None,
 ) -> None:
     """Run a script with `import nki` resolving to the emulator."""
     from nkidev.shim import emulate

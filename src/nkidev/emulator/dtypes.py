@@ -129,9 +129,24 @@ def to_f32(values: np.ndarray, dt: NkiDType) -> np.ndarray:
     """Widen stored values to fp32, the precision every engine computes in."""
     if values.dtype == _F32:
         return values
-    if dt is BF16:  # a shift is several times faster than ml_dtypes' generic cast
-        return (values.view(_U16).astype(_U32) << 16).view(_F32)
     return values.astype(_F32)
+
+
+def fill_uninitialized(array: np.ndarray, dt: NkiDType) -> None:
+    """Fill with the uninitialized sentinel (NaN, or 4 for ints) by bit pattern: several times faster
+    than letting ml_dtypes convert a float NaN for every element."""
+    if dt.kind in ("float",) and dt.name != "float8_e8m0fnu":
+        bits = _NAN_BITS.get(dt.name)
+        if bits is None:
+            bits = _NAN_BITS[dt.name] = np.array(np.nan, dtype=dt.storage).view(f"u{dt.storage.itemsize}")
+        array.view(f"u{dt.storage.itemsize}").fill(bits)
+    elif dt.name == "float8_e8m0fnu":
+        array.view(np.uint8).fill(0xFF)  # e8m0's NaN encoding
+    else:
+        array.fill(4)
+
+
+_NAN_BITS: dict[str, np.ndarray] = {}
 
 
 def _round_tf32(x: np.ndarray) -> np.ndarray:

@@ -10,8 +10,6 @@ from nkidev.emulator import context as _ctx
 from nkidev.emulator import ops as _ops  # noqa: F401  (registers every op declaration)
 from nkidev.emulator.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, oob_mode, reduce_cmd
 from nkidev.emulator.opdef import OPS, public_function
-from nkidev.emulator.registers import VirtualRegister, register_alloc, register_load, register_move, register_store
-from nkidev.errors import NkiValidationError
 
 
 def _namespace() -> dict:

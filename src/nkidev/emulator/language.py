@@ -15,7 +15,7 @@ import numpy as np
 
 from nkidev.emulator import context as _ctx
 from nkidev.emulator import isa as nisa
-from nkidev.emulator.dtypes import DTYPES, NkiDType, lookup, to_nki_dtype
+from nkidev.emulator.dtypes import DTYPES, NkiDType, to_nki_dtype
 from nkidev.emulator.location import kernel_location
 from nkidev.emulator.registers import VirtualRegister
 from nkidev.emulator.tensor import DynSlice, MemoryRegion, NkiTensor, allocate, free_size, partitions, rule_error
@@ -403,27 +403,41 @@ def _binary(name: str, x, y, dtype) -> NkiTensor:
     return out
 
 
-def _make_binary(name: str, doc: str):
+def _make_binary(name: str, math: str):
     def fn(x, y, dtype=None):
         return _binary(name, x, y, dtype)
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
+    fn.__doc__ = f"Element-wise {math}; also an op specifier for nki.isa instructions."
     fn.__nki_op__ = name
     fn.__module__ = "nki.language"
     return fn
 
 
-_BINARY = {
-    "add": "x + y", "subtract": "x - y", "multiply": "x * y", "divide": "x / y", "maximum": "max(x, y)",
-    "minimum": "min(x, y)", "abs_max": "x if |x| > |y| else y (trn3)", "abs_min": "x if |x| < |y| else y (trn3)",
-    "power": "x ** y (tile exponent only)", "equal": "x == y", "not_equal": "x != y", "less": "x < y",
-    "less_equal": "x <= y", "greater": "x > y", "greater_equal": "x >= y", "bitwise_and": "x & y (ints)",
-    "bitwise_or": "x | y (ints)", "bitwise_xor": "x ^ y (ints)", "left_shift": "x << y (ints)",
-    "right_shift": "x >> y (ints, logical)", "logical_and": "x and y", "logical_or": "x or y",
-    "logical_xor": "x xor y", "fmod": "fmod(x, y)", "mod": "x mod y",
-}
-for _n, _d in _BINARY.items():
-    globals()[_n] = _make_binary(_n, f"Element-wise {_d}; also an op specifier for nki.isa instructions.")
+add = _make_binary("add", "x + y")
+subtract = _make_binary("subtract", "x - y")
+multiply = _make_binary("multiply", "x * y")
+divide = _make_binary("divide", "x / y")
+maximum = _make_binary("maximum", "max(x, y)")
+minimum = _make_binary("minimum", "min(x, y)")
+abs_max = _make_binary("abs_max", "x if |x| > |y| else y (trn3)")
+abs_min = _make_binary("abs_min", "x if |x| < |y| else y (trn3)")
+power = _make_binary("power", "x ** y (tile exponent only)")
+equal = _make_binary("equal", "x == y")
+not_equal = _make_binary("not_equal", "x != y")
+less = _make_binary("less", "x < y")
+less_equal = _make_binary("less_equal", "x <= y")
+greater = _make_binary("greater", "x > y")
+greater_equal = _make_binary("greater_equal", "x >= y")
+bitwise_and = _make_binary("bitwise_and", "x & y (ints)")
+bitwise_or = _make_binary("bitwise_or", "x | y (ints)")
+bitwise_xor = _make_binary("bitwise_xor", "x ^ y (ints)")
+left_shift = _make_binary("left_shift", "x << y (ints)")
+right_shift = _make_binary("right_shift", "x >> y (ints, logical)")
+logical_and = _make_binary("logical_and", "x and y")
+logical_or = _make_binary("logical_or", "x or y")
+logical_xor = _make_binary("logical_xor", "x xor y")
+fmod = _make_binary("fmod", "fmod(x, y)")
+mod = _make_binary("mod", "x mod y")
 
 
 def _activation(name: str, x, dtype) -> NkiTensor:
@@ -442,10 +456,29 @@ def _make_activation(name: str):
     return fn
 
 
-for _n in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_sigmoid", "gelu_apprx_tanh",
-           "gelu_dx", "gelu_apprx_sigmoid_dx", "silu", "silu_dx", "softplus", "mish", "erf", "erf_dx", "reciprocal",
-           "square", "abs", "sign", "arctan"):
-    globals()[_n] = _make_activation(_n)
+exp = _make_activation("exp")
+log = _make_activation("log")
+sqrt = _make_activation("sqrt")
+rsqrt = _make_activation("rsqrt")
+tanh = _make_activation("tanh")
+sigmoid = _make_activation("sigmoid")
+relu = _make_activation("relu")
+gelu = _make_activation("gelu")
+gelu_apprx_sigmoid = _make_activation("gelu_apprx_sigmoid")
+gelu_apprx_tanh = _make_activation("gelu_apprx_tanh")
+gelu_dx = _make_activation("gelu_dx")
+gelu_apprx_sigmoid_dx = _make_activation("gelu_apprx_sigmoid_dx")
+silu = _make_activation("silu")
+silu_dx = _make_activation("silu_dx")
+softplus = _make_activation("softplus")
+mish = _make_activation("mish")
+erf = _make_activation("erf")
+erf_dx = _make_activation("erf_dx")
+reciprocal = _make_activation("reciprocal")
+square = _make_activation("square")
+abs = _make_activation("abs")
+sign = _make_activation("sign")
+arctan = _make_activation("arctan")
 
 
 def _tensor_scalar(x, op, operand, dtype=None, out=None, reverse=False) -> NkiTensor:

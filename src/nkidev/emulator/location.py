@@ -65,3 +65,24 @@ def strip_internal_frames(tb: types.TracebackType | None) -> types.TracebackType
     for frame, lasti, lineno in reversed(frames):
         new = types.TracebackType(new, frame, lasti, lineno)
     return new
+
+
+def warn(name: str, message: str) -> None:
+    """Emit an NkiWarning attributed to the kernel line, and record it in the trace."""
+    import warnings
+
+    from nkidev.emulator import context
+    from nkidev.errors import NkiWarning
+
+    frame = kernel_frame(2)
+    location = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else None
+    text = f"{name}: {message}"
+    if frame is not None:
+        warnings.warn_explicit(text, NkiWarning, frame.f_code.co_filename, frame.f_lineno,
+                               module=frame.f_globals.get("__name__"), registry=frame.f_globals.setdefault(
+                                   "__warningregistry__", {}))
+    else:
+        warnings.warn(text, NkiWarning, stacklevel=2)
+    trace = context.current().trace
+    if trace is not None:
+        trace.add_warning(name, message, location)

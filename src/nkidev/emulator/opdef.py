@@ -9,10 +9,9 @@ model read the same `OPS` table.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Callable
 
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.location import kernel_location
@@ -156,23 +155,27 @@ def _mark_written(op: OpDef, a) -> None:
 
 def _record(op: OpDef, a, ctx, engine: str) -> None:
     reads, writes = [], []
+    free = 0
     for name, value in a.__dict__.items():
-        if isinstance(value, NkiTensor):
+        if value.__class__ is NkiTensor:
+            data = value._data
+            if data.ndim > 1:
+                n = data.size // data.shape[0]
+                free = n if n > free else free
             (writes if name in op.writes else reads).append(access(value, name))
-        elif isinstance(value, list | tuple) and value and isinstance(value[0], NkiTensor):
-            reads.extend(access(v, name) for v in value if isinstance(v, NkiTensor))
+        elif value.__class__ in (list, tuple) and value and value[0].__class__ is NkiTensor:
+            reads.extend(access(v, name) for v in value if v.__class__ is NkiTensor)
     main = writes[0] if writes else (reads[0] if reads else None)
-    parts = main.partitions if main else 1
-    free = max((math.prod(x.shape[1:]) if len(x.shape) > 1 else 1) for x in reads + writes) if main else 0
+    parts = main.partitions if main is not None else 1
     if main is not None and main.buffer == "hbm":
         free = max(1, main.nbytes // max(1, parts))
+    free = free or 1
     flops = op.flops(a) if op.flops else parts * free
     attrs = op.attrs(a) if op.attrs else {}
     counter = ctx.counter
-    ins = Instruction(counter[0], op.name, engine, kernel_location(), reads, writes, parts, free, flops,
-                      ctx.program, attrs)
+    ctx.trace.instructions.append(Instruction(counter[0], op.name, engine, kernel_location(), reads, writes, parts,
+                                              free, flops, ctx.program, attrs))
     counter[0] += 1
-    ctx.trace.instructions.append(ins)
 
 
 def public_function(op: OpDef, namespace: dict) -> Callable:

@@ -15,7 +15,7 @@ from itertools import count
 import numpy as np
 
 from nkidev.emulator import context as _ctx
-from nkidev.emulator.dtypes import NkiDType, to_f32, to_nki_dtype
+from nkidev.emulator.dtypes import NkiDType, fill_uninitialized, to_f32, to_nki_dtype
 from nkidev.emulator.location import assigned_name, kernel_location
 from nkidev.emulator.trace import Access, TensorRecord
 from nkidev.errors import KernelRuleError, NkiNotSupportedError
@@ -83,13 +83,6 @@ class Storage:
                             self.array.size * self.dtype.itemsize, self.role, self.location)
 
 
-def _fill_value(dt: NkiDType):
-    # The official simulator's sentinels: NaN for floats, 4 for integers, so unwritten reads show up.
-    if dt.kind == "float" and dt.name != "float8_e8m0fnu":
-        return np.nan
-    return 4 if dt.kind != "float" else np.nan
-
-
 def allocate(shape, dtype, buffer=None, name: str = "", role: str = "internal",
              location: str | None = None, fill=None) -> NkiTensor:
     """nl.ndarray: a fresh tensor, filled with the uninitialized-memory sentinel unless `fill` is given."""
@@ -108,9 +101,14 @@ def allocate(shape, dtype, buffer=None, name: str = "", role: str = "internal",
         shared = _shared_allocation(ctx, shape, dt, region, name, location)
         if shared is not None:
             return shared
-    value = _fill_value(dt) if fill is None else fill
-    array = np.full(shape, value, dtype=dt.storage) if ctx.compute or kind != "hbm" or fill is not None \
-        else np.zeros(shape, dtype=dt.storage)
+    if fill is None and not ctx.compute:
+        array = np.zeros(shape, dtype=dt.storage)  # numerics are off: nothing reads the values; zeros is lazy
+    else:
+        array = np.empty(shape, dtype=dt.storage)
+        if fill is not None:
+            array[...] = fill
+        else:
+            fill_uninitialized(array, dt)
     location = location or kernel_location()
     storage = Storage(array, dt, region, name or assigned_name(location) or "", role, location)
     if kind != "hbm":
@@ -202,7 +200,7 @@ def _index_value(index) -> np.ndarray:
 class NkiTensor:
     """A view of an NKI tensor in HBM, SBUF or PSUM (first dim of on-chip tensors = partition dim)."""
 
-    __slots__ = ("_data", "storage", "dtype", "dyn")
+    __slots__ = ("_data", "storage", "dtype", "dyn", "_reg")
     __array_priority__ = 100  # make `ndarray + tensor` defer to our operators
 
     def __init__(self, data: np.ndarray, storage: Storage, dtype: NkiDType, dyn: Indirect | None = None):
@@ -210,6 +208,7 @@ class NkiTensor:
         self.storage = storage
         self.dtype = dtype
         self.dyn = dyn  # set for views addressed by run-time data
+        self._reg = None  # cached region(): views are immutable, so compute it once
 
     # --- attributes -----------------------------------------------------------------
     @property
@@ -594,44 +593,63 @@ def resolve_indirect(t: NkiTensor, oob_skip: bool = False) -> tuple[np.ndarray, 
     return ind.flat, elems
 
 
-def access(t: NkiTensor, role: str) -> Access:
-    """The region of storage a view touches, for the trace."""
+def region(t: NkiTensor) -> tuple[int, int, int, int, int, int]:
+    """(partition_start, partitions, byte_start, byte_stop, contiguous_bytes, nbytes) of a view, cached.
+
+    On-chip: partitions and the byte range within each partition. HBM: the byte range of the tensor,
+    with `partitions` = number of contiguous chunks (the DMA descriptor count).
+    """
+    reg = t._reg
+    if reg is not None:
+        return reg
     st = t.storage
     data = t._data
     item = data.itemsize
+    nbytes = data.size * item
     if t.dyn is not None:
-        nbytes = data.size * item
-        return Access(st.id, st.kind, role, data.shape, t.dtype.name, nbytes, 0,
-                      data.shape[0] if data.ndim else 1, 0, st.array.nbytes, item)
+        reg = (0, data.shape[0] if data.ndim else 1, 0, st.array.nbytes, item, nbytes)
+        t._reg = reg
+        return reg
     off = data.__array_interface__["data"][0] - st.ptr
     shape, strides = data.shape, data.strides
-    nbytes = data.size * item
+    first = 0 if st.kind == "hbm" else 1
     run = item  # innermost contiguous run in bytes
-    first = 1 if st.kind != "hbm" else 0
-    for n, s in zip(reversed(shape[first:]), reversed(strides[first:])):
+    contiguous = True
+    lo = hi = 0
+    for d in range(len(shape) - 1, first - 1, -1):
+        n, s = shape[d], strides[d]
         if n == 1:
             continue
-        if s != run:
-            break
-        run *= n
+        if contiguous and s == run:
+            run *= n
+        else:
+            contiguous = False
+        step = s * (n - 1)
+        if step < 0:
+            lo += step
+        else:
+            hi += step
     if st.kind == "hbm":
-        lo = off + sum(min(0, s * (n - 1)) for n, s in zip(shape, strides))
-        hi = off + sum(max(0, s * (n - 1)) for n, s in zip(shape, strides)) + item
-        return Access(st.id, "hbm", role, shape, t.dtype.name, nbytes, 0, max(1, nbytes // run), lo, hi, run)
-    pstride = st.pstride
-    p0 = off // pstride
-    f_off = off - p0 * pstride
-    fshape, fstrides = shape[1:], strides[1:]
-    lo = f_off + sum(min(0, s * (n - 1)) for n, s in zip(fshape, fstrides))
-    hi = f_off + sum(max(0, s * (n - 1)) for n, s in zip(fshape, fstrides)) + item
-    parts = shape[0] if shape else 1
-    return Access(st.id, st.kind, role, shape, t.dtype.name, nbytes, p0, parts, lo, hi, run)
+        reg = (0, max(1, nbytes // run), off + lo, off + hi + item, run, nbytes)
+    else:
+        pstride = st.pstride
+        p0 = off // pstride
+        f_off = off - p0 * pstride
+        reg = (p0, shape[0] if shape else 1, f_off + lo, f_off + hi + item, run, nbytes)
+    t._reg = reg
+    return reg
+
+
+def access(t: NkiTensor, role: str) -> Access:
+    """The region of storage a view touches, for the trace."""
+    p0, parts, lo, hi, run, nbytes = region(t)
+    return Access(t.storage.id, t.storage.kind, role, t._data.shape, t.dtype.name, nbytes, p0, parts, lo, hi, run)
 
 
 def partition_start(t: NkiTensor) -> int:
-    if t.dyn is not None or not t.is_on_chip:
+    if t.dyn is not None or t.storage.kind == "hbm":
         return 0
-    return (t._data.__array_interface__["data"][0] - t.storage.ptr) // t.storage.pstride
+    return region(t)[0]
 
 
 def free_size(t: NkiTensor) -> int:

@@ -53,7 +53,7 @@ DMA_COPY = declare(
         R.tensor_required("dst"), R.tensor_required("src"),
         R.in_memory("dst", ("hbm", "sbuf")),
         R.custom("err_dma_from_psum", "src is not in PSUM (DMA cannot read PSUM)",
-                 lambda a, ctx: ("src {!r} is in PSUM".format(a.src.name),
+                 lambda a, ctx: (f"src {a.src.name!r} is in PSUM",
                                  "copy it to SBUF with nisa.tensor_copy first") if a.src.storage.kind == "psum" else None),
         _count_equal("dst", "src"),
         R.custom("err_invalid_argument", "dge_mode=hwdge needs trn2+ and equal dtypes", _hwdge),

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from nkidev.emulator import costs
 from nkidev.emulator import rules as R
 from nkidev.emulator.alu import ACTIVATIONS, ALU, op_name
-from nkidev.emulator.location import kernel_location
+from nkidev.emulator.location import warn
 from nkidev.emulator.memory import rows, scalar_or_vector, store
 from nkidev.emulator.opdef import declare
 from nkidev.emulator.ops.vector import _apply, accumulate
 from nkidev.emulator.tensor import NkiTensor, free_size, partitions
-from nkidev.errors import NkiWarning
 
 
 def _bias_check(a, ctx):
@@ -107,9 +104,8 @@ def _activation(a, ctx, engine):
     p = y.shape[0]
     if cmd != "idle" or a.reduce_res is not None:
         if cmd == "idle" and a.reduce_res is not None and a.reduce_op is not None:
-            warnings.warn(f"activation with reduce_res and reduce_cmd=idle reads the accumulator without adding this "
-                          f"instruction's output ({kernel_location()}); pass reduce_cmd=nisa.reduce_cmd.reset_reduce",
-                          NkiWarning, stacklevel=2)
+            warn("warn_reduce_cmd_idle", "activation with reduce_res and reduce_cmd=idle reads the accumulator "
+                 "without adding this instruction's output; pass reduce_cmd=nisa.reduce_cmd.reset_reduce")
         acc = accumulate(ctx.act_acc, p, "add", cmd, y)
         if a.reduce_res is not None:
             store(a.reduce_res, acc)

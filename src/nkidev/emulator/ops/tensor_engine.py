@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from nkidev.emulator import costs
 from nkidev.emulator import rules as R
 from nkidev.emulator.dtypes import to_f32
-from nkidev.emulator.location import kernel_location
+from nkidev.emulator.location import warn
 from nkidev.emulator.memory import acc_view, f32, raw, store, store_raw
 from nkidev.emulator.opdef import declare
 from nkidev.emulator.tensor import free_size, partitions
-from nkidev.errors import NkiWarning
 
 MATMUL_IN = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn", "bfloat16", "float16", "tfloat32", "float32")
 FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn")
@@ -142,28 +139,41 @@ def _nc_matmul(a, ctx, engine):
     k, m, n = _km(a)
     s = to_f32(np.asarray(raw(a.stationary)), a.stationary.dtype).reshape(k, m)
     mv = to_f32(np.asarray(raw(a.moving)), a.moving.dtype).reshape(k, n)
-    if a.is_transpose and ctx.target.nc_version >= 3:
-        res = np.ascontiguousarray(s.T)  # bit-accurate transpose mode: no arithmetic on the values
-    else:
-        res = s.T @ mv
+    transpose_mode = a.is_transpose and ctx.target.nc_version >= 3  # bit-accurate: no arithmetic on values
     d = a.dst
     mask = acc_view(d)
-    if a.accumulate is True:
-        cur = to_f32(np.asarray(raw(d)), d.dtype).reshape(m, n)
-        if not mask.all():
-            warnings.warn(f"nc_matmul accumulate=True into PSUM {d.name!r} that no matmul initialized "
-                          f"({kernel_location()}); undefined on hardware", NkiWarning, stacklevel=2)
-            ctx.trace is not None and ctx.trace.add_warning(
-                "warn_accumulate_uninitialized_psum", "nc_matmul accumulate=True into uninitialized PSUM",
-                kernel_location())
-        res = cur + res
-    elif a.accumulate is None:
-        open_ = mask.reshape(m, n)
-        if open_.any():
+    mode = a.accumulate
+    if mode is None:  # auto: accumulate where this PSUM accumulation group is open, overwrite elsewhere
+        opened = mask.all() or (False if not mask.any() else None)
+        mode = opened
+    if mode is True and not mask.all():
+        warn("warn_accumulate_uninitialized_psum", f"nc_matmul accumulate=True into PSUM {d.name!r} that no matmul "
+             "initialized; undefined on hardware (start the group with accumulate=False or None)")
+    direct = _direct_view(d, m, n)
+    if direct is not None and not transpose_mode and mode is not None:
+        # fp32 PSUM view: write or accumulate in place, no temporaries
+        if mode:
+            direct += s.T @ mv
+        else:
+            np.matmul(s.T, mv, out=direct)
+    else:
+        res = np.ascontiguousarray(s.T) if transpose_mode else s.T @ mv
+        if mode is None:
             cur = to_f32(np.asarray(raw(d)), d.dtype).reshape(m, n)
-            res = np.where(open_, cur + res, res)
-    store_matmul(d, res)
+            res = np.where(mask.reshape(m, n), cur + res, res)
+        elif mode:
+            res = to_f32(np.asarray(raw(d)), d.dtype).reshape(m, n) + res
+        store_matmul(d, res)
     mask[...] = True
+
+
+def _direct_view(d, m: int, n: int):
+    if d.dyn is not None or d.dtype.storage != np.float32 or d.dtype.name != "float32":
+        return None
+    try:
+        return d._data.reshape((m, n), copy=False)
+    except ValueError:
+        return None
 
 
 def store_matmul(d, res) -> None:

@@ -1,0 +1,86 @@
+"""Emulator speed: Python overhead per emulated instruction, and emulation time vs plain NumPy.
+
+    python bench/emulator_overhead.py [--size 2048] [--repeat 3]
+
+1. Overhead: a kernel of many tiny instructions ((128, 8) tiles, so NumPy work is negligible);
+   reports microseconds per instruction with the trace on (the default) and off.
+2. Ratio: examples/matmul.py on an NxNxN bf16 problem vs NumPy doing the same math
+   (bf16 -> fp32 conversion and one fp32 matmul), best of --repeat runs each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+import nkidev  # noqa: E402
+from nkidev.emulator.context import EmulatorOptions  # noqa: E402
+
+with nkidev.emulate():
+    import nki
+    import nki.isa as nisa
+    import nki.language as nl
+    from matmul import matmul_kernel
+
+
+@nki.jit
+def tiny_ops(x, n_ops):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    a = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    b = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    for _ in range(n_ops // 2):
+        nisa.tensor_tensor(dst=b, data1=a, data2=a, op=nl.add)
+        nisa.tensor_scalar(dst=a, data=b, op0=nl.multiply, operand0=0.5)
+    nisa.dma_copy(dst=out, src=a)
+    return out
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def overhead(n_ops: int, repeat: int) -> None:
+    x = np.ones((128, 8), np.float32)
+    for record in (True, False):
+        opts = EmulatorOptions(record=record)
+        t = best(lambda opts=opts: nkidev.run(tiny_ops, (x, n_ops), options=opts), repeat)
+        print(f"overhead: {n_ops + 2} instructions, trace {'on ' if record else 'off'}: "
+              f"{t * 1e6 / (n_ops + 2):.1f} us per instruction")
+
+
+def ratio(size: int, repeat: int) -> None:
+    rng = np.random.default_rng(0)
+    lhsT = rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16)
+    rhs = rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16)
+    emu = best(lambda: nkidev.simulate(matmul_kernel)(lhsT, rhs), repeat)
+    ref = best(lambda: (lhsT.astype(np.float32).T @ rhs.astype(np.float32)).astype(ml_dtypes.bfloat16), repeat)
+    n_ins = len(nkidev.run(matmul_kernel, (lhsT, rhs), options=EmulatorOptions(compute=False)).trace)
+    print(f"matmul {size}^3 bf16: emulator {emu:.3f} s ({n_ins} instructions), NumPy {ref:.3f} s, "
+          f"ratio {emu / ref:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=2048)
+    parser.add_argument("--ops", type=int, default=20000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    overhead(args.ops, args.repeat)
+    ratio(args.size, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
