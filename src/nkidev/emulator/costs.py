@@ -118,16 +118,22 @@ def matmul(ins, hw: Target) -> float:
 
 
 def load_stationary(ins, hw: Target) -> float:
-    """LoadStationary: up to 4x faster than a MultiplyMoving of equal free size (~M/4 cycles, >= 16)."""
+    """LoadStationary (LDWEIGHTS): up to 4x faster than a MultiplyMoving of equal free size, ~M/4 cycles.
+
+    M is the stationary free size (nc_matmul attrs M; nc_transpose loads its data, F columns). Runs in the
+    background of the previous MATMUL; the scheduler models that overlap.
+    """
     a = ins.attrs
-    cycles = max(16.0, a.get("M", 128) * hw.tensor_engine.load_stationary_factor)
+    cycles = a.get("M", a.get("F", hw.tensor_engine.stationary_fmax)) * hw.tensor_engine.load_stationary_factor
     if a.get("fp32"):
         cycles *= hw.tensor_engine.fp32_cycle_factor
-    return cycles
+    return float(cycles)
 
 
 def pe_transpose(ins, hw: Target) -> float:
-    """TensorE transpose: max(P, min(64, F))."""
+    """TensorE transpose: max(P, min(64, F)); on VectorE (32x32 blocks) max(MIN_II, N)."""
+    if ins.engine == "vector":
+        return streaming(ins, hw)
     return float(max(ins.partitions, min(64, ins.attrs.get("F", ins.free_elems))))
 
 

@@ -10,6 +10,12 @@ from nkidev.emulator import context as _ctx
 from nkidev.emulator import ops as _ops  # noqa: F401  (registers every op declaration)
 from nkidev.emulator.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, oob_mode, reduce_cmd
 from nkidev.emulator.opdef import OPS, public_function
+from nkidev.emulator.registers import VirtualRegister as VirtualRegister
+from nkidev.emulator.registers import register_alloc as register_alloc
+from nkidev.emulator.registers import register_load as register_load
+from nkidev.emulator.registers import register_move as register_move
+from nkidev.emulator.registers import register_store as register_store
+from nkidev.errors import NkiValidationError as NkiValidationError
 
 
 def _namespace() -> dict:

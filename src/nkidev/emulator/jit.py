@@ -7,6 +7,8 @@ import functools
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.context import EmulatorOptions
 from nkidev.emulator.launch import RunResult, normalize_grid, run_kernel
+from nkidev.emulator.location import strip_internal_frames
+from nkidev.errors import NkiError
 
 
 class Kernel:
@@ -28,7 +30,10 @@ class Kernel:
         ctx = _ctx.current()
         if ctx.in_kernel:
             return self.fn(*args, **kwargs)  # a sub-kernel call inside a kernel runs inline
-        return run(self, args, kwargs).outputs
+        try:
+            return run(self, args, kwargs).outputs
+        except NkiError as e:
+            raise e.with_traceback(strip_internal_frames(e.__traceback__)) from None
 
     def __repr__(self) -> str:
         return f"<nki.jit kernel {self.__name__}{'' if self.grid is None else list(self.grid)}>"
@@ -73,7 +78,10 @@ class Simulated:
         return out
 
     def __call__(self, *args, **kwargs):
-        return run(self.kernel, args, kwargs, self.options, self.grid).outputs
+        try:
+            return run(self.kernel, args, kwargs, self.options, self.grid).outputs
+        except NkiError as e:
+            raise e.with_traceback(strip_internal_frames(e.__traceback__)) from None
 
 
 def simulate(kernel, target: str | None = None, **options) -> Simulated:

@@ -31,6 +31,7 @@ float8_e8m0fnu = DTYPES["float8_e8m0fnu"]
 float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4 = (DTYPES["float8_e5m2_x4"], DTYPES["float8_e4m3fn_x4"],
                                                     DTYPES["float4_e2m1fn_x4"])
 dtype = NkiDType
+DType = NkiDType
 
 sbuf = MemoryRegion.sbuf
 psum = MemoryRegion.psum
