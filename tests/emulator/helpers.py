@@ -28,4 +28,7 @@ def empty(shape, dtype=np.float32, buffer=None) -> nl.NkiTensor:
 
 
 def read(t) -> np.ndarray:
-    return np.array(t._data).astype(np.float64) if t.dtype.is_float else np.array(t._data)
+    from nkidev.emulator.memory import raw
+
+    data = np.array(raw(t))
+    return data.astype(np.float64) if t.dtype.is_float else data

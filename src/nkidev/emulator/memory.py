@@ -7,11 +7,14 @@ from __future__ import annotations
 import numpy as np
 
 from nkidev.emulator.dtypes import NkiDType, from_f32, to_f32
+from nkidev.emulator.psum import flush
 from nkidev.emulator.tensor import NkiTensor, resolve_indirect
 
 
 def raw(t: NkiTensor, oob_skip: bool = False) -> np.ndarray:
     """Stored values of a view (a copy for indirect views; skipped rows read as 0)."""
+    if t.storage.pending is not None:
+        flush(t.storage)
     if t.dyn is None:
         return t._data
     flat, idx = resolve_indirect(t, oob_skip)
@@ -36,6 +39,8 @@ def rows(t: NkiTensor) -> np.ndarray:
 
 def store_raw(t: NkiTensor, values: np.ndarray, oob_skip: bool = False) -> None:
     """Write values already in t's storage dtype, reshaped to the view."""
+    if t.storage.pending is not None:
+        flush(t.storage)
     if t.storage.acc is not None:
         acc_view(t)[...] = False
     if t.dyn is None:

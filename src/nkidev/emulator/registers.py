@@ -63,9 +63,10 @@ def _scalar_of(t: NkiTensor) -> int:
     if t.size != 1:
         raise rule_error("err_shape_mismatch", f"register_load needs a 1-element tensor, got {t.shape}",
                          "pass a [1, 1] tile")
-    if t.dtype.is_int:
-        return int(np.asarray(t._data).reshape(-1)[0])
-    return int(to_f32(np.asarray(t._data), t.dtype).reshape(-1)[0])
+    from nkidev.emulator.memory import raw
+
+    values = np.asarray(raw(t)).reshape(-1)
+    return int(values[0]) if t.dtype.is_int else int(to_f32(values, t.dtype)[0])
 
 
 def register_alloc(x=None) -> VirtualRegister:

@@ -55,7 +55,7 @@ class Storage:
     """One allocation: a contiguous NumPy array plus what the rules and the trace need to know."""
 
     __slots__ = ("id", "region", "kind", "array", "dtype", "name", "role", "location", "ptr", "pstride",
-                 "pp_bytes", "written", "acc", "_usage", "__weakref__")
+                 "pp_bytes", "written", "acc", "pending", "_usage", "__weakref__")
 
     def __init__(self, array: np.ndarray, dtype: NkiDType, region: MemoryRegion, name: str, role: str,
                  location: str | None):
@@ -72,6 +72,7 @@ class Storage:
         self.pp_bytes = (math.prod(array.shape[1:]) if array.ndim > 1 else 1) * dtype.itemsize
         self.written = False
         self.acc = None  # PSUM: elements whose last writer was a matmul (accumulation group open)
+        self.pending = None  # PSUM: deferred matmul groups (see psum.py); flushed before any other access
         self._usage = None
 
     def __del__(self):
@@ -328,7 +329,9 @@ class NkiTensor:
             raise rule_error("err_ambiguous_tensor_truth_value",
                              f"the truth value of tensor {self.name!r} with {self.size} elements is ambiguous",
                              "reduce it first (nl.all) or compare single elements")
-        return bool(to_f32(self._data, self.dtype).reshape(-1)[0])
+        from nkidev.emulator.memory import raw
+
+        return bool(to_f32(raw(self), self.dtype).reshape(-1)[0])
 
     # --- views ------------------------------------------------------------------------------
     def _static(self, what: str) -> None:

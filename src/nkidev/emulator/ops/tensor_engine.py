@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkidev.emulator import costs
+from nkidev.emulator import costs, psum
 from nkidev.emulator import rules as R
 from nkidev.emulator.dtypes import to_f32
 from nkidev.emulator.location import warn
@@ -137,26 +137,23 @@ NC_MATMUL = declare(
 @NC_MATMUL.semantics_impl
 def _nc_matmul(a, ctx, engine):
     k, m, n = _km(a)
-    s = to_f32(np.asarray(raw(a.stationary)), a.stationary.dtype).reshape(k, m)
-    mv = to_f32(np.asarray(raw(a.moving)), a.moving.dtype).reshape(k, n)
+    s_raw = np.asarray(raw(a.stationary))
+    mv_raw = np.asarray(raw(a.moving))
     transpose_mode = a.is_transpose and ctx.target.nc_version >= 3  # bit-accurate: no arithmetic on values
     d = a.dst
     mask = acc_view(d)
     mode = a.accumulate
     if mode is None:  # auto: accumulate where this PSUM accumulation group is open, overwrite elsewhere
-        opened = mask.all() or (False if not mask.any() else None)
-        mode = opened
+        mode = True if mask.all() else (False if not mask.any() else None)
     if mode is True and not mask.all():
         warn("warn_accumulate_uninitialized_psum", f"nc_matmul accumulate=True into PSUM {d.name!r} that no matmul "
              "initialized; undefined on hardware (start the group with accumulate=False or None)")
     direct = _direct_view(d, m, n)
     if direct is not None and not transpose_mode and mode is not None:
-        # fp32 PSUM view: write or accumulate in place, no temporaries
-        if mode:
-            direct += s.T @ mv
-        else:
-            np.matmul(s.T, mv, out=direct)
+        psum.matmul(d, direct, s_raw, mv_raw, k, m, n, accumulate=mode)  # fp32 PSUM view: deferred, batched
     else:
+        s = to_f32(s_raw, a.stationary.dtype).reshape(k, m)
+        mv = to_f32(mv_raw, a.moving.dtype).reshape(k, n)
         res = np.ascontiguousarray(s.T) if transpose_mode else s.T @ mv
         if mode is None:
             cur = to_f32(np.asarray(raw(d)), d.dtype).reshape(m, n)

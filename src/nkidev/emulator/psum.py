@@ -1,0 +1,88 @@
+"""Deferred PSUM accumulation: one big matmul per accumulation group instead of one per K tile.
+
+A K-tiled matmul issues many small nc_matmuls into the same PSUM tile. NumPy runs one large
+GEMM several times faster than many small ones, so matmuls that continue an open accumulation
+group only stash their (converted) operands; the group is computed as a single
+`S.T @ M` over the concatenated K tiles the moment anything else touches that PSUM storage.
+Operands are captured when the instruction executes, so later writes to their SBUF tiles
+cannot change the result. Summation order differs from tile-by-tile accumulation only by fp32
+rounding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nkidev.emulator.tensor import NkiTensor, region
+
+_F32 = np.dtype(np.float32)
+
+
+class Group:
+    """Operands of the matmuls of one open accumulation group on one PSUM view."""
+
+    __slots__ = ("view", "key", "span", "overwrite", "s", "mv", "k")
+
+    def __init__(self, view: np.ndarray, key: tuple, span: tuple, overwrite: bool, m: int, n: int, k: int):
+        self.view, self.key, self.span, self.overwrite = view, key, span, overwrite
+        cap = max(4 * k, 512)
+        self.s = np.empty((cap, m), _F32)
+        self.mv = np.empty((cap, n), _F32)
+        self.k = 0
+
+    def add(self, s_raw: np.ndarray, mv_raw: np.ndarray, k: int) -> None:
+        end = self.k + k
+        if end > self.s.shape[0]:
+            cap = max(2 * self.s.shape[0], end)
+            self.s = np.concatenate([self.s[:self.k], np.empty((cap - self.k, self.s.shape[1]), _F32)])
+            self.mv = np.concatenate([self.mv[:self.k], np.empty((cap - self.k, self.mv.shape[1]), _F32)])
+        # casting while copying converts bf16/fp8 to fp32 straight into the group's buffer
+        np.copyto(self.s[self.k:end], s_raw.reshape(k, -1), casting="unsafe")
+        np.copyto(self.mv[self.k:end], mv_raw.reshape(k, -1), casting="unsafe")
+        self.k = end
+
+    def compute(self) -> None:
+        s, mv = self.s[:self.k], self.mv[:self.k]
+        if self.overwrite:
+            np.matmul(s.T, mv, out=self.view)
+        else:
+            self.view += s.T @ mv
+
+
+def _key(t: NkiTensor) -> tuple:
+    d = t._data
+    return d.__array_interface__["data"][0], d.shape, d.strides
+
+
+def _span(t: NkiTensor) -> tuple[int, int, int, int]:
+    p0, parts, lo, hi, _, _ = region(t)
+    return p0, p0 + parts, lo, hi
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    return a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]
+
+
+def matmul(dst: NkiTensor, view: np.ndarray, s_raw: np.ndarray, mv_raw: np.ndarray, k: int, m: int, n: int,
+           accumulate: bool) -> None:
+    """Add stationary.T @ moving to the group on `dst` (or open a group that overwrites / accumulates)."""
+    st = dst.storage
+    groups = st.pending
+    key = _key(dst)
+    group = groups.get(key) if groups else None
+    if group is None or not accumulate:
+        span = _span(dst)
+        if groups and (group is not None or any(_overlap(span, g.span) for g in groups.values())):
+            flush(st)
+        if st.pending is None:
+            st.pending = {}
+        group = st.pending[key] = Group(view, key, span, not accumulate, m, n, k)
+    group.add(s_raw, mv_raw, k)
+
+
+def flush(storage) -> None:
+    """Compute every open group of a PSUM storage (before anything reads or writes it)."""
+    groups, storage.pending = storage.pending, None
+    if groups:
+        for group in groups.values():
+            group.compute()
