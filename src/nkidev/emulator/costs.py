@@ -14,21 +14,42 @@ SIXTEEN_BIT = {"bfloat16", "float16"}
 EIGHT_BIT = {"float8_e4m3", "float8_e5m2", "float8_e4m3fn"}
 
 
-def _rate(ins, hw: Target) -> float:
-    """Elements per lane per cycle of the instruction's engine for its dtype (1.0 on NC-v2)."""
+PERF_MODE_OPS = {"tensor_copy", "tensor_scalar"}  # hardware.md §2.1: the ops the 4x/2x modes name
+
+
+def perf_mode(ins, hw: Target) -> float:
+    """Elements per lane per cycle (1, 2 or 4) from the documented performance modes.
+
+    tensor_copy / tensor_scalar with every operand 16/8-bit: the full narrow rate (4x Vector on NC-v3/v4,
+    2x Scalar on NC-v4) when all in SBUF and contiguous, else the 'other' rate (2x Vector on NC-v3/v4);
+    tensor_tensor on Vector with all-narrow SBUF inputs: the 'other' rate. Everything else, and NC-v2: 1.
+    """
     if ins.engine not in ("vector", "scalar", "gpsimd"):
         return 1.0
     eng = hw.engine(ins.engine)
-    dtypes = {a.dtype for a in ins.reads + ins.writes}
-    narrow = dtypes <= (SIXTEEN_BIT | EIGHT_BIT) and bool(dtypes)
-    all_sbuf = all(a.buffer == "sbuf" for a in ins.reads + ins.writes)
-    per_cycle = eng.elems_per_cycle_16bit if (narrow and all_sbuf) else eng.elems_per_cycle_other
+    ops = ins.reads + ins.writes
+    narrow = bool(ops) and all(a.dtype in SIXTEEN_BIT | EIGHT_BIT for a in ops)
+    if not narrow:
+        return 1.0
+    sbuf = all(a.buffer == "sbuf" for a in ops)
+    if ins.opcode in PERF_MODE_OPS:
+        full = sbuf and all(_contiguous(a) for a in ops)
+        per_cycle = eng.elems_per_cycle_16bit if full else eng.elems_per_cycle_other
+    elif ins.opcode == "tensor_tensor" and sbuf:
+        per_cycle = eng.elems_per_cycle_other
+    else:
+        return 1.0
     return max(1.0, per_cycle / eng.lanes)
+
+
+def _contiguous(a) -> bool:
+    per_partition = a.nbytes // max(1, a.partitions)
+    return a.contiguous_bytes >= per_partition
 
 
 def streaming(ins, hw: Target, passes: float = 1.0) -> float:
     """max(MIN_II, passes*N) at the engine's lane rate: tensor_scalar, activation, tensor_copy, ..."""
-    return max(hw.engines.min_ii_cycles, passes * ins.free_elems / _rate(ins, hw))
+    return max(hw.engines.min_ii_cycles, passes * ins.free_elems / perf_mode(ins, hw))
 
 
 def tensor_tensor(ins, hw: Target) -> float:

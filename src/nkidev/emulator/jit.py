@@ -29,6 +29,12 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         ctx = _ctx.current()
         if ctx.in_kernel:
+            if self.grid is not None:
+                from nkidev.emulator.tensor import rule_error
+
+                raise rule_error("err_nested_kernel_with_spmd_grid", f"kernel {self.__name__} is launched with grid "
+                                 f"{list(self.grid)} from inside another kernel",
+                                 "call it without [grid] (inline), or launch it from the host")
             return self.fn(*args, **kwargs)  # a sub-kernel call inside a kernel runs inline
         try:
             return run(self, args, kwargs).outputs

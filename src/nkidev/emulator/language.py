@@ -128,6 +128,11 @@ def _spec(name: str):
 
 def ndarray(shape, dtype, buffer=sbuf, name: str = "", address=None) -> NkiTensor:
     """A new uninitialized tensor (reads as NaN / 4 until written, like the official simulator)."""
+    if address is not None and buffer == psum:
+        bank = _ctx.current().target.psum.bank_bytes
+        if len(address) != 2 or int(address[1]) % bank:
+            raise rule_error("err_invalid_argument", f"PSUM address {address} does not start on a bank boundary",
+                             f"use address=(partition_offset, bank_id * {bank})")
     return allocate(shape, dtype, buffer, name)
 
 

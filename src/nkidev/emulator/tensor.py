@@ -325,10 +325,16 @@ class NkiTensor:
                          "loop over index ranges and slice the tensor instead")
 
     def __bool__(self) -> bool:
-        if self.size != 1:
-            raise rule_error("err_ambiguous_tensor_truth_value",
-                             f"the truth value of tensor {self.name!r} with {self.size} elements is ambiguous",
-                             "reduce it first (nl.all) or compare single elements")
+        if _ctx.current().in_kernel:
+            # Kernel control flow is fixed when the kernel is compiled; tensor values exist only at run time.
+            raise rule_error("err_dynamic_control_flow_not_supported",
+                             f"Python control flow (if/while/assert/and/or) on the value of tensor {self.name!r}",
+                             "use nl.fori_loop/nl.while_loop with registers, or compute both branches and select "
+                             "with nisa.tensor_copy_predicated")
+        if self.size != 1:  # outside kernels (docs examples, tests): truthy when every element is
+            from nkidev.emulator.memory import raw
+
+            return bool(np.all(raw(self)))
         from nkidev.emulator.memory import raw
 
         return bool(to_f32(raw(self), self.dtype).reshape(-1)[0])

@@ -73,6 +73,8 @@ def _dtype_check(a, ctx):
     if {s, m} == {"float8_e4m3", "float8_e4m3fn"}:
         return "legacy float8_e4m3 and OCP float8_e4m3fn cannot be mixed", "use one fp8 flavour"
     if _double(a):
+        if a.tile_size and int(a.tile_size[1]) < 128:
+            return "perf_mode=double_row cannot be combined with column tiling", "drop tile_size or double_row"
         if ctx.target.nc_version < 3:
             return "perf_mode=double_row needs NeuronCore-v3+", None
         if s not in FP8 or m not in FP8:
