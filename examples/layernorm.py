@@ -3,11 +3,10 @@ Engine's bn_stats (per 512-element chunk) and bn_aggr for mean and variance.
 A task file: `nkidev validate examples/layernorm.py::layernorm_kernel`.
 """
 
-import numpy as np
-
 import nki
 import nki.isa as nisa
 import nki.language as nl
+import numpy as np
 
 
 @nki.jit

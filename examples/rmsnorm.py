@@ -5,11 +5,10 @@ A task file: `nkidev validate examples/rmsnorm.py::rmsnorm_kernel`.
 """
 
 import ml_dtypes
-import numpy as np
-
 import nki
 import nki.isa as nisa
 import nki.language as nl
+import numpy as np
 
 
 @nki.jit
