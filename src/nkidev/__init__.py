@@ -23,6 +23,8 @@ _EXPORTS = {
     "NkiError": "nkidev.errors",
     "NkiUsageError": "nkidev.errors",
     "emulate": "nkidev.shim",
+    "analyze": "nkidev.analysis.api",
+    "query": "nkidev.analysis.api",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

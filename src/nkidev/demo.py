@@ -30,5 +30,15 @@ def case_line(case: dict) -> str:
     return f"{'PASS' if case['passed'] else 'FAIL'}: shape={tuple(case['shape'])}, max_diff={case['max_diff']:.6f}"
 
 
-def run_demo() -> dict:
-    return {"softmax": softmax_check()}
+def swiglu_diagnosis() -> dict:
+    """Profile the naive SwiGLU example with the cost model and analyze it (the seed walkthrough's payoff)."""
+    from nkidev.analysis.demo import diagnose_swiglu
+
+    return diagnose_swiglu()
+
+
+def run_demo(diagnose: bool = True) -> dict:
+    result = {"softmax": softmax_check()}
+    if diagnose:
+        result["swiglu"] = swiglu_diagnosis()
+    return result

@@ -1,9 +1,74 @@
-"""CLI commands of nkidev.analysis (registered by nkidev.cli)."""
+"""CLI commands of nkidev.analysis (registered by nkidev.cli): `nkidev analyze` and `nkidev query`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from nkidev import exitcodes
+from nkidev.cli_common import command, console, print_json
+from nkidev.errors import NkiUsageError
+
+SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
+
+
+@command
+def analyze(
+    profile_dir: Annotated[Path, typer.Argument(help="Profile directory (nkidev profile or neuron-explorer).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the analysis as one JSON object.")] = False,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report here.")] = None,
+    source_root: Annotated[Path | None, typer.Option(
+        "--source-root", help="Directory to find kernel files in when the profile's paths do not exist here.")] = None,
+    fail_on: Annotated[str | None, typer.Option(
+        "--fail-on", help="Exit 1 when a finding has this severity or higher: high | medium | low.")] = None,
+) -> None:
+    """Bounds, bottleneck engine and inefficiencies traced to kernel source lines."""
+    from nkidev.analysis import report_html, report_text
+    from nkidev.analysis.api import analyze as run_analysis
+
+    if fail_on is not None and fail_on not in SEVERITY_RANK:
+        raise NkiUsageError("err_bad_argument", f"--fail-on {fail_on!r} is not a severity", "use high, medium or low")
+    result = run_analysis(profile_dir, source_root=source_root)
+    if html is not None:
+        html.write_text(report_html.render(result))
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        report_text.render(result, console)
+        if html is not None:
+            console.print(f"HTML report: {html}", highlight=False)
+    if fail_on and any(SEVERITY_RANK[f.severity] >= SEVERITY_RANK[fail_on] for f in result.findings):
+        raise typer.Exit(exitcodes.FAILED)
+
+
+@command
+def query(
+    profile_dir: Annotated[Path, typer.Argument(help="Profile directory (nkidev profile or neuron-explorer).")],
+    sql: Annotated[str, typer.Argument(help="One SELECT over the tables, e.g. 'SELECT opcode, count(*) FROM "
+                                            "Instruction GROUP BY 1'.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as a JSON list.")] = False,
+) -> None:
+    """Run a read-only SQL SELECT over a profile's tables (DuckDB; table names as in neuron-explorer)."""
+    from rich.table import Table
+
+    from nkidev.analysis.api import query as run_query
+
+    rows = run_query(profile_dir, sql)
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(show_lines=False)
+    for name in (rows[0] if rows else {}):
+        table.add_column(str(name))
+    for r in rows:
+        table.add_row(*("" if v is None else str(v) for v in r.values()))
+    console.print(table)
+    console.print(f"{len(rows)} row(s)", highlight=False)
 
 
 def register(app: typer.Typer) -> None:
     """Add this package's commands to the nkidev app."""
+    app.command("analyze")(analyze)
+    app.command("query")(query)

@@ -15,18 +15,30 @@ from nkidev.errors import NkiUsageError
 
 
 @command
-def demo(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False) -> None:
-    """Run the bundled softmax kernel on the seed's four shapes against a NumPy reference."""
-    from nkidev.demo import case_line, run_demo
+def demo(
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+    diagnose: Annotated[bool, typer.Option(help="End with the profile diagnosis of the naive SwiGLU kernel.")] = True,
+) -> None:
+    """The seed walkthrough on bundled kernels: softmax numerics on four shapes, then a SwiGLU profile diagnosis."""
+    from nkidev.analysis.demo import diagnosis_text
+    from nkidev.demo import case_line, softmax_check, swiglu_diagnosis
 
-    result = run_demo()
+    softmax = softmax_check()
+    if not as_json:
+        for case in softmax["cases"]:
+            console.print(case_line(case), highlight=False)
+        console.print("All tests passed." if softmax["passed"] else "Some tests FAILED.", highlight=False)
+    result = {"softmax": softmax}
+    if diagnose:
+        if not as_json:
+            console.print("\nProfiling examples/swiglu_naive.py on the trn2 cost model and analyzing it ...",
+                          highlight=False)
+        result["swiglu"] = swiglu_diagnosis()
+        if not as_json:
+            console.print(diagnosis_text(result["swiglu"]), highlight=False, soft_wrap=True, markup=False)
     if as_json:
         print_json(result)
-    else:
-        for case in result["softmax"]["cases"]:
-            console.print(case_line(case), highlight=False)
-        console.print("All tests passed." if result["softmax"]["passed"] else "Some tests FAILED.", highlight=False)
-    raise typer.Exit(exitcodes.OK if result["softmax"]["passed"] else exitcodes.FAILED)
+    raise typer.Exit(exitcodes.OK if softmax["passed"] else exitcodes.FAILED)
 
 
 @command

@@ -1,0 +1,110 @@
+"""Library entry points: `analyze(profile_dir)` and `query(profile_dir, sql)`.
+
+The same code reads nkidev's own profiles and neuron-explorer's: both are directories of Parquet
+tables with neuron-explorer's names. Whatever a profile lacks is reported, never a crash.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from nkidev.analysis import bounds as bounds_mod
+from nkidev.analysis import source
+from nkidev.analysis.findings import SEVERITIES, off_critical_path
+from nkidev.analysis.investigations import Context, run_all
+from nkidev.analysis.result import AnalysisResult
+from nkidev.analysis.tables import Profile, open_profile, prepare, sql_text
+from nkidev.errors import NkiUsageError
+from nkidev.hardware import get_target
+
+TIMELINE_BINS = 600
+
+
+def analyze(profile_dir: str | Path, source_root: str | Path | None = None) -> AnalysisResult:
+    """Bounds, engine times and findings (with source lines) for one profile directory."""
+    profile = open_profile(profile_dir)
+    try:
+        prepare(profile)
+        bounds, engines = bounds_mod.compute(profile)
+        bottleneck = bounds.pop("bottleneck_engine")
+        target = get_target(_target_name(profile))
+        ctx = Context(profile, bounds, engines, bottleneck, target)
+        outcomes = run_all(ctx)
+        findings = [f for o in outcomes.values() for f in o.findings]
+        for f in findings:
+            off_critical_path(f, bottleneck)
+        findings.sort(key=lambda f: (SEVERITIES.index(f.severity), -f.time_gap_ns))
+        locations = [r["src"] for r in profile.rows("SELECT DISTINCT src FROM inst WHERE src IS NOT NULL")]
+        source.attach(findings, locations, source_root, profile.path)
+        investigations = {name: {"status": o.status, "reason": o.reason, "findings": len(o.findings),
+                                 "details": o.details} for name, o in outcomes.items()}
+        return AnalysisResult(
+            profile_dir=str(profile.path), target=target.name, bottleneck_engine=bottleneck,
+            total_time_ns=bounds["total_time_ns"], bounds=bounds, engines=engines, findings=findings,
+            investigations=investigations, warnings=_warnings(profile, bounds, bool(locations)),
+            timeline=_timeline(profile))
+    finally:
+        profile.con.close()
+
+
+def _target_name(profile: Profile) -> str | None:
+    """trn1|trn2|trn3 from Metadata.instance_type (e.g. 'trn2.48xlarge'); None = the default target."""
+    kind = (profile.scalar("SELECT instance_type FROM meta") or "").lower()
+    for prefix, name in (("trn1", "trn1"), ("inf2", "trn1"), ("trn2", "trn2"), ("trn3", "trn3")):
+        if kind.startswith(prefix):
+            return name
+    return None
+
+
+def _warnings(profile: Profile, bounds: dict, has_locations: bool) -> list[str]:
+    out = list(profile.notes)
+    wanted = {
+        "ideal memory bounds": ("Metadata", ("dma_ddr_bandwidth",)),
+        "ideal compute bounds": ("Metadata", ("tensor_engine_num_rows", "tensor_engine_num_cols",
+                                              "tensor_engine_clock_freq")),
+        "memory_bound_ideal_no_reloads": ("TensorInfo", ("type", "size")),
+        "memory bounds": ("DmaPacket", ("start_ts", "end_ts", "transfer_bytes")),
+    }
+    for what, (table, cols) in wanted.items():
+        missing = profile.lacking(table, *cols)
+        if missing:
+            out.append(f"{what} unavailable: profile lacks {', '.join(missing)}")
+    if bounds["inputs"]["kernel_dma_packets"] == 0:
+        out.append("no kernel DMA packets: the window falls back to the instructions "
+                   "(re-capture with NEURON_RT_ENABLE_DGE_NOTIFICATIONS=1)")
+    if not has_locations:
+        out.append("no source locations (Instruction.nki_source_location / bir_debug_info_source_location are "
+                   "empty): findings cannot name lines; recompile with NKI debug info (NEURON_FRAMEWORK_DEBUG=1)")
+    return out
+
+
+def _timeline(profile: Profile) -> dict:
+    rows = profile.rows(sql_text("timeline.sql"), {"bins": TIMELINE_BINS})
+    lanes: dict[str, list[float]] = {}
+    for r in rows:
+        lane = lanes.setdefault(r["engine"], [0.0] * TIMELINE_BINS)
+        if 0 <= r["bin"] < TIMELINE_BINS:
+            lane[r["bin"]] = min(1.0, float(r["busy"]))
+    return {"bins": TIMELINE_BINS, "lanes": lanes}
+
+
+def query(profile_dir: str | Path, sql: str) -> list[dict]:
+    """Run one read-only SELECT over the profile's tables (views named like neuron-explorer's tables)."""
+    profile = open_profile(profile_dir)
+    try:
+        tables = ", ".join(sorted(profile.columns))
+        try:
+            statements = profile.con.extract_statements(sql)
+        except duckdb.Error as e:
+            raise NkiUsageError("err_bad_query", f"cannot parse the query: {e}", f"tables: {tables}") from None
+        if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+            raise NkiUsageError("err_bad_query", "only a single SELECT (or WITH ... SELECT) statement is allowed",
+                                f"tables: {tables}")
+        try:
+            return profile.rows(sql)
+        except duckdb.Error as e:
+            raise NkiUsageError("err_bad_query", f"DuckDB rejected the query: {e}", f"tables: {tables}") from None
+    finally:
+        profile.con.close()

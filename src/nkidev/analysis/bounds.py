@@ -1,0 +1,117 @@
+"""Performance bounds, bottleneck engine and the gaps between them (profiles.md §3.4).
+
+Three families of lower bounds on the kernel time, each removing one layer of overhead:
+memory (DMA busy -> bytes at peak -> necessary bytes at peak), compute (TensorE busy -> FLOPs at peak
+-> FLOPs without transposes at peak) and pipeline (the slowest engine). All times are in ns.
+"""
+
+from __future__ import annotations
+
+from nkidev.analysis.tables import Profile, sql_text
+
+# Display name -> engine key used in the normalized tables.
+ENGINES = {"Tensor": "tensor", "Vector": "vector", "Scalar": "scalar", "GpSimd": "gpsimd", "DMA": "dma"}
+
+MEMORY_BOUNDS = ("memory_bound_ns", "memory_bound_ideal_ns", "memory_bound_ideal_no_reloads_ns")
+COMPUTE_BOUNDS = ("compute_bound_ns", "compute_bound_ideal_flops_ns", "compute_bound_ideal_useful_flops_ns")
+
+
+def build_busy(profile: Profile) -> str:
+    """Fill busy_raw/busy (merged busy intervals per engine); returns where engine busy time came from."""
+    if profile.has("ActiveTime", "engine", "start_ts", "end_ts"):
+        engines, source = "SELECT engine_key(engine) AS engine, start_ts, end_ts FROM _raw_ActiveTime", "ActiveTime"
+    else:
+        engines, source = "SELECT engine, start_ts, end_ts FROM inst", "Instruction"
+        profile.notes.append("no ActiveTime table: engine busy time is the merged Instruction intervals")
+    profile.con.execute(
+        f"CREATE OR REPLACE TEMP TABLE busy_raw AS {engines} WHERE start_ts IS NOT NULL AND end_ts IS NOT NULL "
+        "UNION ALL SELECT 'dma', start_ts, end_ts FROM pkt")
+    profile.con.execute(sql_text("busy.sql"))
+    return source
+
+
+def _div(a, b):
+    return None if a is None or not b else a / b
+
+
+def _sub(a, b):
+    return None if a is None or b is None else a - b
+
+
+def compute(profile: Profile) -> tuple[dict, dict]:
+    """(bounds, engines) for the profile; see SCHEMA.md for every key."""
+    busy_source = build_busy(profile)
+    q = profile.rows(sql_text("bounds.sql"))[0]
+    total = q["total_time_ns"] or 0
+    engine_times = {name: float(q[f"{key}_ns"]) for name, key in ENGINES.items()}
+
+    dma_bw, te_peak = q["dma_bw_peak"], q["te_peak_flops"]
+    b = {
+        "total_time_ns": float(total),
+        "memory_bound_ns": engine_times["DMA"],
+        "memory_bound_ideal_ns": _div(q["dma_transfer_bytes"] * 1e9, dma_bw),
+        "memory_bound_ideal_no_reloads_ns": _div(None if q["necessary_bytes"] is None else
+                                                 q["necessary_bytes"] * 1e9, dma_bw),
+        "compute_bound_ns": engine_times["Tensor"],
+        "compute_bound_ideal_flops_ns": _div(q["hw_flops"] * 1e9, te_peak),
+        "compute_bound_ideal_useful_flops_ns": _div((q["hw_flops"] - q["transpose_flops"]) * 1e9, te_peak),
+    }
+    bottleneck = max(engine_times, key=engine_times.get) if any(engine_times.values()) else None
+    b["perfect_pipeline_ns"] = engine_times[bottleneck] if bottleneck else 0.0
+    b["bottleneck_engine"] = bottleneck
+    b["gaps"] = _gaps(b)
+    b["bn_speedup"] = _speedups(b, engine_times)
+    b["inputs"] = {
+        "t0_ns": q["t0"], "t1_ns": q["t1"], "window_source": q["window_source"], "busy_source": busy_source,
+        "dma_transfer_bytes": int(q["dma_transfer_bytes"]), "kernel_dma_packets": int(q["kernel_packets"]),
+        "necessary_bytes": None if q["necessary_bytes"] is None else int(q["necessary_bytes"]),
+        "excess_ratio": _div(q["dma_transfer_bytes"], q["necessary_bytes"]),
+        "hw_flops": float(q["hw_flops"]), "transpose_flops": float(q["transpose_flops"]), "matmuls": q["matmuls"],
+        "dma_bw_peak_bytes_per_s": dma_bw, "te_peak_flops_per_s": te_peak,
+        "achieved_dma_bytes_per_s": _div(q["dma_transfer_bytes"] * 1e9, engine_times["DMA"]),
+        "te_utilization": _div(q["hw_flops"] * 1e9, (te_peak or 0) * engine_times["Tensor"]),
+    }
+    return b, _engines(profile, engine_times, total)
+
+
+def _gaps(b: dict) -> dict:
+    total = b["total_time_ns"]
+    return {
+        "dma_idle_ns": _sub(total, b["memory_bound_ns"]),
+        "dma_inefficiency_ns": _sub(b["memory_bound_ns"], b["memory_bound_ideal_ns"]),
+        "excess_traffic_ns": _sub(b["memory_bound_ideal_ns"], b["memory_bound_ideal_no_reloads_ns"]),
+        "te_idle_ns": _sub(total, b["compute_bound_ns"]),
+        "te_underutilization_ns": _sub(b["compute_bound_ns"], b["compute_bound_ideal_flops_ns"]),
+        "transpose_ns": _sub(b["compute_bound_ideal_flops_ns"], b["compute_bound_ideal_useful_flops_ns"]),
+        "pipeline_ns": _sub(total, b["perfect_pipeline_ns"]),
+    }
+
+
+def _speedups(b: dict, engine_times: dict) -> dict:
+    """bn_speedup = total_time / max(bound, slowest engine the bound does not improve)."""
+    total = b["total_time_ns"]
+    others_of_dma = max(t for e, t in engine_times.items() if e != "DMA")
+    others_of_te = max(t for e, t in engine_times.items() if e != "Tensor")
+    out = {}
+    for name in MEMORY_BOUNDS:
+        out[name] = None if b[name] is None else _div(total, max(b[name], others_of_dma))
+    for name in COMPUTE_BOUNDS:
+        out[name] = None if b[name] is None else _div(total, max(b[name], others_of_te))
+    out["perfect_pipeline_ns"] = _div(total, b["perfect_pipeline_ns"])
+    return out
+
+
+def _engines(profile: Profile, engine_times: dict, total: float) -> dict:
+    counts = {r["engine"]: r for r in profile.rows(sql_text("engines.sql"))}
+    out = {}
+    for name, key in ENGINES.items():
+        r = counts.get(key, {})
+        out[name] = {
+            "active_ns": engine_times[name],
+            "active_percent": 100.0 * engine_times[name] / total if total else 0.0,
+            "instruction_count": int(r.get("instruction_count") or 0),
+            "instruction_time_ns": float(r.get("instruction_time_ns") or 0),
+        }
+        if key == "dma":
+            out[name]["transfer_bytes"] = int(r.get("bytes") or 0)
+    return out

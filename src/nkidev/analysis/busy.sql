@@ -1,0 +1,20 @@
+-- Busy time per engine within the window, without double counting ("interval merge", profiles.md §3.4).
+-- busy_raw(engine, start_ts, end_ts) is built by bounds.py from ActiveTime (or, when a profile lacks
+-- it, from the Instruction rows) plus every DmaPacket row as engine 'dma'.
+-- In start order, each interval keeps only the part after `prev_end`, the latest end of all earlier
+-- intervals of its engine. These pieces are disjoint and their union is the merged busy time; a piece
+-- that starts after prev_end follows an idle gap (prev_end, s). One running max, no grouping pass.
+CREATE OR REPLACE TEMP TABLE busy AS
+WITH clipped AS (
+    -- intervals sharing a start (the 16 packets of one DMA) collapse to the longest first
+    SELECT engine, greatest(start_ts, w.t0) AS s, max(least(end_ts, w.t1)) AS e
+    FROM busy_raw, win AS w
+    GROUP BY engine, greatest(start_ts, w.t0)
+), ordered AS (
+    SELECT engine, s, e,
+           max(e) OVER (PARTITION BY engine ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+    FROM clipped WHERE s < e
+)
+SELECT engine, greatest(s, coalesce(prev_end, s)) AS s, e, prev_end
+FROM ordered
+WHERE prev_end IS NULL OR e > prev_end;

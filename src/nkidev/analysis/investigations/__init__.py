@@ -1,0 +1,79 @@
+"""Investigations: each detects one kind of inefficiency and traces it to source lines.
+
+An investigation is a module with `NAME`, `NEEDS` (the tables and columns it reads) and
+`run(ctx) -> Outcome`, and a SQL file of the same name next to it. `run_all` checks NEEDS first, so a
+profile that lacks a table gets a clear "skipped: missing X" instead of an error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass, field
+
+from nkidev.analysis.findings import Finding
+from nkidev.analysis.tables import HOW_TO_GET, Profile, sql_text
+from nkidev.hardware import Target
+
+ORDER = ("dma_efficiency", "redundant_load", "spill", "te_underutilization", "redundant_transpose",
+         "engine_bound", "te_idle")
+
+_NAMED = re.compile(r"^-- name: (\w+)\s*$", re.M)
+
+
+@dataclass
+class Context:
+    profile: Profile
+    bounds: dict
+    engines: dict
+    bottleneck: str | None
+    target: Target
+
+    @property
+    def total_ns(self) -> float:
+        return self.bounds["total_time_ns"]
+
+    @property
+    def inputs(self) -> dict:
+        return self.bounds["inputs"]
+
+    def dma_bytes_per_ns(self) -> float | None:
+        """The kernel's achieved DMA rate (bytes/ns), or the peak when nothing moved."""
+        rate = self.inputs["achieved_dma_bytes_per_s"] or self.inputs["dma_bw_peak_bytes_per_s"]
+        return rate / 1e9 if rate else None
+
+
+@dataclass
+class Outcome:
+    findings: list[Finding] = field(default_factory=list)
+    details: dict = field(default_factory=dict)  # kernel-level numbers and the per-line tables
+    status: str = "ran"  # ran | skipped | not_applicable
+    reason: str = ""
+
+
+def queries(name: str) -> dict[str, str]:
+    """The named queries (`-- name: X` headers) of investigations/<name>.sql."""
+    text = sql_text(f"investigations/{name}.sql")
+    parts = _NAMED.split(text)
+    if len(parts) == 1:
+        return {"main": text}
+    return {parts[i]: parts[i + 1].strip() for i in range(1, len(parts), 2)}
+
+
+def missing_message(missing: list[str]) -> str:
+    tables = {m.split(".")[0] for m in missing}
+    hints = [HOW_TO_GET[t] for t in sorted(tables) if t in HOW_TO_GET and t in missing]
+    text = "profile lacks " + ", ".join(missing)
+    return text + (f" ({'; '.join(hints)})" if hints else "")
+
+
+def run_all(ctx: Context) -> dict[str, Outcome]:
+    out: dict[str, Outcome] = {}
+    for name in ORDER:
+        module = importlib.import_module(f"nkidev.analysis.investigations.{name}")
+        missing = [m for table, cols in module.NEEDS for m in ctx.profile.lacking(table, *cols)]
+        if missing:
+            out[name] = Outcome(status="skipped", reason=missing_message(missing))
+            continue
+        out[name] = module.run(ctx)
+    return out

@@ -1,0 +1,24 @@
+-- DMA efficiency (profiles.md §3.5): per source line of the HBM transfers, the bytes each DMA moves
+-- per SBUF partition ("descriptor bytes" = median transfer bytes / median partitions).
+-- Instruction -> Flow -> DmaPacketAggregated. DMA transposes are excluded (slower by design), and so
+-- are compiler spills (the spill investigation accounts for them).
+
+-- name: coverage
+SELECT coalesce(sum(d.transfer_bytes), 0) AS dpa_bytes
+FROM dpa d, win w WHERE d.start_ts >= w.t0 AND d.start_ts < w.t1;
+
+-- name: lines
+WITH t AS (
+    SELECT i.src, d.transfer_bytes, d.variable, d.is_load, d.end_ts - d.start_ts AS ns,
+           CASE WHEN d.is_load THEN d.write_num_sbuf_partitions ELSE d.read_num_sbuf_partitions END AS partitions
+    FROM flow_dma f
+    JOIN inst i ON i.id = f.in_id
+    JOIN dpa d ON d.id = f.out_id, win w
+    WHERE (i.hbm_read_bytes > 0 OR i.hbm_write_bytes > 0)
+      AND d.start_ts >= w.t0 AND d.start_ts < w.t1
+      AND NOT d.is_transpose_mode AND NOT d.is_spill_save AND NOT d.is_spill_reload
+)
+SELECT src, count(*) AS transfers, sum(transfer_bytes) AS bytes, sum(ns) AS transfer_ns, mode(variable) AS tensor,
+       mode(is_load) AS is_load, median(transfer_bytes) AS median_bytes, median(partitions) AS partitions,
+       median(transfer_bytes) / greatest(coalesce(median(partitions), 1), 1) AS desc_bytes
+FROM t GROUP BY src ORDER BY bytes DESC;

@@ -1,0 +1,19 @@
+-- Spills (profiles.md §3.5): compiler-inserted SBUF <-> HBM traffic, DmaPacketAggregated rows with
+-- VIRTUAL in source (reload) or dest (save). Lines come from the reload direction (its Flow edges
+-- are complete); the cost of a spill is save + reload = 2 x reload bytes.
+
+-- name: totals
+SELECT coalesce(sum(transfer_bytes) FILTER (WHERE is_spill_save), 0) AS save_bytes,
+       coalesce(sum(transfer_bytes) FILTER (WHERE is_spill_reload), 0) AS reload_bytes,
+       (SELECT coalesce(sum(transfer_bytes), 0) FROM pkt
+         WHERE kernel AND queue_name ILIKE '%spill%') AS spill_queue_bytes
+FROM dpa;
+
+-- name: lines
+SELECT i.src, count(*) AS reloads, sum(d.transfer_bytes) AS reload_bytes
+FROM flow_dma f
+JOIN dpa d ON d.id = f.out_id
+JOIN inst i ON i.id = f.in_id
+WHERE d.is_spill_reload
+GROUP BY i.src
+ORDER BY reload_bytes DESC;

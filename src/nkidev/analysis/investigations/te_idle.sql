@@ -1,0 +1,42 @@
+-- TensorE idle gaps (AWS's skill: "coming soon"): what the Tensor Engine waited on between its busy
+-- intervals. The gap before the first matmul is the prologue; the time after the last is not a wait.
+-- A gap is attributed to the last producer to finish inside it before the TensorE resumed: a DMA that
+-- brings data on chip (loads and spill reloads; stores cannot feed the TensorE) or an instruction on
+-- another compute engine. Heuristic: the profile holds no data dependencies between instructions.
+
+-- name: build
+-- busy.sql marks the pieces that follow an idle gap: they start after prev_end.
+CREATE OR REPLACE TEMP TABLE te_gaps AS
+SELECT 'inner' AS phase, prev_end AS gs, s AS ge FROM busy WHERE engine = 'tensor' AND s > prev_end
+UNION ALL
+SELECT 'prologue', w.t0, min(b.s) FROM busy b, win w WHERE b.engine = 'tensor' GROUP BY w.t0 HAVING min(b.s) > w.t0;
+
+CREATE OR REPLACE TEMP TABLE producers AS
+SELECT d.end_ts, 'DMA' AS waited_on, d.variable AS what, i.src
+FROM dpa d
+LEFT JOIN flow_dma f ON f.out_id = d.id
+LEFT JOIN inst i ON i.id = f.in_id
+WHERE d.end_ts IS NOT NULL AND NOT d.is_spill_save AND coalesce(d.dest NOT LIKE '%OUTPUT%', true)
+UNION ALL
+SELECT end_ts, 'DMA', queue_name, NULL FROM pkt WHERE kernel AND NOT EXISTS (SELECT 1 FROM dpa)
+UNION ALL
+SELECT end_ts, engine, opcode, src FROM inst
+WHERE engine IN ('vector', 'scalar', 'gpsimd') AND hbm_read_bytes = 0 AND hbm_write_bytes = 0;
+
+-- name: gaps
+WITH attributed AS (
+    SELECT g.phase, g.gs, g.ge, g.ge - g.gs AS ns,
+           CASE WHEN p.end_ts > g.gs THEN p.waited_on ELSE 'unattributed' END AS waited_on,
+           CASE WHEN p.end_ts > g.gs THEN p.what END AS what,
+           CASE WHEN p.end_ts > g.gs THEN p.src END AS src
+    FROM te_gaps g ASOF LEFT JOIN producers p ON g.ge >= p.end_ts
+), resumed AS (
+    SELECT a.*, t.src AS te_src
+    FROM attributed a
+    ASOF LEFT JOIN (SELECT start_ts, src FROM inst WHERE engine = 'tensor') t ON a.ge <= t.start_ts
+)
+SELECT phase, waited_on, what, src, count(*) AS gaps, sum(ns) AS idle_ns, max(ns) AS longest_ns,
+       mode(te_src) AS resumed_src
+FROM resumed
+GROUP BY ALL
+ORDER BY idle_ns DESC;

@@ -1,0 +1,74 @@
+-- Normalized tables shared by the bounds and the investigations, built from the typed copies
+-- _raw_<Table> (tables.py). Column meanings: profiles.md §3.2.
+
+-- Engine names differ between producers ('Tensor', 'tensor', 'TensorMatrix', 'Pool'...): one key each.
+CREATE OR REPLACE MACRO engine_key(e) AS CASE
+    WHEN lower(e) LIKE 'tensor%' OR lower(e) = 'pe' THEN 'tensor'
+    WHEN lower(e) LIKE 'vector%' OR lower(e) = 'dve' THEN 'vector'
+    WHEN lower(e) LIKE 'scalar%' OR lower(e) LIKE 'act%' THEN 'scalar'
+    WHEN lower(e) LIKE 'gpsimd%' OR lower(e) LIKE 'pool%' THEN 'gpsimd'
+    ELSE coalesce(lower(e), 'unknown') END;
+
+CREATE OR REPLACE TEMP TABLE inst AS
+SELECT id,
+       engine_key(engine) AS engine,
+       opcode,
+       start_ts,
+       end_ts,
+       coalesce(duration_ns, end_ts - start_ts) AS duration_ns,
+       operands,
+       -- MATMUL is neuron-explorer's opcode; nc_matmul / nc_transpose are the NKI names a writer may keep.
+       engine_key(engine) = 'tensor' AND upper(opcode) IN ('MATMUL', 'NC_MATMUL', 'NC_TRANSPOSE') AS is_matmul,
+       coalesce(upper(tensor_instruction_type) = 'TRANSPOSE', false) AS is_transpose,
+       coalesce(adjusted_flops, 0) AS adjusted_flops,
+       coalesce(nki_source_location, bir_debug_info_source_location) AS src,
+       coalesce(hbm_read_bytes, 0) AS hbm_read_bytes,
+       coalesce(hbm_write_bytes, 0) AS hbm_write_bytes
+FROM _raw_Instruction
+WHERE start_ts IS NOT NULL AND end_ts IS NOT NULL;
+
+-- Kernel packets exclude infrastructure traffic (instruction fetch) and 4-byte semaphore writes.
+CREATE OR REPLACE TEMP TABLE pkt AS
+SELECT start_ts, end_ts, transfer_bytes, queue_name,
+       coalesce(queue_type, '') <> 'instruction' AND coalesce(transfer_bytes, 0) > 4 AS kernel
+FROM _raw_DmaPacket
+WHERE start_ts IS NOT NULL AND end_ts IS NOT NULL;
+
+CREATE OR REPLACE TEMP TABLE dpa AS
+SELECT id, start_ts, end_ts, coalesce(transfer_bytes, 0) AS transfer_bytes, source, dest, variable,
+       write_num_sbuf_partitions, read_num_sbuf_partitions,
+       coalesce(is_transpose_mode, false) AS is_transpose_mode,
+       coalesce(source LIKE '%INPUT%', false) AS is_load,
+       coalesce(source LIKE '%VIRTUAL%', false) AS is_spill_reload,
+       coalesce(dest LIKE '%VIRTUAL%', false) AS is_spill_save
+FROM _raw_DmaPacketAggregated;
+
+-- Instruction -> DMA edges. AWS's analysis code matches 'Instruction' -> 'DmaPacketAggregated'; the
+-- schema reference names the tables 'instruction' -> 'dma_block'. Accept both spellings.
+CREATE OR REPLACE TEMP TABLE flow_dma AS
+SELECT DISTINCT in_id, out_id FROM _raw_Flow
+WHERE lower(in_table) = 'instruction' AND lower(out_table) IN ('dmapacketaggregated', 'dma_block');
+
+CREATE OR REPLACE TEMP TABLE tensors AS
+SELECT variable_name, upper(type) AS type, size FROM _raw_TensorInfo WHERE size > 0;
+
+CREATE OR REPLACE TEMP TABLE meta AS
+SELECT dma_ddr_bandwidth AS dma_bw_peak,
+       tensor_engine_num_rows * tensor_engine_num_cols * 2.0 * tensor_engine_clock_freq * 1e9 AS te_peak_flops,
+       tensor_engine_num_rows AS te_rows,
+       tensor_engine_num_cols AS te_cols,
+       instance_type
+FROM (SELECT * FROM _raw_Metadata LIMIT 1);
+
+-- The analysis window: first to last kernel DMA transfer (DmaPacket, and DmaPacketAggregated when
+-- present); a profile without DMA falls back to the instructions.
+CREATE OR REPLACE TEMP TABLE win AS
+WITH dma AS (
+    SELECT start_ts, end_ts FROM pkt WHERE kernel
+    UNION ALL SELECT start_ts, end_ts FROM dpa WHERE start_ts IS NOT NULL
+), d AS (SELECT min(start_ts) AS t0, max(end_ts) AS t1, count(*) AS n FROM dma),
+   i AS (SELECT min(start_ts) AS t0, max(end_ts) AS t1 FROM inst)
+SELECT CASE WHEN d.n > 0 THEN d.t0 ELSE i.t0 END AS t0,
+       CASE WHEN d.n > 0 THEN d.t1 ELSE i.t1 END AS t1,
+       CASE WHEN d.n > 0 THEN 'dma' ELSE 'instructions' END AS source
+FROM d, i;

@@ -1,0 +1,163 @@
+"""Open a profile directory as DuckDB views, one per neuron-explorer table.
+
+A profile directory holds `<Table>.parquet` files, large tables split as `<Table>_0.parquet`,
+`<Table>_1.parquet`, ... (neuron-explorer and nkidev's profile writer use the same layout). Each table
+becomes a view named like the table, so queries written for real profiles run unchanged.
+
+The analysis then reads a few columns of a few tables through `prepare()`: it copies exactly the
+columns it uses (profiles.md §3.2) into small typed temp tables, with NULL for any column the
+profile lacks, and records what is missing so each investigation can say why it could not run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+from nkidev.errors import NkiUsageError
+
+_SPLIT = re.compile(r"^(?P<table>.+?)_(?P<part>\d+)$")
+
+# The columns the analysis reads, per table, and the DuckDB type each is cast to (profiles.md §3.2).
+COLUMNS: dict[str, dict[str, str]] = {
+    "Instruction": {
+        "id": "BIGINT", "engine": "VARCHAR", "opcode": "VARCHAR", "start_ts": "BIGINT", "end_ts": "BIGINT",
+        "duration_ns": "BIGINT", "operands": "VARCHAR", "tensor_instruction_type": "VARCHAR",
+        "adjusted_flops": "DOUBLE", "nki_source_location": "VARCHAR", "bir_debug_info_source_location": "VARCHAR",
+        "hbm_read_bytes": "BIGINT", "hbm_write_bytes": "BIGINT",
+    },
+    "ActiveTime": {"engine": "VARCHAR", "start_ts": "BIGINT", "end_ts": "BIGINT"},
+    "DmaPacket": {"start_ts": "BIGINT", "end_ts": "BIGINT", "transfer_bytes": "BIGINT", "queue_type": "VARCHAR",
+                  "queue_name": "VARCHAR"},
+    "DmaPacketAggregated": {
+        "id": "BIGINT", "start_ts": "BIGINT", "end_ts": "BIGINT", "transfer_bytes": "BIGINT", "source": "VARCHAR",
+        "dest": "VARCHAR", "variable": "VARCHAR", "write_num_sbuf_partitions": "BIGINT",
+        "read_num_sbuf_partitions": "BIGINT", "is_transpose_mode": "BOOLEAN",
+    },
+    "Flow": {"in_table": "VARCHAR", "out_table": "VARCHAR", "in_id": "BIGINT", "out_id": "BIGINT"},
+    "TensorInfo": {"type": "VARCHAR", "size": "BIGINT", "variable_name": "VARCHAR"},
+    "Metadata": {"dma_ddr_bandwidth": "DOUBLE", "tensor_engine_num_rows": "DOUBLE",
+                 "tensor_engine_num_cols": "DOUBLE", "tensor_engine_clock_freq": "DOUBLE",
+                 "instance_type": "VARCHAR"},
+}
+
+# Where each table comes from when it is missing, so the message can say how to get it.
+HOW_TO_GET = {
+    "DmaPacketAggregated": "capture with NEURON_RT_ENABLE_DGE_NOTIFICATIONS=1 (DGE notifications)",
+    "Flow": "capture with NEURON_RT_ENABLE_DGE_NOTIFICATIONS=1 (Instruction->DMA links)",
+    "TensorInfo": "ingest the profile with its NEFF (neuron-explorer view -n NEFF -s NTFF)",
+    "Metadata": "ingest the profile with neuron-explorer (the Metadata table holds the hardware constants)",
+}
+
+
+@dataclass
+class Profile:
+    """An open profile: a DuckDB connection with one view per table, and what the profile lacks."""
+
+    path: Path
+    con: duckdb.DuckDBPyConnection
+    columns: dict[str, dict[str, str]]  # table -> {column: DuckDB type} as found in the Parquet files
+    notes: list[str] = field(default_factory=list)  # how the analysis adapted to what the profile lacks
+
+    def has(self, table: str, *cols: str) -> bool:
+        present = self.columns.get(table)
+        return present is not None and all(c in present for c in cols)
+
+    def lacking(self, table: str, *cols: str) -> list[str]:
+        """The subset of `table` and `table.col` that this profile does not have, as readable names."""
+        if table not in self.columns:
+            return [table]
+        return [f"{table}.{c}" for c in cols if c not in self.columns[table]]
+
+    def scalar(self, sql: str, params: dict | None = None):
+        row = self.con.execute(sql, params or {}).fetchone()
+        return row[0] if row else None
+
+    def rows(self, sql: str, params: dict | None = None) -> list[dict]:
+        cur = self.con.execute(sql, params or {})
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def sql_text(name: str) -> str:
+    """The text of a SQL file shipped next to the analysis modules (`name` relative to this package)."""
+    return resources.files("nkidev.analysis").joinpath(name).read_text()
+
+
+def find_profile_dir(path: str | Path) -> Path:
+    """The directory holding the Parquet tables: `path` itself, or the one profile below it
+    (neuron-explorer's `<data-path>/profiles/global/<name>@latest/` layout)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise NkiUsageError("err_bad_profile", f"{path} is not a directory",
+                            "pass the profile directory written by `nkidev profile` or neuron-explorer")
+    if any(path.glob("*.parquet")):
+        return path
+    found = sorted({p.parent for p in path.glob("**/Instruction*.parquet")} |
+                   {p.parent for p in path.glob("**/DmaPacket*.parquet")})
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise NkiUsageError("err_bad_profile", f"{path} holds no Parquet tables (<Table>.parquet)",
+                            "pass the directory written by `nkidev profile`, or a neuron-explorer "
+                            "profiles/global/<name>@latest directory")
+    names = ", ".join(str(p.relative_to(path)) for p in found[:5])
+    raise NkiUsageError("err_bad_profile", f"{path} holds several profiles ({names})", "pass one of them")
+
+
+def table_files(path: Path) -> dict[str, list[str]]:
+    """Table name -> its Parquet files (`<Table>.parquet` or `<Table>_<n>.parquet`)."""
+    stems = {p.stem: p for p in sorted(path.glob("*.parquet"))}
+    tables: dict[str, list[str]] = {}
+    for stem, file in stems.items():
+        m = _SPLIT.match(stem)
+        table = m.group("table") if m and stem not in COLUMNS else stem
+        tables.setdefault(table, []).append(str(file))
+    return tables
+
+
+def open_profile(path: str | Path) -> Profile:
+    """Open a profile directory: one view per table, plus the column inventory."""
+    path = find_profile_dir(path)
+    con = duckdb.connect(":memory:")
+    columns: dict[str, set[str]] = {}
+    for table, files in table_files(path).items():
+        listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+        try:
+            con.execute(f'CREATE VIEW "{table}" AS SELECT * FROM read_parquet([{listing}], union_by_name=true)')
+            columns[table] = {row[0]: row[1] for row in con.execute(f'DESCRIBE "{table}"').fetchall()}
+        except duckdb.Error as e:
+            raise NkiUsageError("err_bad_profile", f"cannot read table {table} ({files[0]}): {e}",
+                                "re-export the profile; the Parquet file is damaged or not Parquet") from None
+    if "Instruction" not in columns and "DmaPacket" not in columns:
+        raise NkiUsageError("err_bad_profile", f"{path} has neither an Instruction nor a DmaPacket table "
+                            f"(found: {', '.join(sorted(columns)) or 'no tables'})",
+                            "pass a neuron-explorer or nkidev profile directory")
+    return Profile(path, con, columns)
+
+
+def _column_expr(profile: Profile, table: str, column: str, sql_type: str) -> str:
+    if not profile.has(table, column):
+        return f"CAST(NULL AS {sql_type}) AS {column}"
+    kind = profile.columns[table][column]
+    if sql_type == "BIGINT" and kind.startswith("TIMESTAMP"):
+        return f'epoch_ns("{column}") AS {column}'  # some exports store ns timestamps as TIMESTAMP
+    return f'TRY_CAST("{column}" AS {sql_type}) AS {column}'
+
+
+def _select(profile: Profile, table: str) -> str:
+    cols = ", ".join(_column_expr(profile, table, c, t) for c, t in COLUMNS[table].items())
+    source = f'"{table}"' if table in profile.columns else "(SELECT 1) AS empty WHERE false"
+    return f"SELECT {cols} FROM {source}"
+
+
+def prepare(profile: Profile) -> None:
+    """Expose the analysed columns as typed views `_raw_<Table>`, then build the normalized
+    tables the investigations share (prepare.sql): inst, pkt, dpa, flow_dma, tensors, meta, win."""
+    for table in COLUMNS:
+        profile.con.execute(f"CREATE OR REPLACE TEMP VIEW _raw_{table} AS {_select(profile, table)}")
+    profile.con.execute(sql_text("prepare.sql"))

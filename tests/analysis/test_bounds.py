@@ -1,0 +1,91 @@
+import numpy as np
+import pytest
+
+from nkidev.analysis import synthetic
+from nkidev.analysis.api import analyze
+from nkidev.analysis.synthetic import ProfileBuilder, merge_intervals
+
+from .helpers import bounds_profile
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    return analyze(bounds_profile().write(tmp_path_factory.mktemp("bounds")))
+
+
+def test_window_and_total_time(result):
+    inputs = result.bounds["inputs"]
+    assert (inputs["t0_ns"], inputs["t1_ns"]) == (0, 4000)
+    assert result.total_time_ns == 4000
+    assert inputs["dma_transfer_bytes"] == 120_000  # the 4-byte semaphore write is not kernel traffic
+    assert inputs["necessary_bytes"] == 70_000
+
+
+def test_memory_family(result):
+    b = result.bounds
+    assert b["memory_bound_ns"] == 2500
+    assert b["memory_bound_ideal_ns"] == pytest.approx(1200)
+    assert b["memory_bound_ideal_no_reloads_ns"] == pytest.approx(700)
+
+
+def test_compute_family(result):
+    b = result.bounds
+    assert b["compute_bound_ns"] == 1000
+    assert b["compute_bound_ideal_flops_ns"] == pytest.approx((16_777_216 + 4_194_304) / 81.92e12 * 1e9)
+    assert b["compute_bound_ideal_useful_flops_ns"] == pytest.approx(204.8)
+
+
+def test_pipeline_and_bottleneck(result):
+    assert result.bottleneck_engine == "DMA"
+    assert result.bounds["perfect_pipeline_ns"] == 2500
+    active = {name: e["active_ns"] for name, e in result.engines.items()}
+    assert active == {"Tensor": 1000, "Vector": 500, "Scalar": 300, "GpSimd": 0, "DMA": 2500}
+
+
+def test_gaps(result):
+    g = result.bounds["gaps"]
+    assert g["dma_idle_ns"] == 1500
+    assert g["dma_inefficiency_ns"] == pytest.approx(1300)
+    assert g["excess_traffic_ns"] == pytest.approx(500)
+    assert g["te_idle_ns"] == 3000
+    assert g["te_underutilization_ns"] == pytest.approx(1000 - 256)
+    assert g["transpose_ns"] == pytest.approx(51.2)
+    assert g["pipeline_ns"] == 1500
+
+
+def test_bn_speedup(result):
+    s = result.bounds["bn_speedup"]
+    # memory bounds keep the slowest other engine (Tensor, 1000 ns); compute bounds keep DMA (2500 ns)
+    assert s["memory_bound_ideal_ns"] == pytest.approx(4000 / 1200)
+    assert s["memory_bound_ideal_no_reloads_ns"] == pytest.approx(4000 / 1000)
+    assert s["compute_bound_ideal_flops_ns"] == pytest.approx(4000 / 2500)
+    assert s["perfect_pipeline_ns"] == pytest.approx(1.6)
+
+
+def test_interval_merge_matches_a_sweep(tmp_path):
+    rng = np.random.default_rng(7)
+    starts = rng.integers(0, 100_000, 3000)
+    ends = starts + rng.integers(1, 400, 3000)
+    p = ProfileBuilder()
+    p.dma(0, 1, 8, variable="x")  # window start
+    p.dma(200_000, 200_001, 8, variable="x")  # window end
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        p.op("vector", "TENSOR_TENSOR", s, e)
+    expected = sum(e - s for s, e in merge_intervals(list(zip(starts.tolist(), ends.tolist()))))
+    result = analyze(p.write(tmp_path))
+    assert result.engines["Vector"]["active_ns"] == expected
+    assert result.bottleneck_engine == "Vector"
+
+
+def test_split_tables_are_read_as_one(tmp_path):
+    tables = bounds_profile().tables()
+    synthetic.write_tables(tmp_path, tables, split={"Instruction": 3, "DmaPacket": 2})
+    assert (tmp_path / "Instruction_2.parquet").exists() and not (tmp_path / "Instruction.parquet").exists()
+    result = analyze(tmp_path)
+    assert result.bounds["memory_bound_ns"] == 2500 and result.bounds["compute_bound_ns"] == 1000
+
+
+def test_neuron_explorer_layout_is_found(tmp_path):
+    inner = tmp_path / "profiles" / "global" / "mykernel@latest"
+    bounds_profile().write(inner)
+    assert analyze(tmp_path).profile_dir == str(inner)

@@ -1,0 +1,244 @@
+"""Each investigation on a profile built so that its findings are known by hand."""
+
+import pytest
+
+from nkidev.analysis.api import analyze
+from nkidev.analysis.synthetic import ProfileBuilder
+
+from .helpers import line
+
+
+def kinds(result, kind):
+    return result.by_kind(kind)
+
+
+def test_small_dmas_are_found_at_their_line(tmp_path):
+    # line 10: 8 loads of 128 x 512 B (64 KiB) taking 1000 ns each (65.5 B/ns on a 400 B/ns DMA);
+    # line 11: 2 loads of 128 x 8 KiB (1 MiB) at 3000 ns each (350 B/ns). Everything serial.
+    p = ProfileBuilder(dma_bw=400e9)
+    p.tensor("x", "IN", 8 * 65536)
+    p.tensor("w", "IN", 2 * 1 << 20)
+    t = 0
+    for _ in range(8):
+        p.dma(t, t + 1000, 65536, src=line(10), variable="x")
+        t += 1000
+    for _ in range(2):
+        p.dma(t, t + 3000, 1 << 20, src=line(11), variable="w")
+        t += 3000
+    r = analyze(p.write(tmp_path))
+    found = kinds(r, "dma_efficiency")
+    assert [f.source_lines for f in found] == [["kern.py:10"]]
+    f = found[0]
+    assert f.evidence["bytes_per_partition"] == 512 and f.evidence["transfers"] == 8
+    # the gap (busy time beyond bytes at peak) is shared by each line's own excess transfer time;
+    # the transfers never overlap, so line 10 gets exactly its excess: 8 x 1000 ns - 512 KiB at peak
+    excess_10, excess_11 = 8000 - 8 * 65536 / 400, 6000 - 2 * (1 << 20) / 400
+    gap = 14_000 - (8 * 65536 + 2 * (1 << 20)) / 400
+    assert gap == pytest.approx(excess_10 + excess_11)
+    assert f.time_gap_ns == pytest.approx(excess_10)
+    lines = r.investigations["dma_efficiency"]["details"]["lines"]
+    assert {x["source_line"]: x["bytes_per_partition"] for x in lines} == {"kern.py:10": 512, "kern.py:11": 8192}
+
+
+def test_efficient_dmas_are_not_flagged(tmp_path):
+    p = ProfileBuilder(dma_bw=400e9)
+    p.tensor("x", "IN", 4 << 20)
+    for i in range(4):  # 128 x 8 KiB per DMA at 95% of peak
+        p.dma(i * 2760, (i + 1) * 2760, 1 << 20, src=line(10), variable="x")
+    r = analyze(p.write(tmp_path))
+    assert r.findings == []
+    assert r.investigations["dma_efficiency"]["status"] == "ran"
+
+
+def test_weights_reloaded_per_token_tile(tmp_path):
+    # w (64 KiB) is loaded once per token tile (8 tiles) at line 12; x (64 KiB) once at line 11.
+    p = ProfileBuilder(dma_bw=100e9)
+    p.tensor("x", "IN", 65536)
+    p.tensor("w", "IN", 65536)
+    p.tensor("out", "OUT", 65536)
+    p.dma(0, 700, 65536, src=line(11), variable="x")
+    t = 700
+    for _ in range(8):
+        p.dma(t, t + 700, 65536, src=line(12), variable="w")
+        p.matmul(t + 700, t + 800, src=line(13))
+        t += 800
+    p.dma(t + 100, t + 800, 65536, src=line(14), variable="out", direction="store")
+    r = analyze(p.write(tmp_path))
+    found = kinds(r, "redundant_load")
+    assert len(found) == 1
+    f = found[0]
+    assert f.source_lines == ["kern.py:12"]
+    assert f.evidence["tensor"] == "w" and f.evidence["repeat"] == pytest.approx(8.0)
+    assert f.evidence["excess_bytes"] == 7 * 65536
+    details = r.investigations["redundant_load"]["details"]
+    assert details["excess_ratio"] == pytest.approx(10 * 65536 / (3 * 65536))
+    assert {x["tensor"]: x["repeat"] for x in details["tensors"]} == {"w": 8.0, "x": 1.0}
+
+
+def test_spills_are_traced_to_the_spilled_operation(tmp_path):
+    p = ProfileBuilder(dma_bw=100e9)
+    p.tensor("x", "IN", 100_000)
+    p.dma(0, 1000, 100_000, src=line(10), variable="x")
+    p.dma(1000, 2000, 100_000, src=line(20), variable="spill0", direction="spill_save")
+    p.dma(2000, 3000, 100_000, src=line(20), variable="spill0", direction="spill_reload")
+    r = analyze(p.write(tmp_path))
+    found = kinds(r, "spill")
+    assert [f.source_lines for f in found] == [["kern.py:20"]]
+    assert found[0].evidence["spill_cost_bytes"] == 200_000
+    assert r.investigations["spill"]["details"]["save_bytes"] == 100_000
+
+
+def test_undersized_matmul_tiles(tmp_path):
+    # 3 lines x 10 matmuls of 100 ns: M=32 (25% of the array), N=64 (fine), full tiles.
+    p = ProfileBuilder()
+    p.dma(0, 100, 4096, variable="x")
+    t = 100
+    for src, (K, M, N) in ((line(30), (128, 32, 512)), (line(35), (128, 128, 64)), (line(40), (128, 128, 512))):
+        for _ in range(10):
+            p.matmul(t, t + 100, K=K, M=M, N=N, src=src)
+            t += 100
+    p.dma(t, t + 100, 4096, variable="out", direction="store")
+    r = analyze(p.write(tmp_path))
+    found = kinds(r, "te_underutilization")
+    assert [f.source_lines for f in found] == [["kern.py:30"]]
+    assert (found[0].evidence["K"], found[0].evidence["M"], found[0].evidence["N"]) == (128, 32, 512)
+    assert found[0].time_gap_ns == pytest.approx(1000 * 0.75)
+    lines = {x["source_line"]: (x["K"], x["M"], x["N"]) for x in r.investigations[
+        "te_underutilization"]["details"]["lines"]}
+    assert lines == {"kern.py:30": (128, 32, 512), "kern.py:35": (128, 128, 64), "kern.py:40": (128, 128, 512)}
+
+
+def test_transposes_on_the_tensor_engine(tmp_path):
+    p = ProfileBuilder()
+    p.dma(0, 100, 4096, variable="x")
+    for i in range(10):
+        p.matmul(100 + 200 * i, 200 + 200 * i, N=128, src=line(48), transpose=True)
+        p.matmul(200 + 200 * i, 300 + 200 * i, src=line(50))
+    p.dma(2100, 2200, 4096, variable="out", direction="store")
+    r = analyze(p.write(tmp_path))
+    found = kinds(r, "redundant_transpose")
+    assert [f.source_lines for f in found] == [["kern.py:48"]]
+    assert found[0].time_gap_ns == 1000
+    assert found[0].evidence["transposes"] == 10
+    assert r.bounds["inputs"]["transpose_flops"] == 10 * 2 * 128 * 128 * 128
+
+
+def test_vector_bound_kernel_names_opcodes_and_lines(tmp_path):
+    # Vector: 40 x 50 ns TENSOR_SCALAR at line 60 (2000 ns) + 2 x 25 ns at line 61 (under 5%);
+    # Scalar: 500 ns; DMA 200 ns. Headroom over the next engine: 2050 - 500 = 1550 ns.
+    p = ProfileBuilder()
+    p.dma(0, 100, 4096, variable="x")
+    t = 100
+    for _ in range(40):
+        p.op("vector", "TENSOR_SCALAR", t, t + 50, line(60))
+        t += 50
+    for _ in range(2):
+        p.op("vector", "TENSOR_COPY", t, t + 25, line(61))
+        t += 25
+    p.op("scalar", "ACTIVATE", 100, 600, line(62))
+    p.dma(t, t + 100, 4096, variable="out", direction="store")
+    r = analyze(p.write(tmp_path))
+    assert r.bottleneck_engine == "Vector"
+    found = kinds(r, "engine_bound")
+    assert [f.source_lines for f in found] == [["kern.py:60"]]
+    f = found[0]
+    assert f.evidence["opcode"] == "TENSOR_SCALAR" and f.evidence["instructions"] == 40
+    assert f.time_gap_ns == pytest.approx(2050 - 500)
+    assert "short" in f.summary  # 50 ns each: fixed overhead dominates
+    opcodes = [o["opcode"] for o in r.investigations["engine_bound"]["details"]["opcodes"]]
+    assert opcodes == ["TENSOR_SCALAR", "TENSOR_COPY"]
+
+
+def test_engine_bound_not_applicable_when_dma_bound(tmp_path):
+    p = ProfileBuilder()
+    p.dma(0, 1000, 4096, variable="x")
+    p.op("vector", "TENSOR_SCALAR", 100, 200, line(60))
+    r = analyze(p.write(tmp_path))
+    assert r.investigations["engine_bound"]["status"] == "not_applicable"
+
+
+def test_te_idle_names_what_the_tensor_engine_waited_on(tmp_path):
+    # TE busy [1000,1100], [2000,2100], [3000,3100], [4500,4600]. Before 2000 and 3000 a load of w
+    # (line 12) finishes last; a store (line 40) finishing later is ignored. Before 4500 a Vector
+    # copy (line 33) finishes last. The first 1000 ns are the prologue (load of x, line 11).
+    p = ProfileBuilder()
+    p.dma(0, 1000, 4096, src=line(11), variable="x")
+    p.matmul(1000, 1100, src=line(20))
+    p.dma(1100, 1990, 4096, src=line(12), variable="w")
+    p.dma(1500, 1995, 4096, src=line(40), variable="out", direction="store")
+    p.matmul(2000, 2100, src=line(20))
+    p.dma(2100, 2990, 4096, src=line(12), variable="w")
+    p.matmul(3000, 3100, src=line(20))
+    p.op("vector", "TENSOR_COPY", 3100, 4490, line(33))
+    p.matmul(4500, 4600, src=line(21))
+    p.dma(4600, 4700, 4096, src=line(40), variable="out", direction="store")
+    r = analyze(p.write(tmp_path))
+    found = kinds(r, "te_idle")
+    assert [(f.source_lines, f.time_gap_ns) for f in found] == [(["kern.py:12"], 1800), (["kern.py:33"], 1400)]
+    by_line = {f.source_lines[0]: f for f in found}
+    assert by_line["kern.py:12"].evidence["waited_on"] == "DMA" and by_line["kern.py:12"].evidence["what"] == "w"
+    assert by_line["kern.py:12"].evidence["gaps"] == 2
+    assert by_line["kern.py:33"].evidence["waited_on"] == "vector"
+    assert by_line["kern.py:33"].evidence["resumed_at"] == "kern.py:21"
+    details = r.investigations["te_idle"]["details"]
+    assert details["prologue_ns"] == 1000
+    assert details["prologue_waited_on"][0]["source_line"] == "kern.py:11"
+
+
+def test_findings_are_ordered_by_severity_then_time_gap_and_have_the_schema(tmp_path):
+    p = ProfileBuilder(dma_bw=100e9)
+    p.tensor("w", "IN", 65536)
+    t = 0
+    for _ in range(8):
+        p.dma(t, t + 700, 65536, src=line(12), variable="w")
+        p.matmul(t + 700, t + 800, K=64, src=line(13))
+        t += 800
+    r = analyze(p.write(tmp_path))
+    order = [("high medium low".split().index(f.severity), -f.time_gap_ns) for f in r.findings]
+    assert order == sorted(order) and len(order) >= 2
+    for f in r.to_dict()["findings"]:
+        assert set(f) >= {"kind", "severity", "time_gap_ns", "summary", "source_lines", "evidence"}
+        assert f["severity"] in ("high", "medium", "low")
+
+
+def test_legacy_operand_syntax_is_m_then_k(tmp_path):
+    # legacy profiler text: `<M>*<K> acc_flags=...` (nkidev's writer uses it too)
+    p = ProfileBuilder()
+    p.dma(0, 100, 4096, variable="x")
+    for i in range(10):
+        p.matmul(100 + 100 * i, 200 + 100 * i, src=line(30))
+        p.instructions[-1]["operands"] = "src=bf16@0x0[1][512] dst=fp32@0x0[1][512] 32*128 acc_flags=2 psum_zero=1"
+    p.dma(1100, 1200, 4096, variable="out", direction="store")
+    r = analyze(p.write(tmp_path))
+    f = r.by_kind("te_underutilization")[0]
+    assert (f.evidence["K"], f.evidence["M"], f.evidence["N"]) == (128, 32, 512)
+
+
+def test_severity_is_lowered_off_the_critical_path(tmp_path):
+    # TensorE-bound kernel (1000 ns of matmuls) whose input is loaded 4x (400 ns of DMA):
+    # the reload costs 300 ns of DMA time (>= 15% of 1200 ns: high) but DMA is not the bottleneck.
+    p = ProfileBuilder(dma_bw=100e9)
+    p.tensor("x", "IN", 10_000)
+    for i in range(4):
+        p.dma(i * 100, i * 100 + 100, 10_000, src=line(10), variable="x")
+    p.matmul(100, 1100, src=line(20))
+    p.dma(1100, 1200, 100, variable="out", direction="store")
+    r = analyze(p.write(tmp_path))
+    assert r.bottleneck_engine == "Tensor"
+    f = r.by_kind("redundant_load")[0]
+    assert f.severity == "medium" and "not the bottleneck" in f.evidence["severity_lowered"]
+
+
+def test_source_root_resolves_moved_files(tmp_path):
+    kernel = tmp_path / "src" / "kern.py"
+    kernel.parent.mkdir()
+    kernel.write_text("\n".join(f"line {i}" for i in range(1, 30)) + "\n")
+    p = ProfileBuilder(dma_bw=100e9)
+    p.tensor("w", "IN", 65536)
+    for i in range(8):
+        p.dma(i * 700, i * 700 + 700, 65536, src=line(12), variable="w")  # /src/kernels/kern.py does not exist
+    r = analyze(p.write(tmp_path / "prof"), source_root=kernel.parent)
+    src = r.by_kind("redundant_load")[0].source[0]
+    assert src["text"] == "line 12" and src["path"] == str(kernel.resolve())
+    assert [c["line"] for c in src["context"]] == [10, 11, 12, 13, 14]
+    assert analyze(tmp_path / "prof").by_kind("redundant_load")[0].source[0]["text"] is None
