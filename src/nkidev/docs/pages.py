@@ -1,0 +1,235 @@
+"""The docs pages: generated from the op table, nki.language, the error catalogue and the hardware
+specs, plus the hand-written guides bundled in `guides/`. Generated at first use, so the docs can
+never drift from what the emulator checks.
+
+Page ids look like `isa/nc_matmul`, `language/ndarray`, `errors/err_psum_bank_overflow`,
+`hardware/trn2`, `guides/tiling`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+KINDS = ("guide", "isa", "language", "error", "hardware")
+
+
+@dataclass(frozen=True)
+class Page:
+    id: str
+    kind: str
+    title: str
+    summary: str
+    body: str  # Markdown
+    aliases: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "kind": self.kind, "title": self.title, "summary": self.summary,
+                "aliases": list(self.aliases), "body": self.body}
+
+
+@cache
+def all_pages() -> tuple[Page, ...]:
+    """Every page, guides first (they are the best answers to how-to questions)."""
+    return (*guide_pages(), *isa_pages(), *language_pages(), *error_pages(), *hardware_pages())
+
+
+# ---------------------------------------------------------------- nki.isa
+
+def _ops() -> dict:
+    import nkidev.emulator.isa  # noqa: F401  (populates OPS)
+    from nkidev.emulator.opdef import OPS
+
+    return OPS
+
+
+# Checks the dispatcher applies to every on-chip operand of a compute instruction (opdef._check_operands).
+OPERAND_CHECKS = (
+    ("err_failed_to_infer_tile_from_local_tensor", "every tile operand is an NKI tensor"),
+    ("err_unsupported_memory", "tile operands are in SBUF or PSUM, never HBM"),
+    ("err_num_partition_exceed_arch_limit", "tile operands use at most 128 partitions"),
+    ("err_gpsimd_cannot_access_psum", "GpSimd instructions never touch PSUM"),
+    ("err_partition_start_alignment", "a tile of P > 64 partitions starts at 0, 32 < P <= 64 at 0 or 64, "
+                                      "P <= 32 at a multiple of 32"),
+)
+
+
+def isa_pages() -> list[Page]:
+    return [_isa_page(op) for op in _ops().values()]
+
+
+def _isa_page(op) -> Page:
+    lines = [f"# nki.isa.{op.name}", "", f"`nisa.{op.name}({op.params})`", "", op.summary, ""]
+    if op.semantics:
+        lines += ["## Semantics", "", op.semantics, ""]
+    lines += ["## Engines", "", ", ".join(op.engines), ""]
+    availability = f"NeuronCore-v{op.min_nc} ({_target_of(op.min_nc)}) and newer."
+    if not op.emulated:
+        availability += (" Documented NKI API that nkidev does not emulate yet: calling it raises "
+                         "`err_not_supported_yet`; run it on Trainium.")
+    lines += ["## Availability", "", availability, ""]
+    if op.rules:
+        lines += ["## Rules checked by nkidev", ""]
+        lines += [f"- {rule.doc} (`{rule.error}`)" for rule in op.rules]
+        lines.append("")
+    if op.tiles:
+        lines += ["## Operand checks", "", f"Applied to {', '.join(op.tiles)}:", ""]
+        lines += [f"- {doc} (`{error}`)" for error, doc in OPERAND_CHECKS]
+        lines.append("")
+    if op.cost_doc:
+        lines += ["## Cost model", "", op.cost_doc, ""]
+    lines += ["See also: `nkidev docs search " + op.name.replace("_", " ") + "`."]
+    return Page(f"isa/{op.name}", "isa", f"nki.isa.{op.name}", op.summary, "\n".join(lines),
+                (op.name, f"nisa.{op.name}", f"nki.isa.{op.name}"))
+
+
+def _target_of(nc_version: int) -> str:
+    return {2: "trn1", 3: "trn2", 4: "trn3"}.get(nc_version, f"nc-v{nc_version}")
+
+
+# ---------------------------------------------------------------- nki.language
+
+def _language():
+    import nkidev.emulator.isa  # noqa: F401  (language imports isa; import it first to avoid the cycle)
+    import nkidev.emulator.language as nl
+
+    return nl
+
+
+def language_pages() -> list[Page]:
+    nl = _language()
+    pages = [_language_page(name, getattr(nl, name)) for name in nl.__all__ if inspect.isfunction(getattr(nl, name))]
+    return [*pages, _dtypes_page(nl), _buffers_page(), _tile_size_page(nl)]
+
+
+def _language_page(name: str, fn) -> Page:
+    doc = inspect.getdoc(fn) or ""
+    summary = doc.split("\n")[0] if doc else f"nki.language.{name}"
+    try:
+        signature = f"nl.{name}{inspect.signature(fn)}"
+    except (TypeError, ValueError):
+        signature = f"nl.{name}(...)"
+    lines = [f"# nki.language.{name}", "", f"`{signature}`", ""]
+    if doc:
+        lines += [doc, ""]
+    lines.append("nki.language helpers run as nki.isa instructions; the trace and the profile show those instructions.")
+    return Page(f"language/{name}", "language", f"nki.language.{name}", summary, "\n".join(lines),
+                (f"nl.{name}", f"nki.language.{name}"))
+
+
+def _dtypes_page(nl) -> Page:
+    from nkidev.emulator.dtypes import NkiDType
+
+    rows = [f"| `nl.{n}` | {getattr(nl, n).itemsize} |" for n in nl.__all__ if isinstance(getattr(nl, n), NkiDType)]
+    body = "\n".join(["# NKI data types", "", "| dtype | bytes |", "|---|---|", *rows, "",
+                      "Compute engines read inputs as fp32, compute in fp32 and cast to the dst dtype. DMA casts "
+                      "src -> fp32 -> dst. nc_matmul takes fp8/bf16/fp16/tf32/fp32 inputs; an fp32/tf32 operand "
+                      "needs an fp32/tf32 partner; its PSUM dst is fp32 (fp32 or bf16 on trn3)."])
+    return Page("language/dtypes", "language", "NKI data types", "The dtypes of nki.language and their sizes.",
+                body, ("dtypes", "dtype", "nl.dtype"))
+
+
+def _buffers_page() -> Page:
+    body = "\n".join([
+        "# Buffers: nl.sbuf, nl.psum, nl.shared_hbm", "",
+        "Allocate with `nl.ndarray(shape, dtype, buffer=nl.sbuf | nl.psum | nl.shared_hbm)`.", "",
+        "- `nl.shared_hbm`: device memory. Kernel outputs must be allocated here and returned.",
+        "- `nl.sbuf`: on-chip working memory, 128 partitions; the first dim of an SBUF tile is the partition dim.",
+        "- `nl.psum`: 16 KiB per partition in 8 banks of 2 KiB; nc_matmul writes here. DMA cannot read PSUM: "
+        "copy to SBUF with `nisa.tensor_copy` first (`err_dma_from_psum`).",
+        "", "nkidev fills new SBUF/PSUM tensors with NaN (integers: 4) so reading unwritten memory shows up."])
+    return Page("language/buffers", "language", "Buffers (SBUF, PSUM, HBM)",
+                "Where tensors live and which instructions can reach them.", body,
+                ("buffers", "nl.sbuf", "nl.psum", "nl.shared_hbm", "nl.hbm", "sbuf", "psum", "hbm"))
+
+
+def _tile_size_page(nl) -> Page:
+    names = [n for n in dir(nl.tile_size) if not n.startswith("_")]
+    rows = [f"| `nl.tile_size.{n}` | {getattr(nl.tile_size, n)} |" for n in names]
+    body = "\n".join(["# nl.tile_size", "", "Values on the default target (trn2); they follow "
+                      "NEURON_PLATFORM_TARGET_OVERRIDE.", "", "| constant | value |", "|---|---|", *rows])
+    return Page("language/tile_size", "language", "nl.tile_size",
+                "Tile-size constants: pmax 128, psum_bank_fmax 512, gemm_stationary_fmax 128, gemm_moving_fmax 512.",
+                body, ("tile_size", "nl.tile_size", "pmax"))
+
+
+# ---------------------------------------------------------------- errors
+
+def raisers() -> dict[str, list[str]]:
+    """error name -> lines naming the op rules (and operand checks) that raise it."""
+    out: dict[str, list[str]] = {}
+    for op in _ops().values():
+        for rule in op.rules:
+            out.setdefault(rule.error, []).append(f"`nisa.{op.name}`: {rule.doc}")
+    for error, doc in OPERAND_CHECKS:
+        out.setdefault(error, []).append(f"every compute instruction: {doc}")
+    return out
+
+
+def error_pages() -> list[Page]:
+    from nkidev.errors import ERRORS
+
+    by_error = raisers()
+    return [_error_page(info, by_error.get(name, [])) for name, info in ERRORS.items()]
+
+
+def _error_page(info, raised_by: list[str]) -> Page:
+    origin = ("an official NKI error name" if info.official
+              else "named by nkidev in the style of the official names")
+    lines = [f"# {info.name}", "", info.summary, "", f"**Fix:** {info.fix}", "", f"This is {origin}.", ""]
+    if raised_by:
+        lines += ["## Raised by", ""] + [f"- {line}" for line in raised_by] + [""]
+    lines.append(f"Explain it from the shell: `nkidev explain {info.name}`.")
+    return Page(f"errors/{info.name}", "error", info.name, info.summary, "\n".join(lines), (info.name,))
+
+
+# ---------------------------------------------------------------- hardware
+
+def hardware_pages() -> list[Page]:
+    from nkidev.hardware import TARGET_NAMES, get_target
+
+    return [_hardware_page(get_target(name)) for name in TARGET_NAMES]
+
+
+def _hardware_page(t) -> Page:
+    from dataclasses import fields, is_dataclass
+
+    te = t.tensor_engine
+    summary = (f"{t.name} (NeuronCore-v{t.nc_version}): {t.sbuf.partitions} partitions, "
+               f"{t.sbuf.usable_bytes_per_partition} usable SBUF bytes per partition, PSUM {t.psum.banks} x "
+               f"{t.psum.bank_bytes} B banks, TensorE {te.peak_flops / 1e12:.1f} bf16 TFLOPS.")
+    lines = [f"# Hardware target {t.name}", "", summary, "",
+             f"Aliases: {', '.join(t.aliases)}. Instance: {t.instance_type}. "
+             f"NeuronCores per chip: {t.neuroncores_per_chip}.", "",
+             f"Derived: PSUM bank = {t.psum_bank_fmax} fp32 per partition (the nc_matmul moving free-size limit on "
+             f"NeuronCore-v2/v3); DMA peak {t.dma.peak_bytes_per_s / 1e9:.0f} GB/s per NeuronCore.", ""]
+    for section in fields(t):
+        value = getattr(t, section.name)
+        if is_dataclass(value):
+            lines += [f"## {section.name}", "", "| field | value |", "|---|---|"]
+            lines += [f"| {f.name} | {getattr(value, f.name)} |" for f in fields(value)]
+            lines.append("")
+    lines.append(f"Every number is sourced in `nkidev/hardware/{t.name}.toml`. Pick it with `--target {t.name}`.")
+    return Page(f"hardware/{t.name}", "hardware", f"Hardware target {t.name}", summary, "\n".join(lines),
+                (t.name, *t.aliases))
+
+
+# ---------------------------------------------------------------- guides
+
+def guide_pages() -> list[Page]:
+    root = resources.files("nkidev.docs") / "guides"
+    pages = []
+    for entry in sorted(root.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".md"):
+            pages.append(_guide_page(entry.name[:-3], entry.read_text(encoding="utf-8")))
+    return pages
+
+
+def _guide_page(slug: str, text: str) -> Page:
+    """A guide starts with `# Title`, then a one-paragraph summary."""
+    lines = text.strip().split("\n")
+    title = lines[0].lstrip("# ").strip()
+    summary = next((line.strip() for line in lines[1:] if line.strip()), title)
+    return Page(f"guides/{slug}", "guide", title, summary, text.strip(), (slug,))
