@@ -70,25 +70,40 @@ class Engines:
     static_overhead_cycles: int
     dynamic_min_ii_cycles: int
     semaphore_sync_ns: float
+    exclusive_sbuf_engines: tuple[str, ...] = ()  # engines that cannot access SBUF at the same time
+    exclusive_psum_engines: tuple[str, ...] = ()  # engines that cannot access PSUM at the same time
 
 
 @dataclass(frozen=True)
 class Dma:
     engines: int
     queues_per_engine: int
-    bytes_per_ns_per_engine: float
+    bytes_per_ns_per_engine: float  # practical throughput of one DMA engine
+    theoretical_bytes_per_s_per_engine: float
     peak_bytes_per_s: float
-    fixed_cost_ns: float
-    hwdge_cost_ns: float
+    fixed_cost_ns: float  # latency from trigger to first packet (descriptor setup, semaphore-to-start)
+    hwdge_cost_ns: float  # issue cost of a hardware-DGE DMA instruction
+    swdge_cost_ns: float  # issue cost of a software-DGE DMA (descriptors written by GpSimd)
+    trigger_ns: float  # issue cost of a static (compiler-built) DMA on its queue
+    descriptor_overhead_ns: float  # per-descriptor processing cost in a DMA engine
+    hbm_efficiency: float  # share of bytes_per_ns_per_engine reached when one side is HBM
+    partitions_per_engine: int  # SBUF partitions served by one DMA engine
     min_efficient_bytes_per_partition: int
     saturating_bytes_per_partition: int
     overhead_bound_bytes_per_partition: int
     transpose_efficiency: float
+    transpose_onchip_efficiency: float
+
+    @property
+    def ddr_bandwidth_bytes_per_s(self) -> float:
+        """All DMA engines of one NeuronCore at their theoretical rate (neuron-explorer's dma_ddr_bandwidth)."""
+        return self.engines * self.theoretical_bytes_per_s_per_engine
 
 
 @dataclass(frozen=True)
 class Hbm:
     bytes_per_s_per_nc: float
+    bytes_per_s_per_stack: float
 
 
 @dataclass(frozen=True)
@@ -136,7 +151,8 @@ def _build(raw: dict, source: str) -> Target:
     kwargs["aliases"] = tuple(kwargs.get("aliases", ()))
     for section, cls in _SECTIONS.items():
         known = {f.name for f in fields(cls)}
-        kwargs[section] = cls(**{k: v for k, v in raw[section].items() if k in known})
+        kwargs[section] = cls(**{k: tuple(v) if isinstance(v, list) else v
+                                 for k, v in raw[section].items() if k in known})
     return Target(source=source, **kwargs)
 
 

@@ -1,0 +1,139 @@
+"""The DMA transfer model: queues, engines, descriptor sizes and per-engine packet times.
+
+A transfer (one dma_copy / dma_transpose / dma_compute / sendrecv) is issued on a queue, waits the
+fixed trigger-to-start latency, then each DMA engine that serves its SBUF partitions (8 partitions per
+engine, hardware.md §2.2) moves its share as one packet:
+
+    packet_ns = bytes_e / (bytes_per_ns_per_engine * efficiency) + descriptors_e * descriptor_overhead_ns
+
+`efficiency` is `hbm_efficiency` when one side is HBM (times the transpose efficiency for DMA
+transposes). A descriptor is one contiguous run: min(source run, destination run) bytes, so small
+rows pay the per-descriptor cost more often (the documented 256 B / 2 KiB / 4 KiB behaviour).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from nkidev.emulator.trace import Access, Instruction, Trace
+from nkidev.hardware import Target
+
+DMA_OPS = ("dma_copy", "dma_transpose", "dma_compute", "sendrecv")
+
+# queue name -> (queue_type, queue index): our own naming in neuron-explorer's style
+QUEUES = {
+    "qSyncIO0": ("input", 0),  # HBM -> SBUF (static, compiler-built descriptors)
+    "qSyncIO1": ("output", 1),  # SBUF -> HBM
+    "qSyncData0": ("data", 2),  # SBUF -> SBUF
+    "qSyncData1": ("data", 6),  # HBM -> HBM
+    "qSyncHwdge0": ("hardware_dynamic", 3),  # dge_mode=hwdge
+    "qGpSimdDynamic": ("software_dynamic", 4),  # dge_mode=swdge or run-time addresses
+    "qSyncCC0": ("data", 5),  # sendrecv between cores
+}
+
+
+@dataclass(slots=True)
+class Transfer:
+    """What the scheduler needs to time one DMA, plus the labels the profile shows."""
+
+    queue: str
+    issue_engine: str  # engine whose instruction stream issues it: "sync" or "gpsimd" (software DGE)
+    issue_ns: float
+    transfer_bytes: int
+    read_bytes: int
+    write_bytes: int
+    descriptor_bytes: int
+    engines: tuple[int, ...]
+    packet_bytes: tuple[int, ...]
+    packet_ns: tuple[float, ...]
+    source: str
+    dest: str
+    variable: str
+    op: str
+    read_partitions: tuple[int, int] | None  # (first, count) on the SBUF side, None for HBM
+    write_partitions: tuple[int, int] | None
+    is_transpose: bool
+    hbm_read: int
+    hbm_write: int
+
+
+def _label(acc: Access, trace: Trace) -> str:
+    if acc.buffer != "hbm":
+        return "[[SB]]" if acc.buffer == "sbuf" else "[[PSUM]]"
+    kind = trace.tensors[acc.tensor].kind if acc.tensor in trace.tensors else "internal"
+    return {"input": "[[INPUT]]", "output": "[OUTPUT]"}.get(kind, "[[HBM]]")
+
+
+def _queue(ins: Instruction, src: Access, dst: Access, hw: Target) -> str:
+    mode = ins.attrs.get("dge_mode", "unknown")
+    if ins.opcode == "sendrecv":
+        return "qSyncCC0"
+    if mode == "swdge":
+        return "qGpSimdDynamic"
+    if mode == "hwdge" and hw.nc_version >= 3:
+        return "qSyncHwdge0"
+    if src.buffer == "hbm" and dst.buffer != "hbm":
+        return "qSyncIO0"
+    if src.buffer != "hbm" and dst.buffer == "hbm":
+        return "qSyncIO1"
+    return "qSyncData1" if dst.buffer == "hbm" else "qSyncData0"
+
+
+def _engines(onchip: Access | None, nbytes: int, hw: Target) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """DMA engines serving the transfer and the bytes each moves."""
+    d = hw.dma
+    if onchip is None:  # HBM -> HBM: spread evenly
+        n = d.engines
+        share = [nbytes // n + (1 if e < nbytes % n else 0) for e in range(n)]
+        return tuple(e for e in range(n) if share[e]), tuple(s for s in share if s)
+    p0, p1 = onchip.partition_start, onchip.partition_start + max(1, onchip.partitions)
+    engines, shares = [], []
+    ppe = d.partitions_per_engine
+    for e in range(p0 // ppe, min(d.engines, (p1 - 1) // ppe + 1)):
+        parts = min(p1, (e + 1) * ppe) - max(p0, e * ppe)
+        engines.append(e)
+        shares.append(parts)
+    total = sum(shares)
+    bytes_e = [nbytes * s // total for s in shares]
+    bytes_e[-1] += nbytes - sum(bytes_e)
+    return tuple(engines), tuple(bytes_e)
+
+
+def plan_transfer(ins: Instruction, trace: Trace, hw: Target) -> Transfer:
+    """Queue, engines, descriptor size and packet times of one DMA instruction."""
+    d = hw.dma
+    dst = ins.writes[0]
+    srcs = ins.reads or [dst]
+    src = srcs[0]
+    read_bytes = sum(a.nbytes for a in srcs)
+    nbytes = max(read_bytes, dst.nbytes)
+    desc = max(1, min(min(a.contiguous_bytes for a in srcs), dst.contiguous_bytes))
+    onchip = dst if dst.buffer != "hbm" else (src if src.buffer != "hbm" else None)
+    engines, shares = _engines(onchip, nbytes, hw)
+    transpose = bool(ins.attrs.get("transpose"))
+    touches_hbm = dst.buffer == "hbm" or any(a.buffer == "hbm" for a in srcs)
+    eff = d.hbm_efficiency if touches_hbm else 1.0
+    if transpose:
+        eff *= d.transpose_efficiency if src.buffer == "hbm" else d.transpose_onchip_efficiency
+    rate = d.bytes_per_ns_per_engine * eff
+    packet_ns = tuple(b / rate + math.ceil(b / desc) * d.descriptor_overhead_ns for b in shares)
+    queue = _queue(ins, src, dst, hw)
+    mode = ins.attrs.get("dge_mode", "unknown")
+    issue_engine = "gpsimd" if queue == "qGpSimdDynamic" else "sync"
+    issue_ns = {"qGpSimdDynamic": d.swdge_cost_ns, "qSyncHwdge0": d.hwdge_cost_ns}.get(queue, d.trigger_ns)
+    if mode == "swdge" and hw.nc_version < 3:
+        issue_ns = d.swdge_cost_ns
+    hbm_side = src if src.buffer == "hbm" else dst
+    variable = trace.tensors[hbm_side.tensor].name if hbm_side.tensor in trace.tensors else ""
+    op = "read" if src.buffer == "hbm" and dst.buffer != "hbm" else "write" if dst.buffer == "hbm" else "copy"
+    return Transfer(
+        queue=queue, issue_engine=issue_engine, issue_ns=issue_ns, transfer_bytes=nbytes, read_bytes=read_bytes,
+        write_bytes=dst.nbytes, descriptor_bytes=desc, engines=engines, packet_bytes=shares, packet_ns=packet_ns,
+        source=_label(src, trace), dest=_label(dst, trace), variable=variable, op=op,
+        read_partitions=None if src.buffer == "hbm" else (src.partition_start, src.partitions),
+        write_partitions=None if dst.buffer == "hbm" else (dst.partition_start, dst.partitions),
+        is_transpose=transpose,
+        hbm_read=sum(a.nbytes for a in srcs if a.buffer == "hbm"),
+        hbm_write=dst.nbytes if dst.buffer == "hbm" else 0,
+    )

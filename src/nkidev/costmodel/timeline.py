@@ -1,0 +1,105 @@
+"""The cost model's output: start and end (ns since the kernel start) of every engine instruction,
+DMA transfer and DMA packet, as columns (lists and NumPy arrays, never one object per row)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nkidev.costmodel.dma import Transfer
+from nkidev.costmodel.durations import EngineWork
+from nkidev.emulator.trace import Trace
+from nkidev.hardware import Target
+
+
+@dataclass
+class Rows:
+    """One row per engine instruction: an nc_matmul gives LDWEIGHTS and MATMUL rows, a DMA its trigger."""
+
+    ins: list[int]  # position of the trace instruction the row came from
+    opcode: list[str]  # profiler opcode: MATMUL, LDWEIGHTS, ACTIVATE, DMA_TRIGGER, ...
+    engine: list[str]  # tensor | vector | scalar | gpsimd | sync
+    pc: list[int]  # index in its engine's instruction stream
+    start: np.ndarray  # ns
+    end: np.ndarray  # ns
+    wait: np.ndarray  # ns the row was next in program order but waited on a dependency
+
+    def __len__(self) -> int:
+        return len(self.ins)
+
+
+@dataclass
+class Transfers:
+    """One row per DMA instruction (neuron-explorer's DmaPacketAggregated)."""
+
+    ins: list[int]  # trace position
+    row: list[int]  # the DMA_TRIGGER row that issued it
+    plan: list[Transfer]
+    start: np.ndarray  # first packet start, ns
+    end: np.ndarray  # last packet end, ns
+
+    def __len__(self) -> int:
+        return len(self.ins)
+
+
+@dataclass
+class Packets:
+    """One row per (transfer, DMA engine) share."""
+
+    transfer: np.ndarray  # index into Transfers
+    engine: np.ndarray  # DMA engine 0-15
+    nbytes: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.transfer)
+
+
+@dataclass
+class Timeline:
+    trace: Trace
+    target: Target
+    rows: Rows
+    transfers: Transfers
+    packets: Packets
+    work: list[EngineWork | None]  # per trace instruction; None for DMAs
+    deps: list[list[int]] = field(repr=False, default_factory=list)
+
+    @property
+    def total_ns(self) -> float:
+        """Kernel time: the last end of any row or packet (the kernel starts at 0)."""
+        ends = [float(a.max()) for a in (self.rows.end, self.packets.end) if len(a)]
+        return max(ends, default=0.0)
+
+    def instruction_times(self) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) per trace instruction (by position): first row start to last row end; a DMA ends with
+        its last packet."""
+        n = len(self.trace.instructions)
+        start, end = np.full(n, np.inf), np.zeros(n)
+        ins = np.asarray(self.rows.ins, dtype=np.int64)
+        np.minimum.at(start, ins, self.rows.start)
+        np.maximum.at(end, ins, self.rows.end)
+        if len(self.transfers):
+            np.maximum.at(end, np.asarray(self.transfers.ins, dtype=np.int64), self.transfers.end)
+        return start, end
+
+    def spans(self, position: int) -> list[tuple[str, float, float]]:
+        """(opcode, start, end) of the rows of one trace instruction, plus ('DMA', start, end) for a DMA."""
+        out = [(self.rows.opcode[r], float(self.rows.start[r]), float(self.rows.end[r]))
+               for r in np.flatnonzero(np.asarray(self.rows.ins) == position)]
+        out += [("DMA", float(self.transfers.start[t]), float(self.transfers.end[t]))
+                for t in np.flatnonzero(np.asarray(self.transfers.ins) == position)]
+        return out
+
+    def busy_ns(self) -> dict[str, float]:
+        """Merged busy time per engine (tensor, vector, scalar, gpsimd, sync) and for the DMA packets."""
+        from nkidev.costmodel.intervals import merged_length
+
+        engines = np.asarray(self.rows.engine)
+        out = {e: merged_length(self.rows.start[engines == e], self.rows.end[engines == e])
+               for e in ("tensor", "vector", "scalar", "gpsimd", "sync") if (engines == e).any()}
+        if len(self.packets):
+            out["dma"] = merged_length(self.packets.start, self.packets.end)
+        return out

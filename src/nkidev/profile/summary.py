@@ -1,0 +1,178 @@
+"""Whole-kernel tables computed from the timeline tables: Summary, OpcodeSummary, Metadata, Warning."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pyarrow as pa
+
+from nkidev.costmodel.intervals import merged_length
+from nkidev.hardware import Target
+from nkidev.profile import schema
+from nkidev.profile.tables import ENGINE_NAMES, to_table
+
+STATIC_QUEUES = ("input", "output", "data")
+
+
+def _col(table: pa.Table, name: str) -> np.ndarray:
+    return table.column(name).to_numpy(zero_copy_only=False)
+
+
+def _num(table: pa.Table, name: str) -> np.ndarray:
+    return np.nan_to_num(table.column(name).fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64))
+
+
+def _pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole > 0 else 0.0
+
+
+def total_ns(tables: dict[str, pa.Table]) -> float:
+    ends = [int(_num(tables[t], "end_ts").max()) for t in ("Instruction", "DmaPacket") if tables[t].num_rows]
+    return float(max(ends, default=0))
+
+
+def summary_table(tables: dict[str, pa.Table], hw: Target, total: float) -> pa.Table:
+    ins, pk, dpa, info = tables["Instruction"], tables["DmaPacket"], tables["DmaPacketAggregated"], tables["TensorInfo"]
+    seconds = total / 1e9
+    engine, opcode = _col(ins, "engine"), _col(ins, "opcode")
+    start, end = _num(ins, "start_ts"), _num(ins, "end_ts")
+    dur = end - start
+    matmul = (engine == "Tensor") & (opcode == "MATMUL")
+    transpose = matmul & (_col(ins, "tensor_instruction_type") == "TRANSPOSE")
+    raw, adjusted = _num(ins, "raw_flops"), _num(ins, "adjusted_flops")
+    hw_flops, hw_adj = raw[matmul].sum(), adjusted[matmul].sum()
+    tr_flops, tr_adj = raw[transpose].sum(), adjusted[transpose].sum()
+    hbm_read, hbm_write = _num(ins, "hbm_read_bytes").sum(), _num(ins, "hbm_write_bytes").sum()
+    peak = hw.tensor_engine.peak_flops
+    bw = hw.dma.ddr_bandwidth_bytes_per_s
+    types, sizes = _col(info, "type"), _num(info, "size")
+    inputs, outputs = sizes[types == schema.TENSOR_IN].sum(), sizes[types == schema.TENSOR_OUT].sum()
+    row: dict[str, float | int | None] = {
+        "total_time": seconds, "total_exec_time": seconds,
+        "neuroncore_cycle_count": int(total * hw.tensor_engine.clock_ghz),
+        "model_flops": int(hw_flops - tr_flops), "hardware_flops": int(hw_flops), "transpose_flops": int(tr_flops),
+        "adjusted_hardware_flops": int(hw_adj), "adjusted_transpose_flops": int(tr_adj),
+        "mm_arithmetic_intensity": (hw_adj - tr_adj) / (hbm_read + hbm_write) if hbm_read + hbm_write else None,
+        "peak_flops_bandwidth_ratio": peak / bw,
+        "trace_count": 1, "event_count": ins.num_rows + pk.num_rows,
+        "total_row_count": sum(tables[t].num_rows for t in ("Instruction", "DmaPacket", "DmaPacketAggregated",
+                                                              "Flow", "ActiveTime")),
+        "inputs_and_weights_size_bytes": int(inputs), "inputs_outputs_weights_size_bytes": int(inputs + outputs),
+        "weight_size_bytes": 0, "hbm_read_bytes": int(hbm_read), "hbm_write_bytes": int(hbm_write),
+        "spill_save_bytes": 0, "spill_reload_bytes": 0, "weight_queue_bytes": 0,
+        "mbu_estimated_percent": _pct((hbm_read + hbm_write) / bw, seconds),
+        "mbu_min_read_util_percent": _pct(inputs / bw, seconds),
+        "matmul_instruction_count": int(matmul.sum()),
+        "mfu_estimated_percent": _pct((hw_adj - tr_adj) / peak, seconds),
+        "mfu_inst_estimated_percent": _pct((hw_adj - tr_adj) / peak, seconds),
+        "hfu_estimated_percent": _pct(hw_adj / peak, seconds),
+    }
+    for name in ("sbuf_read_bytes", "sbuf_write_bytes", "psum_read_bytes", "psum_write_bytes",
+                 "psum_read_sbuf_write_bytes", "input_queue_bytes", "output_queue_bytes"):
+        row[name] = int(_num(ins, name).sum())
+    row["psum_read_sbuf_write_count"] = int((_num(ins, "psum_read_sbuf_write_bytes") > 0).sum())
+    activate = opcode == "ACTIVATE"
+    row["activate_instruction_time"] = dur[activate].sum() / 1e9
+    row["activate_instruction_count"] = int(activate.sum())
+    for low, cap in ENGINE_NAMES.items():
+        mask = engine == cap
+        active = merged_length(start[mask], end[mask]) / 1e9
+        row[f"{low}_engine_instruction_time"] = dur[mask].sum() / 1e9
+        row[f"{low}_engine_active_time"] = active
+        row[f"{low}_engine_active_time_percent"] = _pct(active, seconds)
+        row[f"{low}_engine_instruction_count"] = int(mask.sum())
+    tensor_active = row["tensor_engine_active_time"]
+    row["mfu_max_achievable_estimated_percent"] = _pct((hw_adj - tr_adj) / peak, tensor_active)
+    row["mfu_inst_max_achievable_estimated_percent"] = row["mfu_max_achievable_estimated_percent"]
+    row.update(_dma_fields(pk, dpa, seconds, hw))
+    row.update({k: 0.0 if "time" in k or "percent" in k else 0 for k in _CC_FIELDS})
+    all_start = np.concatenate([start, _num(pk, "start_ts")])
+    all_end = np.concatenate([end, _num(pk, "end_ts")])
+    row["total_active_time"] = merged_length(all_start, all_end) / 1e9
+    row["total_active_time_percent"] = _pct(row["total_active_time"], seconds)
+    return to_table("Summary", {k: [v] for k, v in row.items()})
+
+
+_CC_FIELDS = ("cc_op_time", "cc_op_active_time", "cc_op_active_time_percent", "cc_op_count",
+              "cc_cores_instruction_time", "cc_cores_instruction_active_time",
+              "cc_cores_instruction_active_time_percent", "cc_cores_instruction_count")
+
+
+def _dma_fields(pk: pa.Table, dpa: pa.Table, seconds: float, hw: Target) -> dict:
+    p_start, p_end = _num(pk, "start_ts"), _num(pk, "end_ts")
+    p_bytes, p_type = _num(pk, "transfer_bytes"), _col(pk, "queue_type")
+    active = merged_length(p_start, p_end) / 1e9
+    count = dpa.num_rows
+    total_bytes = _num(dpa, "transfer_bytes").sum()
+    out = {
+        "dma_active_time": active, "dma_active_time_percent": _pct(active, seconds),
+        "dma_active_cycles": int(active * 1e9 * hw.tensor_engine.clock_ghz),
+        "dma_transfer_count": count, "dma_transfer_total_bytes": int(total_bytes),
+        "dma_transfer_average_bytes": total_bytes / count if count else None,
+        "dma_packet_time": (p_end - p_start).sum() / 1e9,
+        "dma_transfer_time": (_num(dpa, "end_ts") - _num(dpa, "start_ts")).sum() / 1e9,
+        "dma_queue_count": len(set(_col(dpa, "queue_name").tolist())),
+    }
+    groups = {"static": np.isin(p_type, STATIC_QUEUES), "software_dynamic": p_type == "software_dynamic",
+              "hardware_dynamic": p_type == "hardware_dynamic"}
+    n_packets, all_bytes = len(p_type), p_bytes.sum()
+    for name, mask in groups.items():  # the schema keeps a subset of these per group
+        t = merged_length(p_start[mask], p_end[mask]) / 1e9
+        out[f"{name}_dma_active_time"] = t
+        out[f"{name}_dma_active_time_percent"] = _pct(t, active)
+        out[f"{name}_dma_packet_count"] = int(mask.sum())
+        out[f"{name}_dma_size"] = int(p_bytes[mask].sum())
+        out[f"{name}_dma_packet_percent"] = _pct(mask.sum(), n_packets)
+        out[f"{name}_dma_size_percent"] = _pct(p_bytes[mask].sum(), all_bytes)
+    dynamic = ~groups["static"]
+    out["dynamic_dma_active_time_percent"] = _pct(merged_length(p_start[dynamic], p_end[dynamic]) / 1e9, active)
+    out["dynamic_dma_packet_percent"] = _pct(dynamic.sum(), n_packets)
+    out["dynamic_dma_size_percent"] = _pct(p_bytes[dynamic].sum(), all_bytes)
+    return {k: v for k, v in out.items() if k in _SUMMARY_FIELDS}
+
+
+_SUMMARY_FIELDS = set(schema.column_names("Summary"))
+
+
+def opcode_summary_table(ins: pa.Table, total: float) -> pa.Table:
+    engine, opcode = _col(ins, "engine"), _col(ins, "opcode")
+    start, end = _num(ins, "start_ts"), _num(ins, "end_ts")
+    keys = sorted(set(zip(engine.tolist(), opcode.tolist())))
+    cols: dict[str, list] = {n: [] for n in schema.column_names("OpcodeSummary")}
+    for e, o in keys:
+        mask = (engine == e) & (opcode == o)
+        active = merged_length(start[mask], end[mask])
+        cols["engine"].append(e)
+        cols["opcode"].append(o)
+        cols["instruction_count"].append(int(mask.sum()))
+        cols["instruction_time_ns"].append(int((end[mask] - start[mask]).sum()))
+        cols["active_time_ns"].append(int(active))
+        cols["active_time_percent"].append(_pct(active, total))
+    return to_table("OpcodeSummary", cols)
+
+
+def metadata_table(hw: Target, kernel: str, total: float, programs: int) -> pa.Table:
+    from nkidev import __version__
+
+    te, ve, se, ge = hw.tensor_engine, hw.vector_engine, hw.scalar_engine, hw.gpsimd_engine
+    row = {
+        "profile_schema_version": schema.SCHEMA_VERSION, "ntff_version": 0, "num_physical_cores": programs,
+        "vnc_enabled": programs > 1, "first_hw_timestamp": 0, "last_hw_timestamp": int(total),
+        "first_ts": "0", "last_ts": str(int(total)),
+        "dma_ddr_bandwidth": hw.dma.ddr_bandwidth_bytes_per_s, "num_dma_engines_per_neuroncore": hw.dma.engines,
+        "hbm_ddr_bandwidth": hw.hbm.bytes_per_s_per_stack,
+        "tensor_engine_num_rows": te.rows, "tensor_engine_num_cols": te.cols, "tensor_engine_clock_freq": te.clock_ghz,
+        "vector_engine_clock_freq": ve.clock_ghz, "vector_engine_num_channels": ve.lanes,
+        "scalar_engine_clock_freq": se.clock_ghz, "scalar_engine_num_channels": se.lanes,
+        "gpsimd_engine_clock_freq": ge.clock_ghz, "gpsimd_engine_num_channels": ge.lanes,
+        "neuroncore_clock_freq": te.clock_ghz, "ticks_per_nanosec": 1, "instance_type": hw.instance_type,
+        "explorer_version": f"nkidev {__version__} (cost model, target {hw.name})", "neuroncore_idx": 0,
+        "neuron_device_idx": 0, "profile_name": kernel,
+        "explorer_build_time": datetime.now(UTC).isoformat(timespec="seconds"), "is_simulation": True,
+    }
+    return to_table("Metadata", {k: [v] for k, v in row.items()})
+
+
+def warning_table(warnings: list[tuple[str, str]]) -> pa.Table:
+    return to_table("Warning", {"category": [c for c, _ in warnings], "message": [m for _, m in warnings]})

@@ -1,0 +1,125 @@
+"""Pieces of the cost model: interval unions, DMA plans, on-chip buffer reuse, cost formulas."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nkidev.costmodel.buffers import reuse_edges
+from nkidev.costmodel.dma import plan_transfer
+from nkidev.costmodel.intervals import merge, merged_length
+from nkidev.emulator import costs
+from nkidev.hardware import get_target
+from tests.costmodel.synth import TraceBuilder
+
+
+def test_merge_intervals():
+    s, e = merge([5, 0, 1, 10, 12], [6, 2, 3, 11, 13])
+    assert s.tolist() == [0, 5, 10, 12] and e.tolist() == [3, 6, 11, 13]
+    assert merged_length([0, 1, 2], [10, 3, 4]) == 10
+    assert merged_length([], []) == 0.0
+
+
+def test_dma_plan_descriptor_size_and_engines():
+    b = TraceBuilder()
+    x = b.tensor("x", "hbm", (128, 4096), kind="input")
+    t = b.tensor("t", "sbuf", (128, 512))
+    i = b.dma(b.access(t, "dst"), b.access(x, "src", cols=(1024, 1536)))
+    plan = plan_transfer(b.trace.instructions[i], b.trace, get_target("trn1"))
+    assert plan.descriptor_bytes == 1024  # one row of 512 bf16
+    assert plan.engines == tuple(range(16)) and set(plan.packet_bytes) == {8 * 1024}
+    assert (plan.queue, plan.source, plan.dest, plan.op, plan.variable) == ("qSyncIO0", "[[INPUT]]", "[[SB]]",
+                                                                             "read", "x")
+    assert plan.hbm_read == 128 * 1024 and plan.hbm_write == 0
+
+
+def test_small_descriptors_are_slower_per_byte():
+    hw = get_target("trn2")
+    times = []
+    for cols in (64, 512, 2048):  # 128 B, 1 KiB, 4 KiB rows: same bytes moved overall
+        b = TraceBuilder("trn2")
+        x = b.tensor("x", "hbm", (128 * 2048 // cols, cols), kind="input")
+        plans = []
+        for r in range(0, 128 * 2048 // cols, 128):
+            t = b.tensor("t", "sbuf", (128, cols))
+            i = b.dma(b.access(t, "dst"), b.access(x, "src", rows=(r, r + 128)))
+            plans.append(plan_transfer(b.trace.instructions[i], b.trace, hw))
+        times.append(sum(sum(p.packet_ns) for p in plans))
+    assert times[0] > times[1] > times[2]
+    # the trn2 example in profiles.md §3.5: 1 KiB rows reach ~259 GB/s, 4 KiB rows ~354 GB/s (16 engines)
+    per_engine = 1024 * 8 / (8 * 1024 / 23 + 8 * hw.dma.descriptor_overhead_ns)
+    assert 16 * per_engine == pytest.approx(275, rel=0.1)
+
+
+def test_stores_and_swdge_use_their_queues():
+    b = TraceBuilder("trn2")
+    y = b.tensor("y", "hbm", (128, 512), kind="output")
+    t = b.tensor("t", "sbuf", (128, 512))
+    store = b.dma(b.access(y, "dst"), b.access(t, "src"))
+    dyn = b.dma(b.access(t, "dst"), b.access(y, "src"), dge_mode="swdge")
+    hw = get_target("trn2")
+    p_store = plan_transfer(b.trace.instructions[store], b.trace, hw)
+    p_dyn = plan_transfer(b.trace.instructions[dyn], b.trace, hw)
+    assert (p_store.queue, p_store.dest, p_store.op) == ("qSyncIO1", "[OUTPUT]", "write")
+    assert (p_dyn.queue, p_dyn.issue_engine, p_dyn.issue_ns) == ("qGpSimdDynamic", "gpsimd", hw.dma.swdge_cost_ns)
+
+
+def test_buffer_reuse_when_sbuf_is_full():
+    """Three 80 KB tiles on trn1 (180224 B usable): the third takes the first one's slot and must wait
+    for the first tile's last use."""
+    b = TraceBuilder()
+    x = b.tensor("x", "hbm", (128, 40000), kind="input")
+    tiles = [b.tensor(f"t{i}", "sbuf", (128, 40000)) for i in range(3)]
+    outs = [b.tensor(f"o{i}", "sbuf", (128, 1), "float32") for i in range(3)]
+    pos = []
+    for t, o in zip(tiles, outs):
+        load = b.dma(b.access(t, "dst"), b.access(x, "src"))
+        use = b.add("tensor_reduce", "vector", [b.access(t, "data")], [b.access(o, "dst")], op="add")
+        pos.append((load, use))
+    edges = reuse_edges(b.trace, get_target("trn1"))
+    assert edges == [(pos[0][1], pos[2][0])]
+
+
+def test_psum_tiles_rotate_over_eight_banks():
+    b = TraceBuilder()
+    a = b.tensor("a", "sbuf", (128, 128))
+    m = b.tensor("m", "sbuf", (128, 512))
+    mms = []
+    for i in range(10):
+        acc = b.tensor(f"acc{i}", "psum", (128, 512), "float32")
+        mms.append(b.matmul(b.access(acc, "dst"), b.access(a, "stationary"), b.access(m, "moving")))
+    edges = reuse_edges(b.trace, get_target("trn1"))
+    assert edges == [(mms[0], mms[8]), (mms[1], mms[9])]
+
+
+def test_vector_performance_modes():
+    b = TraceBuilder("trn2")
+    t, u = (b.tensor(n, "sbuf", (128, 1024)) for n in "tu")
+    f = b.tensor("f", "sbuf", (128, 1024), "float32")
+    copy16 = b.add("tensor_copy", "vector", [b.access(t, "src")], [b.access(u, "dst")])
+    copy32 = b.add("tensor_copy", "vector", [b.access(f, "src")], [b.access(f, "dst")])
+    tt16 = b.add("tensor_tensor", "vector", [b.access(t, "data1"), b.access(u, "data2")], [b.access(u, "dst")],
+                 op="add")
+    hw2, hw1 = get_target("trn2"), get_target("trn1")
+    ins = b.trace.instructions
+    assert [costs.perf_mode(ins[i], hw2) for i in (copy16, copy32, tt16)] == [4.0, 1.0, 2.0]
+    assert costs.perf_mode(ins[copy16], hw1) == 1.0
+    assert costs.streaming(ins[copy16], hw2) == 1024 / 4
+    assert costs.tensor_tensor(ins[tt16], hw2) == 1024 / 2  # all-bf16 add in SBUF: max(MIN_II, N), 2x mode
+
+
+def test_every_traced_op_has_a_cost():
+    from nkidev.emulator.opdef import OPS
+
+    missing = [n for n, op in OPS.items() if op.traced and op.cost is None and "dma" not in op.engines]
+    assert missing == []
+    assert np.isfinite(costs.matmul(_fake_matmul(), get_target()))
+
+
+def _fake_matmul():
+    b = TraceBuilder()
+    a = b.tensor("a", "sbuf", (128, 128))
+    m = b.tensor("m", "sbuf", (128, 512))
+    acc = b.tensor("acc", "psum", (128, 512), "float32")
+    b.matmul(b.access(acc, "dst"), b.access(a, "stationary"), b.access(m, "moving"))
+    return b.trace.instructions[0]
