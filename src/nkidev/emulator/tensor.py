@@ -262,18 +262,27 @@ class NkiTensor:
 
     # --- indexing -------------------------------------------------------------------------
     def __getitem__(self, key) -> NkiTensor:
-        self._static("index")
-        key = key if isinstance(key, tuple) else (key,)
-        if any(k is Ellipsis for k in key):
-            i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        if self.dyn is not None:
+            self._static("index")
+        key = key if key.__class__ is tuple else (key,)
+        if Ellipsis in key:
+            i = key.index(Ellipsis)
             fill = self.ndim - (len(key) - 1 - sum(1 for k in key if k is None))
             key = key[:i] + (slice(None),) * max(fill, 0) + key[i + 1:]
-        if len(key) > self.ndim:
+        if len(key) > self._data.ndim:
             raise rule_error("err_tensor_access_out_of_bound",
                              f"{len(key)} indices for tensor {self.name!r} of rank {self.ndim}",
                              "use one index or slice per dimension")
+        shape = self._data.shape
         norm = []
         for dim, k in enumerate(key):
+            if k.__class__ is slice and k.step is None:  # the common case, checked inline
+                n = shape[dim]
+                start = 0 if k.start is None else k.start
+                stop = n if k.stop is None else k.stop
+                if start.__class__ is int and stop.__class__ is int and 0 <= start < stop <= n:
+                    norm.append(k if (k.start is not None and k.stop is not None) else slice(start, stop))
+                    continue
             norm.append(self._norm_index(dim, k))
         return NkiTensor(self._data[tuple(norm)], self.storage, self.dtype)
 

@@ -2,30 +2,37 @@
 
 from __future__ import annotations
 
+import math
 import numpy as np
 
 from nkidev.emulator import costs, psum
+from nkidev.emulator.enums import matmul_perf_mode
 from nkidev.emulator import rules as R
 from nkidev.emulator.dtypes import to_f32
 from nkidev.emulator.location import warn
 from nkidev.emulator.memory import acc_view, f32, raw, store, store_raw
 from nkidev.emulator.opdef import declare
-from nkidev.emulator.tensor import free_size, partitions
+from nkidev.emulator.tensor import free_size, partitions, region
 
 MATMUL_IN = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn", "bfloat16", "float16", "tfloat32", "float32")
 FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn")
 
 
 def _double(a) -> bool:
-    return getattr(getattr(a, "perf_mode", None), "name", "none") == "double_row"
+    return a.perf_mode is matmul_perf_mode.double_row
 
 
 def _km(a):
-    """(K, M, N): contraction, stationary free (dst partitions), moving free (dst free)."""
-    s, m = a.stationary, a.moving
-    if _double(a):
-        return partitions(s) * 2, free_size(s) // 2, free_size(m) // 2
-    return partitions(s), free_size(s), free_size(m)
+    """(K, M, N): contraction, stationary free (dst partitions), moving free (dst free); computed once per call."""
+    km = a.__dict__.get("_km")
+    if km is None:
+        s, m = a.stationary, a.moving
+        if _double(a):
+            km = (partitions(s) * 2, free_size(s) // 2, free_size(m) // 2)
+        else:
+            km = (partitions(s), free_size(s), free_size(m))
+        a._km = km
+    return km
 
 
 def _matmul_check(a, ctx):
@@ -92,12 +99,10 @@ def _bank_check(a, ctx):
     d = a.dst
     if ctx.target.nc_version >= 4 or d.dyn is not None:
         return None
-    item = d._data.itemsize
-    off = (d._data.__array_interface__["data"][0] - d.storage.ptr) % d.storage.pstride
-    span = max(0, sum((n - 1) * st for n, st in zip(d.shape[1:], d._data.strides[1:]))) + item
+    _, _, lo, hi, _, _ = region(d)  # byte range of the view within each partition
     bank = ctx.target.psum.bank_bytes
-    if off // bank != (off + span - 1) // bank:
-        return (f"dst {d.shape} {d.dtype} covers bytes {off}..{off + span} of each partition, crossing a "
+    if lo // bank != (hi - 1) // bank:
+        return (f"dst {d.shape} {d.dtype} covers bytes {lo}..{hi} of each partition, crossing a "
                 f"{bank}-byte PSUM bank boundary", "write each nc_matmul into at most 512 fp32 columns of one bank")
 
 
@@ -132,7 +137,7 @@ NC_MATMUL = declare(
     cost_doc="max(min(64, M), N) TensorE cycles (x4 for fp32, x0.5 for fp8 double_row), plus a LoadStationary "
              "of ~M/4 cycles",
     attrs=_matmul_attrs,
-    flops=lambda a: 2 * _km(a)[0] * _km(a)[1] * _km(a)[2],
+    flops=lambda a: 2 * math.prod(_km(a)),
 )
 
 
