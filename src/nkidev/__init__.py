@@ -24,6 +24,7 @@ _EXPORTS = {
     "NkiUsageError": "nkidev.errors",
     "emulate": "nkidev.shim",
     "analyze": "nkidev.analysis.api",
+    "profile": "nkidev.profile",  # a callable package: nkidev.profile(kernel, *args, ...)
     "query": "nkidev.analysis.api",
 }
 
@@ -34,7 +35,9 @@ def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'nkidev' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    imported = importlib.import_module(module)
+    # nkidev.profile / nkidev.validate are callable packages (not functions) so their submodules stay reachable
+    value = imported if module == f"nkidev.{name}" else getattr(imported, name)
     globals()[name] = value
     return value
 

@@ -39,8 +39,10 @@ def _dma_attrs(a) -> dict:
     mode = getattr(getattr(a, "dge_mode", None), "name", "unknown")
     if isinstance(a.src, NkiTensor) and (a.src.dyn is not None or a.dst.dyn is not None):
         mode = "swdge" if mode == "unknown" else mode
+    trigger = getattr(getattr(a, "engine", None), "name", "unknown")
+    dynamic = a.src.dyn is not None or a.dst.dyn is not None
     return {"dge_mode": mode, "src_dtype": a.src.dtype.name, "dst_dtype": a.dst.dtype.name,
-            "queue": getattr(a, "name", None)}
+            "queue": getattr(a, "name", None), "trigger_engine": trigger, "dynamic": dynamic}
 
 
 DMA_COPY = declare(
