@@ -1,0 +1,120 @@
+"""Case inputs: copies for the kernel, and new inputs of the same shapes and dtypes for extra seeds.
+
+New inputs come from the task's own generator when `cases` takes a `seed` argument (the author knows
+the distribution). Otherwise each array is resampled from its own values: a random permutation (same
+multiset of values, so the same range, sign and distribution) with 10% multiplicative jitter for
+floats, clipped to the original range; a constant array (ones, zeros) gets additive jitter instead,
+so a kernel that ignores a weight of ones is still caught. Scalars never change.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+import numpy as np
+
+from nkidev.validate.tolerance import is_float
+
+
+def is_torch(x) -> bool:
+    return type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach")
+
+
+def as_numpy(x):
+    """torch tensors (also bf16) as NumPy arrays; anything else unchanged."""
+    if not is_torch(x):
+        return x
+    import ml_dtypes
+
+    t = x.detach().cpu()
+    if str(t.dtype) == "torch.bfloat16":
+        return t.float().numpy().astype(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def numpy_case(case) -> tuple:
+    """A case as a tuple with torch tensors converted to NumPy (a bare array is a one-input case)."""
+    case = tuple(case) if isinstance(case, list | tuple) else (case,)
+    return tuple(as_numpy(x) for x in case)
+
+
+def is_array(x) -> bool:
+    return isinstance(x, np.ndarray)
+
+
+def array_positions(case: tuple) -> list[int]:
+    return [i for i, x in enumerate(case) if is_array(x)]
+
+
+def first_shape(case: tuple) -> tuple[int, ...] | None:
+    return next((tuple(x.shape) for x in case if is_array(x)), None)
+
+
+def copy_case(case: tuple) -> tuple:
+    return tuple(np.array(x, copy=True) if is_array(x) else x for x in case)
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Bitwise equality (NaN equals the same NaN), dtype and shape included."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind in "biu":
+        return bool(np.array_equal(a, b))
+    view = f"u{a.dtype.itemsize}"
+    return bool(np.array_equal(np.ascontiguousarray(a).view(view), np.ascontiguousarray(b).view(view)))
+
+
+def vary(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A new array like x (shape, dtype, value distribution) but with different values."""
+    if x.size == 0:
+        return x.copy()
+    flat = x.reshape(-1)
+    if not is_float(x.dtype):
+        return rng.permutation(flat).reshape(x.shape)
+    values = flat.astype(np.float64)
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return x.copy()
+    lo, hi = float(finite.min()), float(finite.max())
+    if lo == hi:
+        new = lo + 0.25 * max(abs(lo), 1.0) * rng.standard_normal(values.size)
+    else:
+        new = np.clip(rng.permutation(values) * (1.0 + 0.1 * rng.standard_normal(values.size)), lo, hi)
+    return new.astype(x.dtype).reshape(x.shape)
+
+
+def vary_case(case: tuple, seed: int, only: int | None = None) -> tuple:
+    """`case` with new array values (all arrays, or only position `only`)."""
+    rng = np.random.default_rng(seed)
+    return tuple(vary(x, rng) if is_array(x) and (only is None or i == only) else x for i, x in enumerate(case))
+
+
+def takes_seed(cases_fn) -> bool:
+    try:
+        return "seed" in inspect.signature(cases_fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _compatible(orig: tuple, new) -> bool:
+    if not isinstance(new, tuple) or len(new) != len(orig):
+        return False
+    for a, b in zip(orig, new):
+        if is_array(a) != is_array(b) or (is_array(a) and (a.shape != b.shape or a.dtype != b.dtype)):
+            return False
+    return True
+
+
+def seed_cases(cases_fn: Callable | None, cases: list[tuple], seed: int) -> tuple[list[tuple], bool]:
+    """Inputs for extra seed `seed` (1, 2, ...) and whether the task made them: the task's cases(seed=seed)
+    when it has that form and keeps every shape and dtype (scalars are taken from the original cases), else
+    resampled ones."""
+    if cases_fn is not None and takes_seed(cases_fn):
+        try:
+            new = [numpy_case(c) for c in cases_fn(seed=seed)]
+        except Exception:  # noqa: BLE001 - a generator that cannot reseed falls back to resampling
+            new = None
+        if new is not None and len(new) == len(cases) and all(_compatible(o, n) for o, n in zip(cases, new)):
+            return [tuple(n_x if is_array(o_x) else o_x for o_x, n_x in zip(o, n)) for o, n in zip(cases, new)], True
+    return [vary_case(c, 1000 * seed + i) for i, c in enumerate(cases)], False

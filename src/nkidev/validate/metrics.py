@@ -1,0 +1,73 @@
+"""Comparing one kernel output with its float64 reference: max |diff|, relative L2 error, cosine."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from nkidev.validate.tolerance import Tolerance
+
+
+@dataclass(frozen=True)
+class Metrics:
+    max_abs_diff: float  # nan when the output has NaN/Inf where the reference is finite
+    rel_l2: float  # ||out - ref|| / ||ref|| (0 when both are zero, inf when only ref is)
+    cosine: float  # <out, ref> / (||out|| ||ref||) (1 when both are zero, 0 when one is)
+    outside: int  # elements with |out - ref| > atol + rtol * |ref|
+    worst_index: tuple[int, ...] | None  # where the elementwise check is missed by the most
+    nonfinite: int  # NaN/Inf outputs where the reference is finite
+
+
+def as_f64(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64)
+
+
+def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance) -> Metrics:
+    o, r = as_f64(out).reshape(ref.shape), as_f64(ref)
+    bad = ~np.isfinite(o)
+    nonfinite = int(bad.sum())
+    d = np.where(bad, 0.0, o - r)
+    excess = np.abs(d) - (tol.atol + tol.rtol * np.abs(r))
+    excess = np.where(bad, np.inf, excess)
+    outside = int((excess > 0).sum())
+    worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), excess.shape)) if outside else None
+    max_abs = float(np.max(np.abs(d))) if d.size else 0.0
+    if nonfinite:
+        return Metrics(math.nan, math.nan, math.nan, outside, worst, nonfinite)
+    return Metrics(max_abs, rel_l2(o, r), cosine(o, r), outside, worst, 0)
+
+
+def rel_l2(out: np.ndarray, ref: np.ndarray) -> float:
+    diff = float(np.linalg.norm((out - ref).ravel()))
+    norm = float(np.linalg.norm(ref.ravel()))
+    if diff == 0.0:
+        return 0.0
+    return diff / norm if norm > 0 else math.inf
+
+
+def cosine(out: np.ndarray, ref: np.ndarray) -> float:
+    a, b = out.ravel(), ref.ravel()
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if na == 0.0 and nb == 0.0:
+        return 1.0
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return float(np.dot(a, b) / (na * nb))
+
+
+def failures(m: Metrics, ref: np.ndarray, tol: Tolerance) -> list[str]:
+    """Which tolerance each metric misses, as short phrases ("" list = within tolerance)."""
+    if m.nonfinite:
+        return [f"{m.nonfinite} NaN/Inf values where the reference is finite"]
+    out = []
+    if m.outside:
+        r = float(ref[m.worst_index]) if m.worst_index is not None else 0.0
+        out.append(f"{m.outside} of {ref.size} elements outside atol={tol.atol:g} + rtol={tol.rtol:g}*|ref| "
+                   f"(worst at index {m.worst_index}, ref={r:.6g})")
+    if m.rel_l2 > tol.rel_l2 and float(np.linalg.norm(ref.ravel())) > 0:
+        out.append(f"rel_l2={m.rel_l2:.3g} > {tol.rel_l2:g}")
+    if tol.cosine is not None and m.cosine < tol.cosine:
+        out.append(f"cosine={m.cosine:.6f} < {tol.cosine:g}")
+    return out
