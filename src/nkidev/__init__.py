@@ -25,6 +25,7 @@ _EXPORTS = {
     "emulate": "nkidev.shim",
     "analyze": "nkidev.analysis.api",
     "profile": "nkidev.profile",  # a callable package: nkidev.profile(kernel, *args, ...)
+    "validate": "nkidev.validate",  # a callable package: nkidev.validate(kernel, reference, cases, ...)
     "query": "nkidev.analysis.api",
 }
 

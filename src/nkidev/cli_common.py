@@ -57,10 +57,9 @@ def command(fn):
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
-        except NkiUsageError as e:
-            fail(e, as_json, exitcodes.USAGE)
         except NkiError as e:
-            fail(e, as_json, exitcodes.KERNEL_ERROR)
+            default = exitcodes.USAGE if isinstance(e, NkiUsageError) else exitcodes.KERNEL_ERROR
+            fail(e, as_json, exitcodes.BY_ERROR.get(e.name, default))
         except KeyboardInterrupt:
             err_console.print("interrupted")
             raise typer.Exit(130) from None

@@ -15,3 +15,8 @@ TABLE = {
     REFERENCE_ERROR: "the reference raised or returned NaN/Inf",
     INTERNAL: "internal error in nkidev",
 }
+
+# Named errors whose exit code is not the default for their class (usage -> USAGE, other NkiError -> KERNEL_ERROR).
+BY_ERROR = {
+    "err_reference_failed": REFERENCE_ERROR,
+}

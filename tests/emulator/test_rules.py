@@ -444,3 +444,39 @@ def outer(x):
 
 def test_nested_spmd_launch():
     expect("err_nested_kernel_with_spmd_grid", outer, f32(1, 1))
+
+
+@jit
+def host_reads_register(x, n):
+    cnt = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=cnt, src=n)
+    r = nisa.register_alloc()
+    nisa.register_load(r, cnt)
+    for _ in range(r):  # <-
+        pass
+    return x
+
+
+def test_kernel_code_cannot_read_register_values():
+    expect("err_dynamic_control_flow_not_supported", host_reads_register, f32(1, 1), np.array([[3]], np.int32))
+
+
+@jit
+def device_loop(x, n):
+    out = nl.ndarray((1, 4), nl.float32, buffer=nl.shared_hbm)
+    cnt = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=cnt, src=n)
+    r = nisa.register_alloc()
+    nisa.register_load(r, cnt)
+    acc = nl.zeros((1, 4), nl.float32)
+    t = nl.load(x)
+    nl.fori_loop(0, r, lambda i: nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add))
+    for _ in nl.dynamic_range(r):
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+    nl.store(out, acc)
+    return out
+
+
+def test_register_bounded_device_loops_run():
+    out = nkidev.simulate(device_loop)(np.ones((1, 4), np.float32), np.array([[3]], np.int32))
+    np.testing.assert_array_equal(out, np.full((1, 4), 6.0))

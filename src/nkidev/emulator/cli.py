@@ -21,13 +21,14 @@ def demo(
 ) -> None:
     """The seed walkthrough on bundled kernels: softmax numerics on four shapes, then a SwiGLU profile diagnosis."""
     from nkidev.analysis.demo import diagnosis_text
-    from nkidev.demo import case_line, softmax_check, swiglu_diagnosis
+    from nkidev.demo import softmax_check, swiglu_diagnosis
 
     softmax = softmax_check()
     if not as_json:
-        for case in softmax["cases"]:
-            console.print(case_line(case), highlight=False)
-        console.print("All tests passed." if softmax["passed"] else "Some tests FAILED.", highlight=False)
+        for line in softmax.pop("lines"):
+            console.print(line, highlight=False, markup=False)
+    else:
+        softmax.pop("lines")
     result = {"softmax": softmax}
     if diagnose:
         if not as_json:

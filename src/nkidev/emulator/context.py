@@ -22,6 +22,7 @@ class EmulatorOptions:
     compute: bool = True  # False: check rules and build the trace, skip the NumPy math (large profiles)
     check_capacity: bool = True  # track live SBUF/PSUM bytes against the target
     record: bool = True  # build the instruction trace
+    fill: float | None = None  # value of fresh allocations instead of NaN / 4 (validate uses it to find unwritten reads)
 
     def __post_init__(self):
         if self.target is not None:

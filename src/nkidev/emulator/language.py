@@ -237,21 +237,26 @@ sequential_range = affine_range
 static_range = affine_range
 
 
+def _reg(x) -> int:
+    return x.value if isinstance(x, VirtualRegister) else int(x)
+
+
 def dynamic_range(start, stop=None, step=1):
-    return affine_range(int(start), None if stop is None else int(stop), step)
+    """A device loop with run-time bounds; the emulator knows the registers' values, so it simply iterates."""
+    return affine_range(_reg(start), None if stop is None else _reg(stop), step)
 
 
 def fori_loop(lower, upper, body_fun, step=1) -> None:
-    for i in range(int(lower), int(upper), int(step)):
+    for i in range(_reg(lower), _reg(upper), int(step)):
         body_fun(VirtualRegister(i))
 
 
 def while_loop(init, body_fun, max_iterations: int = 1_000_000) -> None:
     r = init
     for _ in builtins.range(max_iterations):
-        if not int(r):
+        if not _reg(r):
             return
-        r = body_fun(VirtualRegister(int(r)))
+        r = body_fun(VirtualRegister(_reg(r)))
     raise rule_error("err_invalid_argument", f"while_loop ran {max_iterations} iterations",
                      "make sure body_fun eventually returns a zero register")
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
+from nkidev.emulator import context
 from nkidev.emulator.dtypes import to_f32
+from nkidev.emulator.location import is_internal
 from nkidev.emulator.tensor import NkiTensor, rule_error
 
 
@@ -16,19 +20,31 @@ class VirtualRegister:
     def __init__(self, state=None, frozen=False):
         self.value = 0 if state is None else int(state)
 
-    def __int__(self) -> int:
+    def _host_read(self, what: str) -> int:
+        # On hardware a register's value exists only while the kernel runs on device; kernel Python code
+        # (if/while/int()/range()) cannot see it. nkidev's own loop helpers read `.value` directly.
+        if not is_internal(sys._getframe(2).f_code.co_filename) and context.current().in_kernel:
+            raise rule_error("err_dynamic_control_flow_not_supported",
+                             f"kernel code reads a register's run-time value ({what})",
+                             "use nl.fori_loop / nl.while_loop / nl.dynamic_range with the register, or pass it "
+                             "as an .ap(scalar_offset=...) offset")
         return self.value
 
-    __index__ = __int__
+    def __int__(self) -> int:
+        return self._host_read("int()")
+
+    def __index__(self) -> int:
+        return self._host_read("range()/indexing")
 
     def __bool__(self) -> bool:
+        # `while reg:` is a device loop (the parser frontend compiles it to a branch), so it stays allowed
         return self.value != 0
 
     def __repr__(self) -> str:
         return f"VirtualRegister({self.value})"
 
     def _arith(self, other, fn):
-        return VirtualRegister(fn(self.value, int(other)))
+        return VirtualRegister(fn(self.value, other.value if isinstance(other, VirtualRegister) else int(other)))
 
     def __add__(self, o):
         return self._arith(o, lambda a, b: a + b)
@@ -47,16 +63,20 @@ class VirtualRegister:
     __rmul__ = __mul__
 
     def __lt__(self, o):
-        return self.value < int(o)
+        return self._host_read("comparison") < _value(o)
 
     def __le__(self, o):
-        return self.value <= int(o)
+        return self._host_read("comparison") <= _value(o)
 
     def __gt__(self, o):
-        return self.value > int(o)
+        return self._host_read("comparison") > _value(o)
 
     def __ge__(self, o):
-        return self.value >= int(o)
+        return self._host_read("comparison") >= _value(o)
+
+
+def _value(x) -> int:
+    return x.value if isinstance(x, VirtualRegister) else int(x)
 
 
 def _scalar_of(t: NkiTensor) -> int:
@@ -74,7 +94,7 @@ def register_alloc(x=None) -> VirtualRegister:
 
 
 def register_move(dst: VirtualRegister, src) -> None:
-    dst.value = int(src)
+    dst.value = _value(src)
 
 
 def register_load(dst: VirtualRegister, src: NkiTensor) -> None:
@@ -84,7 +104,7 @@ def register_load(dst: VirtualRegister, src: NkiTensor) -> None:
 def register_store(dst: NkiTensor, src) -> None:
     from nkidev.emulator.memory import store_raw
 
-    value = int(src)
+    value = _value(src)
     store_raw(dst, np.full(dst.shape, value, dtype=np.int64).astype(dst.dtype.storage) if dst.dtype.is_int
               else np.full(dst.shape, value, dtype=np.float32).astype(dst.dtype.storage))
     dst.storage.written = True

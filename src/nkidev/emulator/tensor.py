@@ -106,8 +106,10 @@ def allocate(shape, dtype, buffer=None, name: str = "", role: str = "internal",
         array = np.zeros(shape, dtype=dt.storage)  # numerics are off: nothing reads the values; zeros is lazy
     else:
         array = np.empty(shape, dtype=dt.storage)
+        if fill is None and ctx.options.fill is not None:
+            fill = ctx.options.fill if dt.is_float else np.array(ctx.options.fill).astype(np.int64)
         if fill is not None:
-            array[...] = fill
+            array[...] = np.asarray(fill).astype(dt.storage)
         else:
             fill_uninitialized(array, dt)
     location = location or kernel_location()
@@ -192,7 +194,7 @@ def _index_value(index) -> np.ndarray:
     from nkidev.emulator.registers import VirtualRegister
 
     if isinstance(index, VirtualRegister):
-        return np.array([[index.value]], dtype=np.int64)
+        return np.array([[index.value]], dtype=np.int64)  # run-time value: the DMA reads it on device
     if isinstance(index, NkiTensor):
         return np.asarray(to_f32(index._data, index.dtype), dtype=np.float64).astype(np.int64)
     return np.array([[int(index)]], dtype=np.int64)

@@ -7,10 +7,8 @@ from typing import Annotated
 import typer
 
 from nkidev import exitcodes
-from nkidev.cli_common import command, console, fail, print_json
-from nkidev.errors import NkiError, NkiUsageError
-
-REFERENCE_ERRORS = {"err_reference_failed"}  # exit code REFERENCE_ERROR, not KERNEL_ERROR
+from nkidev.cli_common import command, console, print_json
+from nkidev.errors import NkiUsageError
 
 
 def verdict_table() -> list[dict]:
@@ -48,13 +46,8 @@ def validate_command(
     from nkidev.validate.api import validate_task
     from nkidev.validate.report import lines
 
-    try:
-        result = validate_task(spec, reference=reference, cases=cases, target=target, seeds=seeds, atol=atol,
-                               rtol=rtol, allow=allow or ())
-    except NkiError as e:
-        if e.name not in REFERENCE_ERRORS:
-            raise
-        fail(e, as_json, exitcodes.REFERENCE_ERROR)
+    result = validate_task(spec, reference=reference, cases=cases, target=target, seeds=seeds, atol=atol,
+                           rtol=rtol, allow=allow or ())
     if as_json:
         print_json(result.to_dict())
     else:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
 from nkidev.emulator import costs, psum
-from nkidev.emulator.enums import matmul_perf_mode
 from nkidev.emulator import rules as R
 from nkidev.emulator.dtypes import to_f32
+from nkidev.emulator.enums import matmul_perf_mode
 from nkidev.emulator.location import warn
 from nkidev.emulator.memory import acc_view, f32, raw, store, store_raw
 from nkidev.emulator.opdef import declare
