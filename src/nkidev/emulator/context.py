@@ -79,20 +79,17 @@ class Context:
     shared_hbm: list | None = None  # shared_hbm storages of a multi-program launch, in allocation order
     shared_count: int = 0
 
-    def __post_init__(self):
-        if self.usage is None:
-            self.usage = Usage(self.options.check_capacity)
-
     @property
     def compute(self) -> bool:
         return self.options.compute
 
-    @property
-    def program(self) -> int:
+    def __post_init__(self):
+        if self.usage is None:
+            self.usage = Usage(self.options.check_capacity)
         linear = 0
         for pid, n in zip(self.program_id, self.grid):
             linear = linear * n + pid
-        return linear
+        self.program = linear  # linear SPMD program id, recorded on every instruction
 
 
 _local = threading.local()

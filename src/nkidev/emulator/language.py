@@ -14,7 +14,6 @@ import math as _math
 import numpy as np
 
 from nkidev.emulator import context as _ctx
-from nkidev.emulator import isa as nisa
 from nkidev.emulator.dtypes import DTYPES, NkiDType, to_nki_dtype
 from nkidev.emulator.location import kernel_location
 from nkidev.emulator.registers import VirtualRegister
@@ -688,3 +687,7 @@ __all__ = [n for n in list(globals()) if not n.startswith("_") and n not in
            ("annotations", "builtins", "contextlib", "np", "nisa", "lookup", "to_nki_dtype", "allocate",
             "kernel_location", "rule_error", "free_size", "partitions", "VirtualRegister", "NkiNotSupportedError",
             "DTYPES", "DynSlice")]
+
+# Imported last: nki.isa's signatures use nl.equal / nl.maximum as defaults, so they must exist first
+# (this lets either module be imported first).
+from nkidev.emulator import isa as nisa  # noqa: E402
