@@ -7,7 +7,7 @@ import re
 import pytest
 
 from nkidev.docs import api
-from nkidev.docs.pages import all_pages
+from nkidev.docs.pages import KINDS, all_pages
 from nkidev.errors import ERRORS
 from nkidev.hardware import TARGET_NAMES
 
@@ -28,7 +28,7 @@ def test_page_ids_are_unique_and_complete():
     assert len(PAGES) == len(all_pages())
     for page in all_pages():
         assert page.title and page.summary and page.body.startswith("# "), page.id
-        assert page.kind in ("guide", "isa", "language", "error", "hardware")
+        assert page.kind in KINDS
 
 
 @pytest.mark.parametrize("name", sorted(_ops()))
@@ -104,3 +104,12 @@ def test_cross_references_in_pages_resolve():
             api.explain(name)
     for ref in refs:
         api.show(ref)
+
+
+def test_every_validation_verdict_has_a_page_and_an_explanation():
+    from nkidev.docs.api import explain
+    from nkidev.validate.verdicts import VERDICTS
+
+    for name, verdict in VERDICTS.items():
+        assert PAGES[f"verdicts/{name}"].summary == verdict.summary
+        assert explain(name)["fix"] == verdict.fix

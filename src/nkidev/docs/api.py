@@ -48,6 +48,9 @@ def explain(name: str) -> dict:
     key = found.group(0) if found else name.strip()
     info = ERRORS.get(key)
     if info is None:
+        verdict = _verdict(name.strip())
+        if verdict is not None:
+            return verdict
         page = _lookup().get(_key(name))
         hint = (f"; {name!r} is a docs page, not an error: run `nkidev docs show {name}`" if page
                 else _suggest(key, {n: n for n in ERRORS}))
@@ -55,6 +58,17 @@ def explain(name: str) -> dict:
                             "error names start with err_; `nkidev docs search error WORDS` lists them")
     return {"name": info.name, "summary": info.summary, "fix": info.fix, "official": info.official,
             "raised_by": raisers().get(info.name, []), "page": f"errors/{info.name}"}
+
+
+def _verdict(name: str) -> dict | None:
+    """`nkidev explain cheat_input_modified` explains validation verdicts too."""
+    from nkidev.validate.verdicts import VERDICTS
+
+    v = VERDICTS.get(name)
+    if v is None:
+        return None
+    return {"name": v.name, "summary": v.summary, "fix": v.fix, "official": False, "raised_by": ["nkidev validate"],
+            "page": f"verdicts/{v.name}"}
 
 
 def topics() -> list[str]:

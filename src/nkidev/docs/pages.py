@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-KINDS = ("guide", "isa", "language", "error", "hardware")
+KINDS = ("guide", "isa", "language", "error", "verdict", "hardware")
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class Page:
 @cache
 def all_pages() -> tuple[Page, ...]:
     """Every page, guides first (they are the best answers to how-to questions)."""
-    return (*guide_pages(), *isa_pages(), *language_pages(), *error_pages(), *hardware_pages())
+    return (*guide_pages(), *isa_pages(), *language_pages(), *error_pages(), *verdict_pages(), *hardware_pages())
 
 
 # ---------------------------------------------------------------- nki.isa
@@ -186,6 +186,16 @@ def _error_page(info, raised_by: list[str]) -> Page:
 
 
 # ---------------------------------------------------------------- hardware
+
+def verdict_pages() -> list[Page]:
+    """One page per `nkidev validate` verdict (fail_* and cheat_*), from the validator's own table."""
+    from nkidev.validate.verdicts import VERDICTS
+
+    return [Page(f"verdicts/{v.name}", "verdict", v.name, v.summary,
+                 f"# {v.name}\n\n{v.summary}\n\n## Fix\n\n{v.fix}\n\nReported by `nkidev validate`; "
+                 "`--allow NAME` turns a cheat verdict into a warning.\n", (v.name,))
+            for v in VERDICTS.values()]
+
 
 def hardware_pages() -> list[Page]:
     from nkidev.hardware import TARGET_NAMES, get_target
