@@ -45,7 +45,7 @@ class OpDef:
     cost_doc: str = ""
     min_nc: int = 2  # oldest NeuronCore version that has it
     impl: Callable | None = None  # (args, ctx, engine) -> return value of the call
-    choose_engine: Callable | None = None  # (args, ctx) -> engine name
+    choose_engine: Callable | None = None  # (args, ctx) -> engine when the kernel leaves engine= unknown
     attrs: Callable | None = None  # (args) -> dict for the trace
     flops: Callable | None = None  # (args) -> int
     emulated: bool = True
@@ -73,11 +73,10 @@ def _engine_arg(a) -> str | None:
 
 
 def _pick_engine(op: OpDef, a, ctx) -> str:
-    if op.choose_engine is not None:
-        return op.choose_engine(a, ctx)
+    """The engine= argument if given (it must be one of the op's engines), else the op's default choice."""
     wanted = _engine_arg(a)
     if wanted is None:
-        return op.engines[0]
+        return op.choose_engine(a, ctx) if op.choose_engine is not None else op.engines[0]
     if wanted not in op.engines:
         raise KernelRuleError("err_invalid_argument", f"{op.name} cannot run on the {wanted} engine",
                               f"use one of: {', '.join(op.engines)}", kernel_location())

@@ -13,14 +13,9 @@ from nkidev.emulator.tensor import NkiTensor, rule_error
 INT_TYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 
 
-def _rng_engine(a, ctx) -> str:
-    wanted = getattr(getattr(a, "engine", None), "name", "vector")
-    wanted = "vector" if wanted == "unknown" else wanted
-    if wanted == "gpsimd" and ctx.target.nc_version < 3:
-        raise rule_error("err_unsupported_on_target", "rng on GpSimd needs NeuronCore-v3+", "use the vector engine")
-    if wanted not in ("vector", "gpsimd"):
-        raise rule_error("err_invalid_argument", f"rng cannot run on the {wanted} engine", "use vector or gpsimd")
-    return wanted
+def _rng_engine_on_target(a, ctx):
+    if getattr(a.engine, "name", "") == "gpsimd" and ctx.target.nc_version < 3:
+        return "rng on GpSimd needs NeuronCore-v3+", "use the vector engine"
 
 
 RNG = declare(
@@ -28,8 +23,8 @@ RNG = declare(
     ("vector", "gpsimd"),
     "Fill an integer tile with pseudo-random bits (low bits of 32-bit values).",
     tiles=("dst",),
-    rules=(R.dtype_in("dst", INT_TYPES),),
-    choose_engine=_rng_engine,
+    rules=(R.dtype_in("dst", INT_TYPES),
+           R.custom("err_unsupported_on_target", "GpSimd rng needs NeuronCore-v3+", _rng_engine_on_target)),
     cost=costs.streaming,
     cost_doc="max(MIN_II, N)",
 )

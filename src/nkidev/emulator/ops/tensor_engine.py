@@ -191,23 +191,20 @@ def store_matmul(d, res) -> None:
 
 
 def _transpose_engine(a, ctx) -> str:
-    wanted = getattr(getattr(a, "engine", None), "name", "unknown")
-    if wanted in ("tensor", "vector"):
-        return wanted
-    if wanted != "unknown":
-        from nkidev.emulator.tensor import rule_error
-
-        raise rule_error("err_invalid_argument", f"nc_transpose cannot run on the {wanted} engine",
-                         "use engine=nisa.engine.tensor or nisa.engine.vector")
     small = partitions(a.data) <= 32 and free_size(a.data) <= 32
     return "vector" if small else "tensor"
+
+
+def _engine_of(a, ctx) -> str:
+    name = getattr(getattr(a, "engine", None), "name", "unknown")
+    return name if name in ("tensor", "vector") else _transpose_engine(a, ctx)
 
 
 def _transpose_check(a, ctx):
     p, f = partitions(a.data), free_size(a.data)
     if partitions(a.dst) != f or free_size(a.dst) != p:
         return f"dst {a.dst.shape} must be [{f}, {p}] for data {a.data.shape}", f"allocate dst as ({f}, {p})"
-    eng = _transpose_engine(a, ctx)
+    eng = _engine_of(a, ctx)
     limit = ctx.target.vector_engine.transpose_max if eng == "vector" else ctx.target.tensor_engine.transpose_engine_max
     if p > limit or f > limit:
         return (f"{eng} engine transposes up to {limit}x{limit}, data is {p}x{f}",

@@ -11,7 +11,7 @@ from nkidev.emulator.alu import ALU, op_name
 from nkidev.emulator.dtypes import to_f32
 from nkidev.emulator.memory import f32, raw, rows, scalar_or_vector, store, store_raw
 from nkidev.emulator.opdef import declare
-from nkidev.emulator.tensor import NkiTensor, free_size, partitions, rule_error
+from nkidev.emulator.tensor import NkiTensor, free_size, partitions
 
 ALU_KINDS = ("arith", "bitvec", "unary", "bitvec_unary")
 
@@ -45,12 +45,6 @@ def _int_operand(v, p: int, like: np.ndarray):
 # ---------------------------------------------------------------- tensor_tensor
 
 def _tt_engine(a, ctx) -> str:
-    wanted = getattr(getattr(a, "engine", None), "name", "unknown")
-    if wanted in ("vector", "gpsimd"):
-        return wanted
-    if wanted != "unknown":
-        raise rule_error("err_invalid_argument", f"tensor_tensor cannot run on the {wanted} engine",
-                         "use nisa.engine.vector or nisa.engine.gpsimd")
     if op_name(a.op) == "power":
         return "gpsimd"
     ts = (a.dst, a.data1, a.data2)
@@ -95,16 +89,6 @@ def _tensor_tensor(a, ctx, engine):
 
 # ---------------------------------------------------------------- tensor_scalar
 
-def _ts_engine(a, ctx) -> str:
-    wanted = getattr(getattr(a, "engine", None), "name", "unknown")
-    if wanted == "unknown":
-        return "vector"
-    if wanted not in ("vector", "scalar", "gpsimd"):
-        raise rule_error("err_invalid_argument", f"tensor_scalar cannot run on the {wanted} engine",
-                         "use vector, scalar or gpsimd")
-    return wanted
-
-
 def _ts_check(a, ctx):
     ops = [op_name(a.op0)] + ([op_name(a.op1)] if a.op1 is not None else [])
     kinds = {ALU[o].kind.startswith("bitvec") for o in ops if o in ALU}
@@ -143,7 +127,6 @@ TENSOR_SCALAR = declare(
                  "multiply/add); arithmetic operands are float32", _ts_check),
         R.bitvec_needs_int(("op0", "op1"), ("dst", "data")),
     ),
-    choose_engine=_ts_engine,
     cost=costs.streaming,
     cost_doc="max(MIN_II, N) (one or two ops); GpSimd rsqrt 4x slower",
     attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1) if a.op1 is not None else None},
@@ -397,17 +380,10 @@ def _ts_cumulative(a, ctx, engine):
 
 # ---------------------------------------------------------------- copies and fills
 
-def _copy_engine(a, ctx) -> str:
-    wanted = getattr(getattr(a, "engine", None), "name", "unknown")
-    if wanted == "unknown":
-        return "vector"
-    if wanted not in ("vector", "scalar", "gpsimd"):
-        raise rule_error("err_invalid_argument", f"tensor_copy cannot run on the {wanted} engine",
-                         "use vector, scalar or gpsimd")
-    if wanted == "scalar" and ctx.target.nc_version == 2:
-        raise rule_error("err_unsupported_on_target", "tensor_copy on the Scalar Engine is not supported on trn1",
-                         "use nisa.activation(op=nl.copy, ...) or the vector engine")
-    return wanted
+def _scalar_copy_on_trn1(a, ctx):
+    if getattr(a.engine, "name", "") == "scalar" and ctx.target.nc_version == 2:
+        return ("tensor_copy on the Scalar Engine is not supported on trn1",
+                "use nisa.activation(op=nl.copy, ...) or the vector engine")
 
 
 TENSOR_COPY = declare(
@@ -415,8 +391,8 @@ TENSOR_COPY = declare(
     ("vector", "scalar", "gpsimd"),
     "Copy a tile within SBUF/PSUM on Vector, Scalar or GpSimd; bit-exact when dtypes match, else cast via fp32.",
     tiles=("dst", "src"),
-    rules=(R.same_partitions("dst", "src"), R.same_free_size("dst", "src")),
-    choose_engine=_copy_engine,
+    rules=(R.same_partitions("dst", "src"), R.same_free_size("dst", "src"),
+           R.custom("err_unsupported_on_target", "not on the Scalar Engine on trn1", _scalar_copy_on_trn1)),
     cost=costs.streaming,
     cost_doc="max(MIN_II, N)",
     attrs=lambda a: {"dtype": a.src.dtype.name, "dst_dtype": a.dst.dtype.name},
@@ -482,15 +458,6 @@ def _memset_check(a, ctx):
             return f"value {v} is outside the range of {dt}", f"use a value in [{info.min}, {info.max}]"
 
 
-def _memset_engine(a, ctx) -> str:
-    wanted = getattr(getattr(a, "engine", None), "name", "unknown")
-    if wanted in ("vector", "gpsimd"):
-        return wanted
-    if wanted != "unknown":
-        raise rule_error("err_invalid_argument", f"memset cannot run on the {wanted} engine", "use vector or gpsimd")
-    return "vector"
-
-
 MEMSET = declare(
     "memset", "dst, value, engine=engine.unknown, name=None",
     ("vector", "gpsimd"),
@@ -498,7 +465,6 @@ MEMSET = declare(
     tiles=("dst",),
     rules=(R.custom("err_memset_value_type", "value is a number representable in dst's dtype (x4 types: only 0)",
                     _memset_check),),
-    choose_engine=_memset_engine,
     cost=costs.memset,
     cost_doc="max(MIN_II, N/2) for zero into bf16/fp16, else max(MIN_II, N)",
     attrs=lambda a: {"value": a.value},
