@@ -14,10 +14,6 @@ import numpy as np
 F32 = np.float32
 
 
-def _f(x) -> np.ndarray:
-    return x.astype(F32) if isinstance(x, np.ndarray) and x.dtype != F32 else x
-
-
 def _bool(fn):
     return lambda a, b: fn(a, b).astype(F32)
 
@@ -205,13 +201,6 @@ ACTIVATIONS: dict[str, Callable] = {
     "sign": lambda x, a=0.0: np.sign(x),
     "abs": lambda x, a=0.0: np.abs(x),
 }
-
-# Documented valid input ranges (nki.api.shared.rst); outside them hardware output is invalid.
-ACTIVATION_RANGES = {
-    "log": (2.0 ** -64, 2.0 ** 64), "sin": (-np.pi, np.pi), "arctan": (-np.pi / 2, np.pi / 2),
-    "sqrt": (2.0 ** -116, 2.0 ** 118), "rsqrt": (2.0 ** -87, 2.0 ** 97), "reciprocal": (2.0 ** -42, 2.0 ** 42),
-}
-
 
 _NAME_CACHE: dict = {}
 

@@ -117,10 +117,6 @@ def to_nki_dtype(x) -> NkiDType:
     return found
 
 
-F32 = DTYPES["float32"]
-BF16 = DTYPES["bfloat16"]
-
-_U16 = np.dtype(np.uint16)
 _U32 = np.dtype(np.uint32)
 _F32 = np.dtype(np.float32)
 

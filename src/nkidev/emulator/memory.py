@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkidev.emulator.dtypes import NkiDType, from_f32, to_f32
+from nkidev.emulator.dtypes import from_f32, to_f32
 from nkidev.emulator.psum import flush
 from nkidev.emulator.tensor import NkiTensor, resolve_indirect
 
@@ -77,8 +77,3 @@ def scalar_or_vector(v, p: int) -> np.ndarray | np.float32:
         return f32(v).reshape(p, 1)
     return np.float32(v)
 
-
-def cast_raw(values: np.ndarray, src: NkiDType, dst: NkiDType) -> np.ndarray:
-    from nkidev.emulator.dtypes import cast_array
-
-    return cast_array(values, src, dst)

@@ -10,7 +10,7 @@ model read the same `OPS` table.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 from nkidev.emulator import context as _ctx
@@ -51,7 +51,6 @@ class OpDef:
     emulated: bool = True
     traced: bool = True  # False for pure queries (get_nc_version, registers)
     alignment_exempt: tuple[str, ...] = ()  # operands the partition-start rule does not apply to
-    doc_rules: list = field(default_factory=list)
 
     def semantics_impl(self, fn: Callable) -> Callable:
         self.impl = fn

@@ -66,7 +66,6 @@ class Trace:
     tensors: dict[int, TensorRecord] = field(default_factory=dict)
     warnings: list[dict] = field(default_factory=list)
     programs: int = 1
-    source_files: set[str] = field(default_factory=set)
 
     def __len__(self) -> int:
         return len(self.instructions)

@@ -9,7 +9,7 @@ from nkidev.emulator.alu import op_name
 from nkidev.emulator.dtypes import cast_array, from_f32, to_f32
 from nkidev.emulator.memory import raw, store_raw
 from nkidev.emulator.opdef import declare
-from nkidev.emulator.tensor import NkiTensor, free_size
+from nkidev.emulator.tensor import NkiTensor
 
 
 def _skip(a) -> bool:
@@ -160,6 +160,3 @@ def _dma_compute(a, ctx, engine):
         total += to_f32(np.asarray(raw(s)), s.dtype).reshape(-1)
     store_raw(a.dst, from_f32(total, a.dst.dtype))
 
-
-def hbm_free_bytes(t: NkiTensor) -> int:
-    return free_size(t) * t.dtype.itemsize

@@ -8,12 +8,9 @@ import numpy as np
 from nkidev.emulator import costs
 from nkidev.emulator import rules as R
 from nkidev.emulator.alu import ALU, op_name
-from nkidev.emulator.dtypes import to_f32
 from nkidev.emulator.memory import f32, raw, rows, scalar_or_vector, store, store_raw
 from nkidev.emulator.opdef import declare
 from nkidev.emulator.tensor import NkiTensor, free_size, partitions
-
-ALU_KINDS = ("arith", "bitvec", "unary", "bitvec_unary")
 
 
 def _alu(op):
@@ -704,6 +701,3 @@ def _stream_shuffle(a, ctx, engine):
                 out[base + i] = src[base + m]
     store_raw(a.dst, out)
 
-
-def _f32_of(t):
-    return to_f32(np.asarray(raw(t)), t.dtype)
