@@ -24,11 +24,16 @@ def raw(t: NkiTensor, oob_skip: bool = False) -> np.ndarray:
     return out
 
 
-def f32(t: NkiTensor) -> np.ndarray:
-    """Values as fp32, the engines' compute precision; reading PSUM closes its accumulation group."""
+def read(t: NkiTensor) -> np.ndarray:
+    """Stored values an engine instruction reads; reading PSUM closes its accumulation group."""
     if t.storage.acc is not None:
         acc_view(t)[...] = False
-    return to_f32(raw(t), t.dtype)
+    return raw(t)
+
+
+def f32(t: NkiTensor) -> np.ndarray:
+    """Values as fp32, the engines' compute precision."""
+    return to_f32(read(t), t.dtype)
 
 
 def rows(t: NkiTensor) -> np.ndarray:

@@ -11,7 +11,7 @@ from nkidev.emulator import rules as R
 from nkidev.emulator.dtypes import to_f32
 from nkidev.emulator.enums import matmul_perf_mode
 from nkidev.emulator.location import warn
-from nkidev.emulator.memory import acc_view, f32, raw, store, store_raw
+from nkidev.emulator.memory import acc_view, raw, read, store, store_raw
 from nkidev.emulator.opdef import declare
 from nkidev.emulator.tensor import free_size, partitions, region
 
@@ -237,9 +237,7 @@ NC_TRANSPOSE = declare(
 @NC_TRANSPOSE.semantics_impl
 def _nc_transpose(a, ctx, engine):
     p, f = partitions(a.data), free_size(a.data)
-    if a.data.storage.acc is not None:
-        f32(a.data)  # reading PSUM closes its accumulation group
-    store_raw(a.dst, np.asarray(raw(a.data)).reshape(p, f).T.copy())
+    store_raw(a.dst, np.asarray(read(a.data)).reshape(p, f).T.copy())
 
 
 NC_MATMUL_MX = declare(

@@ -8,7 +8,7 @@ import numpy as np
 from nkidev.emulator import costs
 from nkidev.emulator import rules as R
 from nkidev.emulator.alu import ALU, op_name
-from nkidev.emulator.memory import f32, raw, rows, scalar_or_vector, store, store_raw
+from nkidev.emulator.memory import f32, raw, read, rows, scalar_or_vector, store, store_raw
 from nkidev.emulator.opdef import declare
 from nkidev.emulator.tensor import NkiTensor, free_size, partitions
 
@@ -399,9 +399,7 @@ TENSOR_COPY = declare(
 @TENSOR_COPY.semantics_impl
 def _tensor_copy(a, ctx, engine):
     if a.src.dtype == a.dst.dtype:
-        if a.src.storage.acc is not None:
-            f32(a.src)
-        store_raw(a.dst, np.asarray(raw(a.src)))
+        store_raw(a.dst, np.asarray(read(a.src)))
     else:
         store(a.dst, f32(a.src))
 
