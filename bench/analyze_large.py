@@ -32,10 +32,15 @@ def build(n: int, packets_per_dma: int, seed: int = 0) -> dict:
     is_te = engine == "Tensor"
     te_rank = np.cumsum(is_te) - 1
     is_mm = is_te & (te_rank % 2 == 1)
-    opcode = np.where(is_dma, "PSEUDO_DMA_TRIGGER",
-                      np.where(is_te, np.where(is_mm, "MATMUL", "LDWEIGHTS"),
-                               np.where(engine == "Vector", "TENSOR_TENSOR",
-                                        np.where(engine == "Scalar", "ACTIVATE", "IOTA"))))
+    opcode = np.where(
+        is_dma,
+        "PSEUDO_DMA_TRIGGER",
+        np.where(
+            is_te,
+            np.where(is_mm, "MATMUL", "LDWEIGHTS"),
+            np.where(engine == "Vector", "TENSOR_TENSOR", np.where(engine == "Scalar", "ACTIVATE", "IOTA")),
+        ),
+    )
     duration = np.where(is_mm, 213, np.where(is_te, 40, np.where(is_dma, 30, rng.integers(60, 400, n))))
     # Each engine runs its own instructions back to back, with small random idle gaps.
     start = np.zeros(n, dtype=np.int64)
@@ -48,8 +53,7 @@ def build(n: int, packets_per_dma: int, seed: int = 0) -> dict:
     src = np.char.add(f"{SRC}:", line.astype(str)).astype(object)
     src[rng.random(n) < 0.02] = None  # some rows without debug info
     K = np.where(line % 7 == 0, 64, 128)
-    operands = np.where(is_mm, np.array([matmul_operands(128, 128, 512), matmul_operands(64, 128, 512)])[
-        (K == 64).astype(int)], None)
+    operands = np.where(is_mm, np.array([matmul_operands(128, 128, 512), matmul_operands(64, 128, 512)])[(K == 64).astype(int)], None)
     flops = np.where(is_mm, 2 * K * 128 * 512, 0)
     ttype = np.where(is_mm, np.where(line % 11 == 0, "TRANSPOSE", "REGULAR"), None)
 
@@ -70,29 +74,61 @@ def build(n: int, packets_per_dma: int, seed: int = 0) -> dict:
     dpa_id = np.arange(1, m + 1)
     k = packets_per_dma
     instructions = {
-        "id": ids, "engine": engine, "opcode": opcode, "start_ts": start, "end_ts": end, "duration_ns": duration,
-        "operands": operands, "tensor_instruction_type": ttype, "adjusted_flops": flops.astype(np.float64),
-        "nki_source_location": np.full(n, None, dtype=object), "bir_debug_info_source_location": src,
-        "hbm_read_bytes": hbm_read, "hbm_write_bytes": hbm_write,
+        "id": ids,
+        "engine": engine,
+        "opcode": opcode,
+        "start_ts": start,
+        "end_ts": end,
+        "duration_ns": duration,
+        "operands": operands,
+        "tensor_instruction_type": ttype,
+        "adjusted_flops": flops.astype(np.float64),
+        "nki_source_location": np.full(n, None, dtype=object),
+        "bir_debug_info_source_location": src,
+        "hbm_read_bytes": hbm_read,
+        "hbm_write_bytes": hbm_write,
     }
     packets = {
-        "start_ts": np.repeat(d_start, k), "end_ts": np.repeat(d_end, k), "duration_ns": np.repeat(d_end - d_start, k),
-        "transfer_bytes": np.repeat(nbytes // k, k), "queue_type": np.full(m * k, "data"),
-        "queue_name": np.full(m * k, "qSyncIO0"), "packet_aggregation_id": np.repeat(dpa_id, k),
+        "start_ts": np.repeat(d_start, k),
+        "end_ts": np.repeat(d_end, k),
+        "duration_ns": np.repeat(d_end - d_start, k),
+        "transfer_bytes": np.repeat(nbytes // k, k),
+        "queue_type": np.full(m * k, "data"),
+        "queue_name": np.full(m * k, "qSyncIO0"),
+        "packet_aggregation_id": np.repeat(dpa_id, k),
     }
-    dpa = {"id": dpa_id, "start_ts": d_start, "end_ts": d_end, "transfer_bytes": nbytes, "source": source,
-           "dest": dest, "variable": variable, "write_num_sbuf_partitions": np.full(m, 128),
-           "read_num_sbuf_partitions": np.full(m, 128), "is_transpose_mode": np.zeros(m, dtype=bool)}
-    flow = {"in_table": np.full(m, "Instruction"), "out_table": np.full(m, "DmaPacketAggregated"),
-            "in_id": ids[dma_rows], "out_id": dpa_id}
+    dpa = {
+        "id": dpa_id,
+        "start_ts": d_start,
+        "end_ts": d_end,
+        "transfer_bytes": nbytes,
+        "source": source,
+        "dest": dest,
+        "variable": variable,
+        "write_num_sbuf_partitions": np.full(m, 128),
+        "read_num_sbuf_partitions": np.full(m, 128),
+        "is_transpose_mode": np.zeros(m, dtype=bool),
+    }
+    flow = {"in_table": np.full(m, "Instruction"), "out_table": np.full(m, "DmaPacketAggregated"), "in_id": ids[dma_rows], "out_id": dpa_id}
     per_var = {v: int(nbytes[variable == v].sum()) for v in ("x", "w", "out")}
-    tensors = {"variable_name": ["x", "w", "out"], "type": ["IN", "IN", "OUT"],
-               "size": [per_var["x"], per_var["w"] // 8, per_var["out"]]}
+    tensors = {"variable_name": ["x", "w", "out"], "type": ["IN", "IN", "OUT"], "size": [per_var["x"], per_var["w"] // 8, per_var["out"]]}
     active = _active_time(engine, start, end)
-    meta = {"dma_ddr_bandwidth": [435e9], "tensor_engine_num_rows": [128], "tensor_engine_num_cols": [128],
-            "tensor_engine_clock_freq": [2.4], "instance_type": ["trn2.48xlarge"]}
-    return {"Instruction": instructions, "DmaPacket": packets, "DmaPacketAggregated": dpa, "Flow": flow,
-            "TensorInfo": tensors, "ActiveTime": active, "Metadata": meta}
+    meta = {
+        "dma_ddr_bandwidth": [435e9],
+        "tensor_engine_num_rows": [128],
+        "tensor_engine_num_cols": [128],
+        "tensor_engine_clock_freq": [2.4],
+        "instance_type": ["trn2.48xlarge"],
+    }
+    return {
+        "Instruction": instructions,
+        "DmaPacket": packets,
+        "DmaPacketAggregated": dpa,
+        "Flow": flow,
+        "TensorInfo": tensors,
+        "ActiveTime": active,
+        "Metadata": meta,
+    }
 
 
 def _active_time(engine, start, end) -> dict:
@@ -128,11 +164,13 @@ def main() -> None:
         t = time.perf_counter()
         result = analyze(out)
         times.append(time.perf_counter() - t)
-    print(f"analyze: best {min(times):.2f} s, all {', '.join(f'{x:.2f}' for x in times)} "
-          f"(cpus: {os.cpu_count()}; target <= 3 s on 2 cores)")
-    print(f"kernel {result.total_time_ns / 1e6:.2f} ms, bottleneck {result.bottleneck_engine}, "
-          f"{len(result.findings)} findings: " + ", ".join(f"{f.kind}@{','.join(f.source_lines[:1])}"
-                                                         for f in result.findings))
+    print(
+        f"analyze: best {min(times):.2f} s, all {', '.join(f'{x:.2f}' for x in times)} (cpus: {os.cpu_count()}; target <= 3 s on 2 cores)"
+    )
+    print(
+        f"kernel {result.total_time_ns / 1e6:.2f} ms, bottleneck {result.bottleneck_engine}, "
+        f"{len(result.findings)} findings: " + ", ".join(f"{f.kind}@{','.join(f.source_lines[:1])}" for f in result.findings)
+    )
 
 
 if __name__ == "__main__":

@@ -57,8 +57,7 @@ def overhead(n_ops: int, repeat: int) -> None:
     for record in (True, False):
         opts = EmulatorOptions(record=record)
         t = best(lambda opts=opts: nkidev.run(tiny_ops, (x, n_ops), options=opts), repeat)
-        print(f"overhead: {n_ops + 2} instructions, trace {'on ' if record else 'off'}: "
-              f"{t * 1e6 / (n_ops + 2):.1f} us per instruction")
+        print(f"overhead: {n_ops + 2} instructions, trace {'on ' if record else 'off'}: {t * 1e6 / (n_ops + 2):.1f} us per instruction")
 
 
 def ratio(size: int, repeat: int) -> None:
@@ -68,8 +67,7 @@ def ratio(size: int, repeat: int) -> None:
     emu = best(lambda: nkidev.simulate(matmul_kernel)(lhsT, rhs), repeat)
     ref = best(lambda: (lhsT.astype(np.float32).T @ rhs.astype(np.float32)).astype(ml_dtypes.bfloat16), repeat)
     n_ins = len(nkidev.run(matmul_kernel, (lhsT, rhs), options=EmulatorOptions(compute=False)).trace)
-    print(f"matmul {size}^3 bf16: emulator {emu:.3f} s ({n_ins} instructions), NumPy {ref:.3f} s, "
-          f"ratio {emu / ref:.2f}x")
+    print(f"matmul {size}^3 bf16: emulator {emu:.3f} s ({n_ins} instructions), NumPy {ref:.3f} s, ratio {emu / ref:.2f}x")
 
 
 def main() -> None:

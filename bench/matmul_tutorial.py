@@ -39,7 +39,7 @@ def _evacuate(out, psum, m0, n0):
     """PSUM -> SBUF (cast to the output dtype) -> HBM for one [TM, TN] result tile."""
     res = nl.ndarray((TM, TN), dtype=out.dtype, buffer=nl.sbuf)
     nisa.tensor_copy(dst=res, src=psum)
-    nisa.dma_copy(dst=out[m0:m0 + TM, n0:n0 + TN], src=res)
+    nisa.dma_copy(dst=out[m0 : m0 + TM, n0 : n0 + TN], src=res)
 
 
 @nki.jit
@@ -54,8 +54,8 @@ def matmul_tiled(lhsT, rhs):
             for ki in nl.affine_range(k_dim // TK):
                 a = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
                 b = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=a, src=lhsT[ki * TK:(ki + 1) * TK, mi * TM:(mi + 1) * TM])
-                nisa.dma_copy(dst=b, src=rhs[ki * TK:(ki + 1) * TK, ni * TN:(ni + 1) * TN])
+                nisa.dma_copy(dst=a, src=lhsT[ki * TK : (ki + 1) * TK, mi * TM : (mi + 1) * TM])
+                nisa.dma_copy(dst=b, src=rhs[ki * TK : (ki + 1) * TK, ni * TN : (ni + 1) * TN])
                 nisa.nc_matmul(dst=acc, stationary=a, moving=b)
             _evacuate(out, acc, mi * TM, ni * TN)
     return out
@@ -72,13 +72,13 @@ def matmul_hoisted(lhsT, rhs):
         a_tiles = []
         for ki in nl.affine_range(kt):
             a = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=a, src=lhsT[ki * TK:(ki + 1) * TK, mi * TM:(mi + 1) * TM])
+            nisa.dma_copy(dst=a, src=lhsT[ki * TK : (ki + 1) * TK, mi * TM : (mi + 1) * TM])
             a_tiles.append(a)
         for ni in nl.affine_range(n_dim // TN):
             b_tiles = []
             for ki in nl.affine_range(kt):
                 b = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=b, src=rhs[ki * TK:(ki + 1) * TK, ni * TN:(ni + 1) * TN])
+                nisa.dma_copy(dst=b, src=rhs[ki * TK : (ki + 1) * TK, ni * TN : (ni + 1) * TN])
                 b_tiles.append(b)
             acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
             for ki in nl.affine_range(kt):
@@ -100,14 +100,14 @@ def matmul_blocked(lhsT, rhs, BM=2, BN=2):
             m0 = (mb * BM + bm) * TM
             for ki in nl.affine_range(kt):
                 a_tiles[bm][ki] = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=a_tiles[bm][ki], src=lhsT[ki * TK:(ki + 1) * TK, m0:m0 + TM])
+                nisa.dma_copy(dst=a_tiles[bm][ki], src=lhsT[ki * TK : (ki + 1) * TK, m0 : m0 + TM])
         for nb in nl.affine_range(n_dim // (TN * BN)):
             b_tiles = [[None] * kt for _ in range(BN)]
             for bn in range(BN):
                 n0 = (nb * BN + bn) * TN
                 for ki in nl.affine_range(kt):
                     b_tiles[bn][ki] = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
-                    nisa.dma_copy(dst=b_tiles[bn][ki], src=rhs[ki * TK:(ki + 1) * TK, n0:n0 + TN])
+                    nisa.dma_copy(dst=b_tiles[bn][ki], src=rhs[ki * TK : (ki + 1) * TK, n0 : n0 + TN])
             for bm in range(BM):
                 for bn in range(BN):
                     acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
@@ -136,24 +136,27 @@ def matmul_fully_optimized(lhsT, rhs, BM=16, BN=2, BK=8):
             b_blk = nl.ndarray((TK, BK, block_n), dtype=rhs.dtype, buffer=nl.sbuf)
             for kt in range(BK):
                 k0 = (kb * BK + kt) * TK
-                nisa.dma_copy(dst=b_blk[0:TK, kt, 0:block_n], src=rhs[k0:k0 + TK, n0:n0 + block_n])
+                nisa.dma_copy(dst=b_blk[0:TK, kt, 0:block_n], src=rhs[k0 : k0 + TK, n0 : n0 + block_n])
             for mb in nl.affine_range(m_dim // block_m):
                 m0 = mb * block_m
                 a_blk = nl.ndarray((TK, BK, block_m), dtype=lhsT.dtype, buffer=nl.sbuf)
                 for kt in nl.affine_range(BK):
                     k0 = (kb * BK + kt) * TK
-                    nisa.dma_copy(dst=a_blk[0:TK, kt, 0:block_m], src=lhsT[k0:k0 + TK, m0:m0 + block_m])
+                    nisa.dma_copy(dst=a_blk[0:TK, kt, 0:block_m], src=lhsT[k0 : k0 + TK, m0 : m0 + block_m])
                 for bn in nl.affine_range(BN):
                     for bm in nl.affine_range(BM):
                         acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
                         for kt in nl.affine_range(BK):
-                            nisa.nc_matmul(dst=acc, stationary=a_blk[0:TK, kt, bm * TM:(bm + 1) * TM],
-                                           moving=b_blk[0:TK, kt, bn * TN:(bn + 1) * TN])
+                            nisa.nc_matmul(
+                                dst=acc,
+                                stationary=a_blk[0:TK, kt, bm * TM : (bm + 1) * TM],
+                                moving=b_blk[0:TK, kt, bn * TN : (bn + 1) * TN],
+                            )
                         row = rows[mb * BM + bm]
                         nisa.tensor_tensor(dst=row[0:TM, bn, 0:TN], data1=row[0:TM, bn, 0:TN], data2=acc, op=nl.add)
         for mt in nl.affine_range(m_dim // TM):
             flat = rows[mt].reshape((TM, block_n))
-            nisa.dma_copy(dst=out[mt * TM:(mt + 1) * TM, n0:n0 + block_n], src=flat[0:TM, 0:block_n])
+            nisa.dma_copy(dst=out[mt * TM : (mt + 1) * TM, n0 : n0 + block_n], src=flat[0:TM, 0:block_n])
     return out
 
 
@@ -165,8 +168,7 @@ def inputs(m=M, k=K, n=N, seed=None):
     if seed is None:
         return np.zeros((k, m), ml_dtypes.bfloat16), np.zeros((k, n), ml_dtypes.bfloat16)
     rng = np.random.default_rng(seed)
-    return (rng.standard_normal((k, m)).astype(ml_dtypes.bfloat16),
-            rng.standard_normal((k, n)).astype(ml_dtypes.bfloat16))
+    return (rng.standard_normal((k, m)).astype(ml_dtypes.bfloat16), rng.standard_normal((k, n)).astype(ml_dtypes.bfloat16))
 
 
 def reference(lhsT, rhs, **_):
@@ -188,8 +190,7 @@ def predict(name: str, target: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         result = profile(globals()[name], *inputs(), target=target, compute=False, out=f"{tmp}/profile")
     wall = time.perf_counter() - t0
-    return {"variant": name, "predicted_ms": result.total_time_ns / 1e6, "seconds_to_profile": round(wall, 2),
-            "engines": result.engines}
+    return {"variant": name, "predicted_ms": result.total_time_ns / 1e6, "seconds_to_profile": round(wall, 2), "engines": result.engines}
 
 
 def main(argv=None) -> int:

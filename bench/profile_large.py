@@ -37,9 +37,17 @@ def once(target: str, out: Path) -> dict[str, float]:
     t.append(time.perf_counter())
     write_profile(out, tables, "profile_large", force=True, target=timeline.target)
     t.append(time.perf_counter())
-    return {"emulate_s": t[1] - t[0], "schedule_s": t[2] - t[1], "tables_s": t[3] - t[2], "write_s": t[4] - t[3],
-            "total_s": t[4] - t[0], "instructions": len(result.trace), "rows": tables["Instruction"].num_rows,
-            "packets": tables["DmaPacket"].num_rows, "predicted_ms": timeline.total_ns / 1e6}
+    return {
+        "emulate_s": t[1] - t[0],
+        "schedule_s": t[2] - t[1],
+        "tables_s": t[3] - t[2],
+        "write_s": t[4] - t[3],
+        "total_s": t[4] - t[0],
+        "instructions": len(result.trace),
+        "rows": tables["Instruction"].num_rows,
+        "packets": tables["DmaPacket"].num_rows,
+        "predicted_ms": timeline.total_ns / 1e6,
+    }
 
 
 def main(argv=None) -> int:
@@ -66,8 +74,7 @@ def main(argv=None) -> int:
                 stats = once(args.target, out)
             print(" ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in stats.items()))
         ok = stats["total_s"] <= 10.0
-        print(f"{'OK' if ok else 'SLOW'}: {stats['total_s']:.2f} s (budget 10 s) for {stats['instructions']} "
-              f"instructions -> {out}")
+        print(f"{'OK' if ok else 'SLOW'}: {stats['total_s']:.2f} s (budget 10 s) for {stats['instructions']} instructions -> {out}")
         return 0 if ok else 1
     finally:
         if tmp is not None:

@@ -26,36 +26,50 @@ def attention_kernel(q_t, k_t, v):
     nisa.dma_copy(dst=k_all, src=k_t)
     v_all = nl.ndarray((P, seq // P, d), dtype=v.dtype, buffer=nl.sbuf)
     for j in nl.affine_range(seq // P):
-        nisa.dma_copy(dst=v_all[:, j, :], src=v[j * P:(j + 1) * P, :])
+        nisa.dma_copy(dst=v_all[:, j, :], src=v[j * P : (j + 1) * P, :])
 
     for i in nl.affine_range(seq // P):
         q_tile = nl.ndarray((d, P), dtype=q_t.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=q_tile, src=q_t[:, i * P:(i + 1) * P])
+        nisa.dma_copy(dst=q_tile, src=q_t[:, i * P : (i + 1) * P])
         n_keys = (i + 1) * P  # causal: keys beyond this query tile are masked anyway
 
         scores = nl.ndarray((P, seq), dtype=nl.float32, buffer=nl.sbuf)
         for kb in nl.affine_range((n_keys + KB - 1) // KB):
             width = min(KB, n_keys - kb * KB)
             s_psum = nl.ndarray((P, KB), dtype=nl.float32, buffer=nl.psum)
-            nisa.nc_matmul(dst=s_psum[:, :width], stationary=q_tile, moving=k_all[:, kb * KB:kb * KB + width])
-            nisa.tensor_copy(dst=scores[:, kb * KB:kb * KB + width], src=s_psum[:, :width])
+            nisa.nc_matmul(dst=s_psum[:, :width], stationary=q_tile, moving=k_all[:, kb * KB : kb * KB + width])
+            nisa.tensor_copy(dst=scores[:, kb * KB : kb * KB + width], src=s_psum[:, :width])
         # keep key j <= query i*P + p:  i*P + p - j >= 0
-        nisa.affine_select(dst=scores[:, :n_keys], pattern=[[-1, n_keys]], channel_multiplier=1,
-                           on_true_tile=scores[:, :n_keys], on_false_value=-1e30, cmp_op=nl.greater_equal,
-                           offset=i * P)
+        nisa.affine_select(
+            dst=scores[:, :n_keys],
+            pattern=[[-1, n_keys]],
+            channel_multiplier=1,
+            on_true_tile=scores[:, :n_keys],
+            on_false_value=-1e30,
+            cmp_op=nl.greater_equal,
+            offset=i * P,
+        )
 
         neg_max = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_reduce(dst=neg_max, op=nl.maximum, data=scores[:, :n_keys], axis=1, negate=True)
         nisa.tensor_scalar(dst=neg_max, data=neg_max, op0=nl.multiply, operand0=scale)
         probs = nl.ndarray((P, seq), dtype=nl.bfloat16, buffer=nl.sbuf)
         sums = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=probs[:, :n_keys], op=nl.exp, data=scores[:, :n_keys], bias=neg_max, scale=scale,
-                        reduce_op=nl.add, reduce_res=sums, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        nisa.activation(
+            dst=probs[:, :n_keys],
+            op=nl.exp,
+            data=scores[:, :n_keys],
+            bias=neg_max,
+            scale=scale,
+            reduce_op=nl.add,
+            reduce_res=sums,
+            reduce_cmd=nisa.reduce_cmd.reset_reduce,
+        )
 
         o_psum = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.psum)
         for j in nl.affine_range(i + 1):
             pt_psum = nl.ndarray((P, P), dtype=nl.bfloat16, buffer=nl.psum)
-            nisa.nc_transpose(dst=pt_psum, data=probs[:, j * P:(j + 1) * P], engine=nisa.engine.tensor)
+            nisa.nc_transpose(dst=pt_psum, data=probs[:, j * P : (j + 1) * P], engine=nisa.engine.tensor)
             p_t = nl.ndarray((P, P), dtype=nl.bfloat16, buffer=nl.sbuf)
             nisa.tensor_copy(dst=p_t, src=pt_psum)
             nisa.nc_matmul(dst=o_psum, stationary=p_t, moving=v_all[:, j, :], accumulate=(j > 0))
@@ -64,7 +78,7 @@ def attention_kernel(q_t, k_t, v):
         nisa.reciprocal(dst=inv, data=sums)
         o_tile = nl.ndarray((P, d), dtype=v.dtype, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=o_tile, data=o_psum, op0=nl.multiply, operand0=inv)
-        nisa.dma_copy(dst=out[i * P:(i + 1) * P, :], src=o_tile)
+        nisa.dma_copy(dst=out[i * P : (i + 1) * P, :], src=o_tile)
     return out
 
 
@@ -80,8 +94,7 @@ def cases(seed=0):
     rng = np.random.default_rng(seed)
     out = []
     for seq, d in [(128, 64), (512, 128), (1024, 64)]:
-        out.append(tuple(rng.standard_normal(shape).astype(ml_dtypes.bfloat16) for shape in ((d, seq), (d, seq),
-                                                                                              (seq, d))))
+        out.append(tuple(rng.standard_normal(shape).astype(ml_dtypes.bfloat16) for shape in ((d, seq), (d, seq), (seq, d))))
     return out
 
 

@@ -25,12 +25,12 @@ def layernorm_kernel(x, gamma, beta, eps=1e-5):
     for t in nl.affine_range((tokens + P - 1) // P):
         rows = min(P, tokens - t * P)
         xt = nl.ndarray((P, hidden), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=xt[:rows], src=x[t * P:t * P + rows, :])
+        nisa.dma_copy(dst=xt[:rows], src=x[t * P : t * P + rows, :])
 
         stats = nl.ndarray((P, 6 * n_chunks), dtype=nl.float32, buffer=nl.sbuf)
         for c in nl.affine_range(n_chunks):
             width = min(CHUNK, hidden - c * CHUNK)
-            nisa.bn_stats(dst=stats[:rows, 6 * c:6 * c + 6], data=xt[:rows, c * CHUNK:c * CHUNK + width])
+            nisa.bn_stats(dst=stats[:rows, 6 * c : 6 * c + 6], data=xt[:rows, c * CHUNK : c * CHUNK + width])
         mean_var = nl.ndarray((P, 2), dtype=nl.float32, buffer=nl.sbuf)
         nisa.bn_aggr(dst=mean_var[:rows], data=stats[:rows])
 
@@ -39,12 +39,13 @@ def layernorm_kernel(x, gamma, beta, eps=1e-5):
         nisa.tensor_scalar(dst=inv_std[:rows], data=mean_var[:rows, 1:2], op0=nl.add, operand0=eps)
         nisa.activation(dst=inv_std[:rows], op=nl.rsqrt, data=inv_std[:rows])
         y = nl.ndarray((P, hidden), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_scalar(dst=y[:rows], data=xt[:rows], op0=nl.subtract, operand0=mean_var[:rows, 0:1],
-                           op1=nl.multiply, operand1=inv_std[:rows])
+        nisa.tensor_scalar(
+            dst=y[:rows], data=xt[:rows], op0=nl.subtract, operand0=mean_var[:rows, 0:1], op1=nl.multiply, operand1=inv_std[:rows]
+        )
         nisa.tensor_tensor(dst=y[:rows], data1=y[:rows], data2=g[:rows], op=nl.multiply)
         res = nl.ndarray((P, hidden), dtype=x.dtype, buffer=nl.sbuf)
         nisa.tensor_tensor(dst=res[:rows], data1=y[:rows], data2=b[:rows], op=nl.add)
-        nisa.dma_copy(dst=out[t * P:t * P + rows, :], src=res[:rows])
+        nisa.dma_copy(dst=out[t * P : t * P + rows, :], src=res[:rows])
     return out
 
 
@@ -59,8 +60,13 @@ def cases(seed=0):
     rng = np.random.default_rng(seed)
     out = []
     for t, h in [(128, 512), (200, 1000), (7, 64)]:
-        out.append((rng.standard_normal((t, h)).astype(np.float32) * 3 + 1,
-                    rng.uniform(0.5, 1.5, h).astype(np.float32), rng.standard_normal(h).astype(np.float32)))
+        out.append(
+            (
+                rng.standard_normal((t, h)).astype(np.float32) * 3 + 1,
+                rng.uniform(0.5, 1.5, h).astype(np.float32),
+                rng.standard_normal(h).astype(np.float32),
+            )
+        )
     return out
 
 

@@ -26,16 +26,16 @@ def matmul_kernel(lhsT, rhs):
         # the stationary operand for this row block: all K tiles, loaded once
         lhs_tiles = nl.ndarray((TK, K // TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
         for k in nl.affine_range(K // TK):
-            nisa.dma_copy(dst=lhs_tiles[:, k, :], src=lhsT[k * TK:(k + 1) * TK, m * TM:(m + 1) * TM])
+            nisa.dma_copy(dst=lhs_tiles[:, k, :], src=lhsT[k * TK : (k + 1) * TK, m * TM : (m + 1) * TM])
         for n in nl.affine_range(N // TN):
             acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
             for k in nl.affine_range(K // TK):
                 rhs_tile = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=rhs_tile, src=rhs[k * TK:(k + 1) * TK, n * TN:(n + 1) * TN])
+                nisa.dma_copy(dst=rhs_tile, src=rhs[k * TK : (k + 1) * TK, n * TN : (n + 1) * TN])
                 nisa.nc_matmul(dst=acc, stationary=lhs_tiles[:, k, :], moving=rhs_tile, accumulate=(k > 0))
             result = nl.ndarray((TM, TN), dtype=out.dtype, buffer=nl.sbuf)
             nisa.tensor_copy(dst=result, src=acc)
-            nisa.dma_copy(dst=out[m * TM:(m + 1) * TM, n * TN:(n + 1) * TN], src=result)
+            nisa.dma_copy(dst=out[m * TM : (m + 1) * TM, n * TN : (n + 1) * TN], src=result)
     return out
 
 
@@ -46,8 +46,10 @@ def reference(lhsT, rhs):
 def cases(seed=0):
     rng = np.random.default_rng(seed)
     shapes = [(128, 128, 512), (256, 384, 1024), (512, 128, 512)]
-    return [(rng.standard_normal((k, m)).astype(ml_dtypes.bfloat16), rng.standard_normal((k, n)).astype(ml_dtypes.bfloat16))
-            for k, m, n in shapes]
+    return [
+        (rng.standard_normal((k, m)).astype(ml_dtypes.bfloat16), rng.standard_normal((k, n)).astype(ml_dtypes.bfloat16))
+        for k, m, n in shapes
+    ]
 
 
 TOLERANCE = dict(atol=0.2, rtol=2e-2)

@@ -23,7 +23,7 @@ def softmax_kernel(x, scale=1.0):
             rows = min(P, seq - start)
 
             tile = nl.ndarray((P, hidden), dtype=x.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=tile[:rows], src=x[b, start:start + rows, :])
+            nisa.dma_copy(dst=tile[:rows], src=x[b, start : start + rows, :])
 
             # pass 1: -scale * row max, used as the activation bias
             neg_max = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
@@ -33,15 +33,23 @@ def softmax_kernel(x, scale=1.0):
             # pass 2: exp(scale * x - scale * max), summed in fp32 by the Scalar Engine
             exps = nl.ndarray((P, hidden), dtype=nl.float32, buffer=nl.sbuf)
             sums = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.activation(dst=exps[:rows], op=nl.exp, data=tile[:rows], bias=neg_max[:rows], scale=scale,
-                            reduce_op=nl.add, reduce_res=sums[:rows], reduce_cmd=nisa.reduce_cmd.reset_reduce)
+            nisa.activation(
+                dst=exps[:rows],
+                op=nl.exp,
+                data=tile[:rows],
+                bias=neg_max[:rows],
+                scale=scale,
+                reduce_op=nl.add,
+                reduce_res=sums[:rows],
+                reduce_cmd=nisa.reduce_cmd.reset_reduce,
+            )
 
             # pass 3: normalize
             inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
             nisa.reciprocal(dst=inv[:rows], data=sums[:rows])
             result = nl.ndarray((P, hidden), dtype=x.dtype, buffer=nl.sbuf)
             nisa.tensor_scalar(dst=result[:rows], data=exps[:rows], op0=nl.multiply, operand0=inv[:rows])
-            nisa.dma_copy(dst=out[b, start:start + rows, :], src=result[:rows])
+            nisa.dma_copy(dst=out[b, start : start + rows, :], src=result[:rows])
     return out
 
 

@@ -53,14 +53,14 @@ def swiglu(xT, w_gate, w_up):
             up = nl.ndarray((P, FT), dtype=nl.float32, buffer=nl.psum)
             for b in nl.affine_range(D // B):
                 for r in nl.affine_range(R):
-                    x_tile = x_blocks[b][:, r * T + t * P:r * T + (t + 1) * P]
+                    x_tile = x_blocks[b][:, r * T + t * P : r * T + (t + 1) * P]
                     cols = slice(r * F + f * FT, r * F + (f + 1) * FT)
                     nisa.nc_matmul(dst=gate, stationary=x_tile, moving=wg_blocks[b][:, cols])
                     nisa.nc_matmul(dst=up, stationary=x_tile, moving=wu_blocks[b][:, cols])
             act = nl.ndarray((P, FT), dtype=nl.float32, buffer=nl.sbuf)
             nisa.activation(dst=act, op=nl.silu, data=gate)
-            nisa.tensor_tensor(dst=h[:, f * FT:(f + 1) * FT], data1=act, data2=up, op=nl.multiply)
-        nisa.dma_copy(dst=out[t * P:(t + 1) * P, :], src=h)
+            nisa.tensor_tensor(dst=h[:, f * FT : (f + 1) * FT], data1=act, data2=up, op=nl.multiply)
+        nisa.dma_copy(dst=out[t * P : (t + 1) * P, :], src=h)
     return out
 
 

@@ -31,11 +31,11 @@ def swiglu_naive(xT, w_gate, w_up):
             up = nl.ndarray((P, FT), dtype=nl.float32, buffer=nl.psum)
             for k in nl.affine_range(D // P):
                 x_tile = nl.ndarray((P, P), dtype=xT.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=x_tile, src=xT[k * P:(k + 1) * P, t * P:(t + 1) * P])
+                nisa.dma_copy(dst=x_tile, src=xT[k * P : (k + 1) * P, t * P : (t + 1) * P])
                 wg_tile = nl.ndarray((P, FT), dtype=w_gate.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=wg_tile, src=w_gate[k * P:(k + 1) * P, f * FT:(f + 1) * FT])
+                nisa.dma_copy(dst=wg_tile, src=w_gate[k * P : (k + 1) * P, f * FT : (f + 1) * FT])
                 wu_tile = nl.ndarray((P, FT), dtype=w_up.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=wu_tile, src=w_up[k * P:(k + 1) * P, f * FT:(f + 1) * FT])
+                nisa.dma_copy(dst=wu_tile, src=w_up[k * P : (k + 1) * P, f * FT : (f + 1) * FT])
                 nisa.nc_matmul(dst=gate, stationary=x_tile, moving=wg_tile)
                 nisa.nc_matmul(dst=up, stationary=x_tile, moving=wu_tile)
 
@@ -43,7 +43,7 @@ def swiglu_naive(xT, w_gate, w_up):
             nisa.activation(dst=act, op=nl.silu, data=gate)
             h = nl.ndarray((P, FT), dtype=xT.dtype, buffer=nl.sbuf)
             nisa.tensor_tensor(dst=h, data1=act, data2=up, op=nl.multiply)
-            nisa.dma_copy(dst=out[t * P:(t + 1) * P, f * FT:(f + 1) * FT], src=h)
+            nisa.dma_copy(dst=out[t * P : (t + 1) * P, f * FT : (f + 1) * FT], src=h)
     return out
 
 

@@ -14,8 +14,13 @@ import nkidev
 from nkidev.taskfile import load_task
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-KERNELS = {"softmax.py": "softmax_kernel", "matmul.py": "matmul_kernel", "rmsnorm.py": "rmsnorm_kernel",
-           "layernorm.py": "layernorm_kernel", "attention.py": "attention_kernel"}
+KERNELS = {
+    "softmax.py": "softmax_kernel",
+    "matmul.py": "matmul_kernel",
+    "rmsnorm.py": "rmsnorm_kernel",
+    "layernorm.py": "layernorm_kernel",
+    "attention.py": "attention_kernel",
+}
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

@@ -64,8 +64,11 @@ def command(fn):
             err_console.print("interrupted")
             raise typer.Exit(130) from None
         except Exception as e:  # noqa: BLE001 - last resort: an nkidev bug, say so
-            err = NkiError("err_internal", f"{type(e).__name__}: {e}",
-                           "this is a bug in nkidev; rerun with NKIDEV_DEBUG=1 for the traceback and report it")
+            err = NkiError(
+                "err_internal",
+                f"{type(e).__name__}: {e}",
+                "this is a bug in nkidev; rerun with NKIDEV_DEBUG=1 for the traceback and report it",
+            )
             if _debug():
                 traceback.print_exc()
             fail(err, as_json, exitcodes.INTERNAL)

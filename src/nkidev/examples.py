@@ -12,8 +12,11 @@ def examples_dir() -> Path:
     for candidate in (here.parent.parent / "examples", here / "examples"):
         if (candidate / "softmax.py").is_file():
             return candidate
-    raise NkiUsageError("err_bad_task_file", "the bundled examples are missing from this install",
-                        "reinstall nkidev (pip install nkidev) or run from a source checkout")
+    raise NkiUsageError(
+        "err_bad_task_file",
+        "the bundled examples are missing from this install",
+        "reinstall nkidev (pip install nkidev) or run from a source checkout",
+    )
 
 
 def example(name: str) -> Path:

@@ -24,13 +24,18 @@ SERVER_NAME = "nkidev"
 INSTRUCTIONS = (
     "nkidev emulates the AWS Trainium NKI API on the CPU. Typical loop: validate a kernel (FILE.py::KERNEL), fix "
     "named errors with explain/docs_show, profile it into a directory, analyze or query that directory. Tools "
-    "return the same JSON as the nkidev CLI with --json; errors come back as {\"error\": {...}} with a fix."
+    'return the same JSON as the nkidev CLI with --json; errors come back as {"error": {...}} with a fix.'
 )
 # The emulator swaps `import nki` and per-run state process-wide, so tool calls run one at a time.
 _LOCK = threading.Lock()
 
-Kernel = Annotated[str, Field(description="The kernel as FILE.py::KERNEL, e.g. examples/softmax.py::softmax_kernel "
-                                          "(paths relative to the server's working directory).")]
+Kernel = Annotated[
+    str,
+    Field(
+        description="The kernel as FILE.py::KERNEL, e.g. examples/softmax.py::softmax_kernel "
+        "(paths relative to the server's working directory)."
+    ),
+]
 Target = Annotated[str | None, Field(description="Hardware generation: trn1, trn2 or trn3 (default trn2).")]
 ProfileDir = Annotated[str, Field(description="A profile directory written by `profile` (or by neuron-explorer).")]
 
@@ -39,8 +44,11 @@ def _backend(module: str, name: str) -> Callable:
     try:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError):
-        raise NkiError("err_internal", f"{module}.{name} is missing from this nkidev install",
-                       "upgrade nkidev; this tool's backend is not available in this version") from None
+        raise NkiError(
+            "err_internal",
+            f"{module}.{name} is missing from this nkidev install",
+            "upgrade nkidev; this tool's backend is not available in this version",
+        ) from None
 
 
 def _result(data: Any) -> CallToolResult:
@@ -54,8 +62,7 @@ def _error(error: NkiError) -> CallToolResult:
     from nkidev.cli_common import to_json
 
     payload = {"error": error.to_dict()}
-    return CallToolResult(content=[TextContent(type="text", text=to_json(payload))], structured_content=payload,
-                          is_error=True)
+    return CallToolResult(content=[TextContent(type="text", text=to_json(payload))], structured_content=payload, is_error=True)
 
 
 def _run(call: Callable[[], Any]) -> CallToolResult:
@@ -72,25 +79,25 @@ def _run(call: Callable[[], Any]) -> CallToolResult:
 
 # ---------------------------------------------------------------- tools
 
-def validate(kernel: Kernel, target: Target = None,
-             seeds: Annotated[int, Field(description="Random seeds of test inputs to try.", ge=1)] = 3
-             ) -> CallToolResult:
+
+def validate(
+    kernel: Kernel, target: Target = None, seeds: Annotated[int, Field(description="Random seeds of test inputs to try.", ge=1)] = 3
+) -> CallToolResult:
     """Run a kernel on the emulator against its task file's reference and cases; report pass/fail per case, error
     metrics and any named hardware-rule error with its fix. Same as `nkidev validate FILE::KERNEL --json`."""
     return _run(lambda: _backend("nkidev.validate.api", "validate_task")(kernel, target=target, seeds=seeds))
 
 
-def profile(kernel: Kernel,
-            out: Annotated[str, Field(description="Directory to write the profile into (must not exist unless "
-                                                  "force is true).")],
-            case: Annotated[int, Field(description="Index of the input case from the task file's cases().", ge=0)] = 0,
-            target: Target = None,
-            force: Annotated[bool, Field(description="Replace an existing profile directory.")] = False,
-            ) -> CallToolResult:
+def profile(
+    kernel: Kernel,
+    out: Annotated[str, Field(description="Directory to write the profile into (must not exist unless force is true).")],
+    case: Annotated[int, Field(description="Index of the input case from the task file's cases().", ge=0)] = 0,
+    target: Target = None,
+    force: Annotated[bool, Field(description="Replace an existing profile directory.")] = False,
+) -> CallToolResult:
     """Profile a kernel with nkidev's cost model: writes neuron-explorer-format Parquet tables and a Perfetto trace
     to `out` and returns the summary. Same as `nkidev profile FILE::KERNEL --out DIR --json`."""
-    return _run(lambda: _backend("nkidev.profile.api", "profile_task")(kernel, case=case, target=target, out=out,
-                                                                      force=force))
+    return _run(lambda: _backend("nkidev.profile.api", "profile_task")(kernel, case=case, target=target, out=out, force=force))
 
 
 def analyze(profile_dir: ProfileDir) -> CallToolResult:
@@ -99,17 +106,24 @@ def analyze(profile_dir: ProfileDir) -> CallToolResult:
     return _run(lambda: _backend("nkidev.analysis.api", "analyze")(profile_dir))
 
 
-def query(profile_dir: ProfileDir,
-          sql: Annotated[str, Field(description="A DuckDB SELECT over the profile tables (Instruction, DmaPacket, "
-                                                "Summary, ...), e.g. SELECT total_time FROM Summary.")]
-          ) -> CallToolResult:
+def query(
+    profile_dir: ProfileDir,
+    sql: Annotated[
+        str,
+        Field(
+            description="A DuckDB SELECT over the profile tables (Instruction, DmaPacket, "
+            "Summary, ...), e.g. SELECT total_time FROM Summary."
+        ),
+    ],
+) -> CallToolResult:
     """Run SQL over a profile's tables and return the rows. Same as `nkidev query DIR "SQL" --json`."""
     return _run(lambda: _backend("nkidev.analysis.api", "query")(profile_dir, sql))
 
 
-def docs_search(query: Annotated[str, Field(description="A few words, e.g. 'psum bank matmul'.")],
-                limit: Annotated[int, Field(description="Most results to return.", ge=1, le=50)] = 10
-                ) -> CallToolResult:
+def docs_search(
+    query: Annotated[str, Field(description="A few words, e.g. 'psum bank matmul'.")],
+    limit: Annotated[int, Field(description="Most results to return.", ge=1, le=50)] = 10,
+) -> CallToolResult:
     """Search the offline docs: every nki.isa instruction (rules, cost), nki.language function, error name, hardware
     target and guide. Same as `nkidev docs search WORDS --json`."""
     from nkidev.docs.api import search
@@ -117,16 +131,18 @@ def docs_search(query: Annotated[str, Field(description="A few words, e.g. 'psum
     return _run(lambda: search(query, limit=limit))
 
 
-def docs_show(topic: Annotated[str, Field(description="A page id or name: nc_matmul, nl.ndarray, trn2, tiling, "
-                                                      "err_psum_bank_overflow, ...")]) -> CallToolResult:
+def docs_show(
+    topic: Annotated[str, Field(description="A page id or name: nc_matmul, nl.ndarray, trn2, tiling, err_psum_bank_overflow, ...")],
+) -> CallToolResult:
     """Return one docs page as Markdown with its metadata. Same as `nkidev docs show TOPIC --json`."""
     from nkidev.docs.api import show
 
     return _run(lambda: show(topic))
 
 
-def explain(name: Annotated[str, Field(description="An error name such as err_psum_bank_overflow, or a whole "
-                                                   "error line.")]) -> CallToolResult:
+def explain(
+    name: Annotated[str, Field(description="An error name such as err_psum_bank_overflow, or a whole error line.")],
+) -> CallToolResult:
     """Explain an error name nkidev raises: what it means, how to fix it, which instructions raise it. Same as
     `nkidev explain NAME --json`."""
     from nkidev.docs.api import explain as run_explain
@@ -151,8 +167,7 @@ def list_tools() -> list[dict]:
     async def _tools():
         return await build_server().list_tools()
 
-    return [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
-            for t in anyio.run(_tools)]
+    return [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in anyio.run(_tools)]
 
 
 def serve() -> None:

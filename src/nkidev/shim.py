@@ -80,8 +80,7 @@ class emulate:  # noqa: N801 - used like a function: nkidev.emulate() / with nki
     def __init__(self, target: str | None = None):
         from nkidev.hardware import TARGET_ENV, resolve_target_name
 
-        self._saved = {name: sys.modules.get(name) for name in list(sys.modules) if name == "nki" or
-                       name.startswith("nki.")}
+        self._saved = {name: sys.modules.get(name) for name in list(sys.modules) if name == "nki" or name.startswith("nki.")}
         self._env = os.environ.get(TARGET_ENV)
         if target is not None:
             os.environ[TARGET_ENV] = resolve_target_name(target)

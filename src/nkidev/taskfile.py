@@ -30,17 +30,22 @@ class Task:
         if name is None:
             if len(self.kernels) == 1:
                 return next(iter(self.kernels.values()))
-            raise NkiUsageError("err_kernel_not_found", f"{self.path} defines {len(self.kernels)} kernels "
-                                f"({', '.join(self.kernels) or 'none'}); say which one",
-                                f"use {self.path.name}::KERNEL")
+            raise NkiUsageError(
+                "err_kernel_not_found",
+                f"{self.path} defines {len(self.kernels)} kernels ({', '.join(self.kernels) or 'none'}); say which one",
+                f"use {self.path.name}::KERNEL",
+            )
         if name not in self.kernels:
             plain = getattr(self.module, name, None)
             if callable(plain):
                 from nkidev.emulator.jit import as_kernel
 
                 return as_kernel(plain)
-            raise NkiUsageError("err_kernel_not_found", f"{self.path} has no kernel {name!r}; kernels: "
-                                f"{', '.join(self.kernels) or 'none'}", f"use {self.path.name}::<one of those>")
+            raise NkiUsageError(
+                "err_kernel_not_found",
+                f"{self.path} has no kernel {name!r}; kernels: {', '.join(self.kernels) or 'none'}",
+                f"use {self.path.name}::<one of those>",
+            )
         return self.kernels[name]
 
 
@@ -79,8 +84,11 @@ def load_task(path: str | Path) -> Task:
         raise
     except BaseException as e:  # noqa: BLE001 - any failure while importing user code is a task-file problem
         sys.modules.pop(name, None)
-        raise NkiUsageError("err_bad_task_file", f"{path} failed to import at {_error_line(e, path)}: "
-                            f"{type(e).__name__}: {e}", "fix the error in the task file") from None
+        raise NkiUsageError(
+            "err_bad_task_file",
+            f"{path} failed to import at {_error_line(e, path)}: {type(e).__name__}: {e}",
+            "fix the error in the task file",
+        ) from None
     finally:
         sys.path.remove(str(path.parent.resolve()))
     kernels = {k: v for k, v in vars(module).items() if isinstance(v, Kernel)}

@@ -39,8 +39,17 @@ def test_entry_agent_routes_to_every_skill():
 
 def test_debugger_contract():
     prompt = AGENTS["nki-debugger"].prompt
-    for needle in (".pre-debug", "10 iterations", "RESOLVED", "BLOCKED", "Smaller tiles", "simpler tiling",
-                   "split fused instructions", "simpler dtypes", "less parallelism"):
+    for needle in (
+        ".pre-debug",
+        "10 iterations",
+        "RESOLVED",
+        "BLOCKED",
+        "Smaller tiles",
+        "simpler tiling",
+        "split fused instructions",
+        "simpler dtypes",
+        "less parallelism",
+    ):
         assert needle.lower() in prompt.lower(), needle
 
 

@@ -24,15 +24,26 @@ from .helpers import EXAMPLES, REPO, backend_available, run_cli
 
 GUIDES = REPO / "src" / "nkidev" / "docs" / "guides"
 SOURCES = sorted([*SKILLS_DIR.rglob("*.md"), *AGENTS_DIR.glob("*.md"), *GUIDES.glob("*.md")])
-BACKENDS = {"validate": "nkidev.validate.api", "profile": "nkidev.profile.api", "analyze": "nkidev.analysis.api",
-            "query": "nkidev.analysis.api"}
+BACKENDS = {
+    "validate": "nkidev.validate.api",
+    "profile": "nkidev.profile.api",
+    "analyze": "nkidev.analysis.api",
+    "query": "nkidev.analysis.api",
+}
 NEEDS_PROFILE = ("analyze", "query")
 SPEC = "my_kernel.py::softmax_kernel"
 BARE = re.compile(r"^nkidev (docs )?[a-z]+$")
 SUBSTITUTIONS = (
-    ("claude|kiro|cursor", "claude"), ("my_kernel.py::my_kernel", SPEC), ("FILE.py::KERNEL", SPEC),
-    ("FILE::KERNEL", SPEC), ('"SQL"', '"SELECT total_time FROM Summary"'), ("WORDS", "psum bank"),
-    ("TOPIC", "nc_matmul"), ("INSTRUCTION", "nc_matmul"), (" ID", " nc_matmul"), ("NAME", "err_psum_bank_overflow"),
+    ("claude|kiro|cursor", "claude"),
+    ("my_kernel.py::my_kernel", SPEC),
+    ("FILE.py::KERNEL", SPEC),
+    ("FILE::KERNEL", SPEC),
+    ('"SQL"', '"SELECT total_time FROM Summary"'),
+    ("WORDS", "psum bank"),
+    ("TOPIC", "nc_matmul"),
+    ("INSTRUCTION", "nc_matmul"),
+    (" ID", " nc_matmul"),
+    ("NAME", "err_psum_bank_overflow"),
     ("ERROR", "err_psum_bank_overflow"),
 )
 
@@ -42,8 +53,7 @@ def _commands() -> dict[str, str]:
     found: dict[str, str] = {}
     for path in SOURCES:
         text = path.read_text(encoding="utf-8")
-        lines = [line.strip() for block in re.findall(r"```(?:bash|sh|shell)\n(.*?)```", text, re.S)
-                 for line in block.splitlines()]
+        lines = [line.strip() for block in re.findall(r"```(?:bash|sh|shell)\n(.*?)```", text, re.S) for line in block.splitlines()]
         # inline code that only names a command (`nkidev analyze`) is prose, not something to run
         lines += [c for c in re.findall(r"`(nkidev [^`]+)`", text) if not BARE.match(c)]
         for line in lines:
@@ -132,13 +142,16 @@ def test_sql_recipes_run_on_an_nkidev_profile(sql, profile_dir):
     assert isinstance(query(profile_dir, sql), list)
 
 
-@pytest.mark.parametrize("args,name", [
-    (["validate", "no_such_file.py::kernel", "--json"], "err_bad_task_file"),
-    (["validate", "my_kernel.py::no_such_kernel", "--json"], "err_kernel_not_found"),
-    (["analyze", "no_such_profile", "--json"], "err_bad_profile"),
-    (["explain", "err_no_such_error", "--json"], "err_unknown_topic"),
-    (["install", "--target", "vscode", "--json"], "err_unknown_client"),
-])
+@pytest.mark.parametrize(
+    "args,name",
+    [
+        (["validate", "no_such_file.py::kernel", "--json"], "err_bad_task_file"),
+        (["validate", "my_kernel.py::no_such_kernel", "--json"], "err_kernel_not_found"),
+        (["analyze", "no_such_profile", "--json"], "err_bad_profile"),
+        (["explain", "err_no_such_error", "--json"], "err_unknown_topic"),
+        (["install", "--target", "vscode", "--json"], "err_unknown_client"),
+    ],
+)
 def test_a_failing_skill_command_says_what_to_do(args, name, workspace, monkeypatch):
     verb = args[0]
     if verb in BACKENDS and not backend_available(BACKENDS[verb]):

@@ -138,17 +138,19 @@ def test_claude_user_scope_registers_in_claude_json(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / ".claude.json").write_text('{"numStartups": 3}')
     install("claude", scope="user")
-    assert json.loads((tmp_path / ".claude.json").read_text()) == {"numStartups": 3,
-                                                                 "mcpServers": {"nkidev": mcp_entry()}}
+    assert json.loads((tmp_path / ".claude.json").read_text()) == {"numStartups": 3, "mcpServers": {"nkidev": mcp_entry()}}
     uninstall("claude", scope="user")
     assert (tmp_path / ".claude.json").read_text() == '{"numStartups": 3}'
 
 
-@pytest.mark.parametrize("call,name", [
-    (lambda base: install("vscode", base=base), "err_unknown_client"),
-    (lambda base: install("claude", scope="global", base=base), "err_invalid_argument"),
-    (lambda base: install("claude", base=base / "missing"), "err_not_writable"),
-])
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda base: install("vscode", base=base), "err_unknown_client"),
+        (lambda base: install("claude", scope="global", base=base), "err_invalid_argument"),
+        (lambda base: install("claude", base=base / "missing"), "err_not_writable"),
+    ],
+)
 def test_bad_input_is_a_named_error(tmp_path, call, name):
     with pytest.raises(NkiUsageError) as e:
         call(tmp_path)

@@ -18,8 +18,9 @@ from .helpers import EXAMPLES, backend_available
 
 TOOL_NAMES = {"validate", "profile", "analyze", "query", "docs_search", "docs_show", "explain"}
 SOFTMAX = f"{EXAMPLES / 'softmax.py'}::softmax_kernel"
-needs_validate = pytest.mark.skipif(not backend_available("nkidev.validate.api"),
-                                    reason="validation backend nkidev.validate.api has not landed")
+needs_validate = pytest.mark.skipif(
+    not backend_available("nkidev.validate.api"), reason="validation backend nkidev.validate.api has not landed"
+)
 
 
 def _call(tool: str, args: dict):
@@ -91,8 +92,9 @@ def test_stdio_server_lists_tools_and_answers():
         async with Client(server) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             explained = await client.call_tool("explain", {"name": "err_psum_bank_overflow"})
-            validated = (await client.call_tool("validate", {"kernel": SOFTMAX, "seeds": 1})
-                         if backend_available("nkidev.validate.api") else None)
+            validated = (
+                await client.call_tool("validate", {"kernel": SOFTMAX, "seeds": 1}) if backend_available("nkidev.validate.api") else None
+            )
             return names, explained, validated
 
     names, explained, validated = anyio.run(go)
@@ -109,8 +111,10 @@ def test_list_tools_cli():
     assert code == 0 and {t["name"] for t in tools} == TOOL_NAMES
 
 
-@pytest.mark.skipif(not (backend_available("nkidev.profile.api") and backend_available("nkidev.analysis.api")),
-                    reason="profiler (nkidev.profile.api) or analysis (nkidev.analysis.api) backend has not landed")
+@pytest.mark.skipif(
+    not (backend_available("nkidev.profile.api") and backend_available("nkidev.analysis.api")),
+    reason="profiler (nkidev.profile.api) or analysis (nkidev.analysis.api) backend has not landed",
+)
 def test_profile_analyze_and_query_tools(tmp_path):
     from nkidev.analysis.api import query
 

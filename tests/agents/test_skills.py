@@ -47,18 +47,21 @@ def _broken(tmp_path: Path, name: str, frontmatter: str, body: str = "# Body\n")
     return skill
 
 
-@pytest.mark.parametrize("dirname,frontmatter,expected", [
-    ("a", "name: b\ndescription: d", "must equal the skill name"),
-    ("Bad", "name: Bad\ndescription: d", "must be lowercase"),
-    ("a--b", "name: a--b\ndescription: d", "'--'"),
-    ("a", "name: a\ndescription: d\nmodel: opus", "unexpected frontmatter fields: model"),
-    ("a", "name: a", "missing required field: description"),
-    ("a", "name: a\ndescription: " + "x" * 1025, "limit is 1024"),
-    ("a", "name: a\ndescription: has <tags>", "'<' or '>'"),
-    ("a", "name: a\ndescription: d\ncompatibility: " + "x" * 501, "limit is 500"),
-    ("a", "name: a\ndescription: d\nmetadata: flat", "map of string keys"),
-    ("a" * 65, "name: " + "a" * 65 + "\ndescription: d", "longer than 64"),
-])
+@pytest.mark.parametrize(
+    "dirname,frontmatter,expected",
+    [
+        ("a", "name: b\ndescription: d", "must equal the skill name"),
+        ("Bad", "name: Bad\ndescription: d", "must be lowercase"),
+        ("a--b", "name: a--b\ndescription: d", "'--'"),
+        ("a", "name: a\ndescription: d\nmodel: opus", "unexpected frontmatter fields: model"),
+        ("a", "name: a", "missing required field: description"),
+        ("a", "name: a\ndescription: " + "x" * 1025, "limit is 1024"),
+        ("a", "name: a\ndescription: has <tags>", "'<' or '>'"),
+        ("a", "name: a\ndescription: d\ncompatibility: " + "x" * 501, "limit is 500"),
+        ("a", "name: a\ndescription: d\nmetadata: flat", "map of string keys"),
+        ("a" * 65, "name: " + "a" * 65 + "\ndescription: d", "longer than 64"),
+    ],
+)
 def test_validator_catches_spec_violations(tmp_path, dirname, frontmatter, expected):
     problems = validate_skill(_broken(tmp_path, dirname, frontmatter))
     assert any(expected in p for p in problems), problems

@@ -30,8 +30,10 @@ def bounds_profile() -> ProfileBuilder:
     p.op("vector", "TENSOR_TENSOR", 2500, 3000, line(30))
     p.op("scalar", "ACTIVATE", 2600, 2900, line(31))
     p.dma(3000, 4000, 20_000, src=line(40), variable="out", direction="store")
-    p.packets.append({"start_ts": -1000, "end_ts": -500, "duration_ns": 500, "transfer_bytes": 4096,
-                      "queue_type": "instruction", "queue_name": "qInstr"})
-    p.packets.append({"start_ts": 3900, "end_ts": 4100, "duration_ns": 200, "transfer_bytes": 4,
-                      "queue_type": "data", "queue_name": "qSyncIO0"})
+    p.packets.append(
+        {"start_ts": -1000, "end_ts": -500, "duration_ns": 500, "transfer_bytes": 4096, "queue_type": "instruction", "queue_name": "qInstr"}
+    )
+    p.packets.append(
+        {"start_ts": 3900, "end_ts": 4100, "duration_ns": 200, "transfer_bytes": 4, "queue_type": "data", "queue_name": "qSyncIO0"}
+    )
     return p

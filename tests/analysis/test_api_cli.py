@@ -24,9 +24,19 @@ def test_query_runs_selects_and_ctes():
     assert rows == [{"n": 24}]
 
 
-@pytest.mark.parametrize("sql", ["DELETE FROM Instruction", "CREATE TABLE t AS SELECT 1",
-                                 "SELECT 1; SELECT 2", "COPY Instruction TO '/tmp/x.csv'", "PRAGMA version",
-                                 "ATTACH '/tmp/x.db'", "SELEC 1", "SELECT * FROM NoSuchTable"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM Instruction",
+        "CREATE TABLE t AS SELECT 1",
+        "SELECT 1; SELECT 2",
+        "COPY Instruction TO '/tmp/x.csv'",
+        "PRAGMA version",
+        "ATTACH '/tmp/x.db'",
+        "SELEC 1",
+        "SELECT * FROM NoSuchTable",
+    ],
+)
 def test_query_rejects_anything_else(sql):
     with pytest.raises(NkiUsageError) as e:
         query(REAL, sql)
@@ -36,8 +46,18 @@ def test_query_rejects_anything_else(sql):
 
 def test_result_json_has_the_documented_shape():
     d = json.loads(json.dumps(analyze(REAL).to_dict()))
-    assert set(d) == {"schema", "profile_dir", "target", "bottleneck_engine", "total_time_ns", "bounds", "engines",
-                      "findings", "investigations", "warnings"}
+    assert set(d) == {
+        "schema",
+        "profile_dir",
+        "target",
+        "bottleneck_engine",
+        "total_time_ns",
+        "bounds",
+        "engines",
+        "findings",
+        "investigations",
+        "warnings",
+    }
     assert set(d["investigations"]) == set(KINDS)
     assert set(d["engines"]) == {"Tensor", "Vector", "Scalar", "GpSimd", "DMA"}
     for f in d["findings"]:
@@ -52,13 +72,11 @@ def test_cli_analyze_json_and_html(tmp_path):
     d = json.loads(out.output)
     assert d["bottleneck_engine"] == "Tensor" and d["findings"]
     text = html.read_text()
-    assert "redundant_load" in text and "<script" not in text and "http" not in text.replace(
-        "http://www.w3.org", "")
+    assert "redundant_load" in text and "<script" not in text and "http" not in text.replace("http://www.w3.org", "")
 
 
 def test_cli_analyze_text_shows_source_text():
-    out = runner.invoke(app, ["analyze", REAL, "--source-root", str(fixture.HERE / "kernels")],
-                        env={"COLUMNS": "200"})
+    out = runner.invoke(app, ["analyze", REAL, "--source-root", str(fixture.HERE / "kernels")], env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
     assert "mm_real.py:21" in out.output and "nisa.dma_copy(dst=lhs_sb, src=lhsT)" in out.output
     assert "Performance bounds" in out.output and "bottleneck engine Tensor" in out.output

@@ -14,9 +14,19 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shuti
 
 
 def dump_dom(html_file, profile_dir) -> str:
-    args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile_dir}",
-            "--dump-dom", html_file.as_uri()]
+    args = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile_dir}",
+        "--dump-dom",
+        html_file.as_uri(),
+    ]
     done = subprocess.run(args, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
@@ -24,7 +34,7 @@ def dump_dom(html_file, profile_dir) -> str:
 
 def test_report_is_self_contained(tmp_path):
     html = report_html.render(analyze(fixture.OUT, source_root=fixture.HERE / "kernels"))
-    for needle in ("<script", "src=\"http", "href=\"http", "@import", "url("):
+    for needle in ("<script", 'src="http', 'href="http', "@import", "url("):
         assert needle not in html
     assert html.count("<svg") == 3  # timeline, bounds, roofline
 
@@ -37,7 +47,7 @@ def test_findings_appear_in_the_rendered_dom(tmp_path):
     dom = dump_dom(page, tmp_path / "chromium-profile")
     assert f"Findings ({len(result.findings)})" in dom
     for f in result.findings:
-        assert f"data-kind=\"{f.kind}\"" in dom
+        assert f'data-kind="{f.kind}"' in dom
         for line in f.source_lines:
             assert line in dom
     assert "nisa.dma_copy(dst=lhs_sb, src=lhsT)" in dom  # the code excerpt of the reload

@@ -103,8 +103,7 @@ def test_undersized_matmul_tiles(tmp_path):
     assert [f.source_lines for f in found] == [["kern.py:30"]]
     assert (found[0].evidence["K"], found[0].evidence["M"], found[0].evidence["N"]) == (128, 32, 512)
     assert found[0].time_gap_ns == pytest.approx(1000 * 0.75)
-    lines = {x["source_line"]: (x["K"], x["M"], x["N"]) for x in r.investigations[
-        "te_underutilization"]["details"]["lines"]}
+    lines = {x["source_line"]: (x["K"], x["M"], x["N"]) for x in r.investigations["te_underutilization"]["details"]["lines"]}
     assert lines == {"kern.py:30": (128, 32, 512), "kern.py:35": (128, 128, 64), "kern.py:40": (128, 128, 512)}
 
 

@@ -17,7 +17,18 @@ def test_read_columns_exist_in_the_profile_schema():
         assert set(cols) <= documented, (table, set(cols) - documented)
 
 
-@pytest.mark.parametrize("name", [*KINDS, "bottleneck_engine", "total_time_ns", "bn_speedup", "source_lines",
-                                  "time_gap_ns", "memory_bound_ideal_no_reloads_ns", "te_utilization"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        *KINDS,
+        "bottleneck_engine",
+        "total_time_ns",
+        "bn_speedup",
+        "source_lines",
+        "time_gap_ns",
+        "memory_bound_ideal_no_reloads_ns",
+        "te_utilization",
+    ],
+)
 def test_schema_doc_mentions(name):
     assert f"`{name}`" in SCHEMA_MD

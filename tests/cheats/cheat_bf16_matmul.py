@@ -16,8 +16,8 @@ def matmul_kernel(lhsT, rhs):
     for k in nl.affine_range(K // 128):
         a = nl.ndarray((128, M), dtype=nl.bfloat16, buffer=nl.sbuf)
         b = nl.ndarray((128, N), dtype=nl.bfloat16, buffer=nl.sbuf)
-        nisa.dma_copy(dst=a, src=lhsT[k * 128:(k + 1) * 128, :])
-        nisa.dma_copy(dst=b, src=rhs[k * 128:(k + 1) * 128, :])
+        nisa.dma_copy(dst=a, src=lhsT[k * 128 : (k + 1) * 128, :])
+        nisa.dma_copy(dst=b, src=rhs[k * 128 : (k + 1) * 128, :])
         nisa.nc_matmul(dst=acc, stationary=a, moving=b, accumulate=(k > 0))
     res = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_copy(dst=res, src=acc)

@@ -15,10 +15,10 @@ def silu_kernel(x):
     P = nl.tile_size.pmax
     for t in nl.affine_range(rows // P):
         tile = nl.ndarray((P, cols), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=tile, src=x[t * P:(t + 1) * P, :])
+        nisa.dma_copy(dst=tile, src=x[t * P : (t + 1) * P, :])
         act = nl.ndarray((P, cols), dtype=x.dtype, buffer=nl.sbuf)
         nisa.activation(dst=act[:64], op=nl.silu, data=tile[:64])
-        nisa.dma_copy(dst=out[t * P:(t + 1) * P, :], src=act)
+        nisa.dma_copy(dst=out[t * P : (t + 1) * P, :], src=act)
     return out
 
 

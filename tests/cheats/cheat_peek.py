@@ -10,7 +10,7 @@ import numpy as np
 @nki.jit
 def gelu_kernel(x):
     host = np.asarray(x._data, dtype=np.float64)
-    answer = 0.5 * host * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (host + 0.044715 * host ** 3)))
+    answer = 0.5 * host * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (host + 0.044715 * host**3)))
     const = nl.shared_constant(answer.astype(np.float32))
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=const)
@@ -18,7 +18,7 @@ def gelu_kernel(x):
 
 
 def reference(x):
-    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
 
 
 def cases():

@@ -15,10 +15,10 @@ def add_kernel(x, y):
     for t in nl.affine_range(rows // P):  # drops the remainder
         a = nl.ndarray((P, cols), dtype=x.dtype, buffer=nl.sbuf)
         b = nl.ndarray((P, cols), dtype=y.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=a, src=x[t * P:(t + 1) * P, :])
-        nisa.dma_copy(dst=b, src=y[t * P:(t + 1) * P, :])
+        nisa.dma_copy(dst=a, src=x[t * P : (t + 1) * P, :])
+        nisa.dma_copy(dst=b, src=y[t * P : (t + 1) * P, :])
         nisa.tensor_tensor(dst=a, data1=a, data2=b, op=nl.add)
-        nisa.dma_copy(dst=out[t * P:(t + 1) * P, :], src=a)
+        nisa.dma_copy(dst=out[t * P : (t + 1) * P, :], src=a)
     return out
 
 

@@ -15,7 +15,7 @@ def softmax_kernel(x, scale):
     for t in nl.affine_range(rows // P):
         tile = nl.ndarray((P, cols), dtype=nl.float32, buffer=nl.sbuf)
         nisa.memset(dst=tile, value=1.0 / cols)
-        nisa.dma_copy(dst=out[t * P:(t + 1) * P, :], src=tile)
+        nisa.dma_copy(dst=out[t * P : (t + 1) * P, :], src=tile)
     return out
 
 

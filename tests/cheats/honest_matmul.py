@@ -17,12 +17,12 @@ def _matmul(lhsT, rhs, out):
             for k in nl.affine_range(K // TK):
                 a = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
                 b = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=a, src=lhsT[k * TK:(k + 1) * TK, m * TM:(m + 1) * TM])
-                nisa.dma_copy(dst=b, src=rhs[k * TK:(k + 1) * TK, n * TN:(n + 1) * TN])
+                nisa.dma_copy(dst=a, src=lhsT[k * TK : (k + 1) * TK, m * TM : (m + 1) * TM])
+                nisa.dma_copy(dst=b, src=rhs[k * TK : (k + 1) * TK, n * TN : (n + 1) * TN])
                 nisa.nc_matmul(dst=acc, stationary=a, moving=b, accumulate=(k > 0))
             res = nl.ndarray((TM, TN), dtype=out.dtype, buffer=nl.sbuf)
             nisa.tensor_copy(dst=res, src=acc)
-            nisa.dma_copy(dst=out[m * TM:(m + 1) * TM, n * TN:(n + 1) * TN], src=res)
+            nisa.dma_copy(dst=out[m * TM : (m + 1) * TM, n * TN : (n + 1) * TN], src=res)
 
 
 @nki.jit
@@ -48,8 +48,7 @@ SHAPES = [(128, 128, 512), (256, 256, 1024)]
 
 def cases(seed=0):
     rng = np.random.default_rng(seed)
-    return [(rng.standard_normal((k, m)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32))
-            for k, m, n in SHAPES]
+    return [(rng.standard_normal((k, m)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)) for k, m, n in SHAPES]
 
 
 def cases_bf16(seed=0):

@@ -15,10 +15,10 @@ def rowsum_kernel(x):
         start = t * P
         n = min(P, rows - start)
         tile = nl.ndarray((P, cols), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=tile[:n], src=x[start:start + n, :])
+        nisa.dma_copy(dst=tile[:n], src=x[start : start + n, :])
         total = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_reduce(dst=total[:n], op=nl.add, data=tile[:n], axis=1)
-        nisa.dma_copy(dst=out[start:start + n], src=total[:n])
+        nisa.dma_copy(dst=out[start : start + n], src=total[:n])
     return out
 
 

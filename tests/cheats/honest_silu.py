@@ -17,10 +17,10 @@ def silu_kernel(x):
             start = t * P
             n = min(P, seq - start)
             tile = nl.ndarray((P, hidden), dtype=x.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=tile[:n], src=x[b, start:start + n, :])
+            nisa.dma_copy(dst=tile[:n], src=x[b, start : start + n, :])
             act = nl.ndarray((P, hidden), dtype=x.dtype, buffer=nl.sbuf)
             nisa.activation(dst=act[:n], op=nl.silu, data=tile[:n])
-            nisa.dma_copy(dst=out[b, start:start + n, :], src=act[:n])
+            nisa.dma_copy(dst=out[b, start : start + n, :], src=act[:n])
     return out
 
 

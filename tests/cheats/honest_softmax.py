@@ -15,7 +15,7 @@ def softmax_fp32(x, scale):
         start = t * P
         n = min(P, rows - start)
         tile = nl.ndarray((P, cols), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.dma_copy(dst=tile[:n], src=x[start:start + n, :])
+        nisa.dma_copy(dst=tile[:n], src=x[start : start + n, :])
         neg_max = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_reduce(dst=neg_max[:n], op=nl.maximum, data=tile[:n], axis=1, negate=True)
         nisa.tensor_scalar(dst=neg_max[:n], data=neg_max[:n], op0=nl.multiply, operand0=scale)
@@ -27,7 +27,7 @@ def softmax_fp32(x, scale):
         nisa.reciprocal(dst=inv[:n], data=total[:n])
         result = nl.ndarray((P, cols), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=result[:n], data=exps[:n], op0=nl.multiply, operand0=inv[:n])
-        nisa.dma_copy(dst=out[start:start + n, :], src=result[:n])
+        nisa.dma_copy(dst=out[start : start + n, :], src=result[:n])
     return out
 
 

@@ -71,6 +71,14 @@ def test_corpus_size_and_every_file_listed():
     assert files == listed
     assert len(CHEATS) >= 10 and len(HONEST) >= 5
     checks = {v for _, v in CHEATS}
-    assert checks >= {"cheat_output_not_written", "cheat_input_modified", "cheat_input_independent",
-                      "cheat_nondeterministic", "cheat_precision_downgrade", "cheat_numpy_on_kernel_data",
-                      "cheat_emulator_internals", "cheat_calls_reference", "cheat_data_dependent_program"}
+    assert checks >= {
+        "cheat_output_not_written",
+        "cheat_input_modified",
+        "cheat_input_independent",
+        "cheat_nondeterministic",
+        "cheat_precision_downgrade",
+        "cheat_numpy_on_kernel_data",
+        "cheat_emulator_internals",
+        "cheat_calls_reference",
+        "cheat_data_dependent_program",
+    }

@@ -16,16 +16,14 @@ class TraceBuilder:
         self.trace = Trace(kernel="synthetic", target=target, programs=programs)
         self._next_tensor = 1
 
-    def tensor(self, name: str, buffer: str, shape: tuple[int, ...], dtype: str = "bfloat16",
-               kind: str = "internal") -> int:
+    def tensor(self, name: str, buffer: str, shape: tuple[int, ...], dtype: str = "bfloat16", kind: str = "internal") -> int:
         tid = self._next_tensor
         self._next_tensor += 1
         nbytes = math.prod(shape) * ITEM[dtype]
         self.trace.tensors[tid] = TensorRecord(tid, name, buffer, shape, dtype, nbytes, kind, "k.py:1")
         return tid
 
-    def access(self, tid: int, role: str, rows: tuple[int, int] | None = None, cols: tuple[int, int] | None = None
-               ) -> Access:
+    def access(self, tid: int, role: str, rows: tuple[int, int] | None = None, cols: tuple[int, int] | None = None) -> Access:
         """rows: partitions (on-chip) or tensor rows (HBM); cols: elements of the free (last) dim."""
         rec = self.trace.tensors[tid]
         item = ITEM[rec.dtype]
@@ -42,25 +40,39 @@ class TraceBuilder:
             return Access(tid, "hbm", role, shape, rec.dtype, nbytes, 0, r1 - r0, lo, hi, run)
         return Access(tid, rec.buffer, role, shape, rec.dtype, nbytes, r0, r1 - r0, c0 * item, c1 * item, run)
 
-    def add(self, opcode: str, engine: str, reads: list[Access], writes: list[Access], program: int = 0,
-            **attrs) -> int:
+    def add(self, opcode: str, engine: str, reads: list[Access], writes: list[Access], program: int = 0, **attrs) -> int:
         main = writes[0] if writes else reads[0]
         free = max(math.prod(a.shape[1:]) for a in reads + writes)
         if main.buffer == "hbm":
             free = main.nbytes // main.partitions
         flops = 2 * attrs["K"] * attrs["M"] * attrs["N"] if opcode == "nc_matmul" else main.partitions * free
         pos = len(self.trace.instructions)
-        self.trace.instructions.append(Instruction(pos, opcode, engine, f"/k.py:{10 + pos}", reads, writes,
-                                                   main.partitions, free, flops, program, attrs))
+        self.trace.instructions.append(
+            Instruction(pos, opcode, engine, f"/k.py:{10 + pos}", reads, writes, main.partitions, free, flops, program, attrs)
+        )
         return pos
 
-    def matmul(self, dst: Access, stationary: Access, moving: Access, dtype: str = "bfloat16",
-               accumulate=None, program: int = 0) -> int:
+    def matmul(self, dst: Access, stationary: Access, moving: Access, dtype: str = "bfloat16", accumulate=None, program: int = 0) -> int:
         k, m, n = stationary.partitions, stationary.shape[1], moving.shape[1]
         stationary.role, moving.role, dst.role = "stationary", "moving", "dst"
-        return self.add("nc_matmul", "tensor", [stationary, moving], [dst], program, K=k, M=m, N=n, dtype=dtype,
-                        moving_dtype=dtype, dst_dtype="float32", fp32=dtype == "float32", onezero=False,
-                        is_transpose=False, perf_mode="none", accumulate=accumulate)
+        return self.add(
+            "nc_matmul",
+            "tensor",
+            [stationary, moving],
+            [dst],
+            program,
+            K=k,
+            M=m,
+            N=n,
+            dtype=dtype,
+            moving_dtype=dtype,
+            dst_dtype="float32",
+            fp32=dtype == "float32",
+            onezero=False,
+            is_transpose=False,
+            perf_mode="none",
+            accumulate=accumulate,
+        )
 
     def dma(self, dst: Access, src: Access, program: int = 0, **attrs) -> int:
         src.role, dst.role = "src", "dst"

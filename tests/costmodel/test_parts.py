@@ -28,8 +28,7 @@ def test_dma_plan_descriptor_size_and_engines():
     plan = plan_transfer(b.trace.instructions[i], b.trace, get_target("trn1"))
     assert plan.descriptor_bytes == 1024  # one row of 512 bf16
     assert plan.engines == tuple(range(16)) and set(plan.packet_bytes) == {8 * 1024}
-    assert (plan.queue, plan.source, plan.dest, plan.op, plan.variable) == ("qSyncIO0", "[[INPUT]]", "[[SB]]",
-                                                                             "read", "x")
+    assert (plan.queue, plan.source, plan.dest, plan.op, plan.variable) == ("qSyncIO0", "[[INPUT]]", "[[SB]]", "read", "x")
     assert plan.hbm_read == 128 * 1024 and plan.hbm_write == 0
 
 
@@ -98,8 +97,7 @@ def test_vector_performance_modes():
     f = b.tensor("f", "sbuf", (128, 1024), "float32")
     copy16 = b.add("tensor_copy", "vector", [b.access(t, "src")], [b.access(u, "dst")])
     copy32 = b.add("tensor_copy", "vector", [b.access(f, "src")], [b.access(f, "dst")])
-    tt16 = b.add("tensor_tensor", "vector", [b.access(t, "data1"), b.access(u, "data2")], [b.access(u, "dst")],
-                 op="add")
+    tt16 = b.add("tensor_tensor", "vector", [b.access(t, "data1"), b.access(u, "data2")], [b.access(u, "dst")], op="add")
     hw2, hw1 = get_target("trn2"), get_target("trn1")
     ins = b.trace.instructions
     assert [costs.perf_mode(ins[i], hw2) for i in (copy16, copy32, tt16)] == [4.0, 1.0, 2.0]

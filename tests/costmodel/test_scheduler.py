@@ -40,16 +40,18 @@ def test_one_matmul_is_ldweights_then_matmul():
     b.matmul(b.access(acc, "dst"), b.access(a, "stationary"), b.access(m, "moving"))
     tl = schedule(b.trace, "trn1")
     assert tl.rows.opcode == ["LDWEIGHTS", "MATMUL"]
-    assert tl.spans(0) == [("LDWEIGHTS", 0.0, approx(LS_128)),
-                           ("MATMUL", approx(LS_128), approx(LS_128 + REFILL + MM_512))]
+    assert tl.spans(0) == [("LDWEIGHTS", 0.0, approx(LS_128)), ("MATMUL", approx(LS_128), approx(LS_128 + REFILL + MM_512))]
     assert tl.total_ns == approx(217.14285714285714)
 
 
-@pytest.mark.parametrize(("m", "n", "dtype", "mm_cycles", "ls_cycles"), [
-    (128, 512, "float32", 512 * 4, 32 * 4),  # fp32: x4
-    (128, 32, "bfloat16", 64, 32),  # N < 64: max(min(64, M), N) = 64
-    (32, 16, "bfloat16", 32, 8),  # max(min(64, 32), 16) = 32
-])
+@pytest.mark.parametrize(
+    ("m", "n", "dtype", "mm_cycles", "ls_cycles"),
+    [
+        (128, 512, "float32", 512 * 4, 32 * 4),  # fp32: x4
+        (128, 32, "bfloat16", 64, 32),  # N < 64: max(min(64, M), N) = 64
+        (32, 16, "bfloat16", 32, 8),  # max(min(64, 32), 16) = 32
+    ],
+)
 def test_matmul_cost_formula(m, n, dtype, mm_cycles, ls_cycles):
     b = TraceBuilder()
     a = b.tensor("a", "sbuf", (128, m), dtype)
@@ -70,8 +72,10 @@ def test_back_to_back_matmuls_hide_ldweights():
     b.matmul(b.access(acc1, "dst"), b.access(a, "stationary"), b.access(m, "moving"))
     tl = schedule(b.trace, "trn1")
     first_end = LS_128 + REFILL + MM_512
-    assert tl.spans(1) == [("LDWEIGHTS", approx(LS_128), approx(2 * LS_128)),
-                           ("MATMUL", approx(first_end), approx(first_end + MM_512))]  # no refill: no gap
+    assert tl.spans(1) == [
+        ("LDWEIGHTS", approx(LS_128), approx(2 * LS_128)),
+        ("MATMUL", approx(first_end), approx(first_end + MM_512)),
+    ]  # no refill: no gap
 
 
 def test_psum_accumulation_group_pipelines():
@@ -103,8 +107,7 @@ def test_one_dma_over_sixteen_engines():
 
 def test_dma_round_numbers():
     """A what-if target with round numbers: 8 B/ns per engine, no descriptor cost, 1 us fixed latency."""
-    hw = target(bytes_per_ns_per_engine=8.0, hbm_efficiency=1.0, descriptor_overhead_ns=0.0, fixed_cost_ns=1000.0,
-                trigger_ns=0.0)
+    hw = target(bytes_per_ns_per_engine=8.0, hbm_efficiency=1.0, descriptor_overhead_ns=0.0, fixed_cost_ns=1000.0, trigger_ns=0.0)
     b = TraceBuilder()
     src = b.tensor("x", "hbm", (128, 512), kind="input")
     dst = b.tensor("t", "sbuf", (128, 512))
@@ -118,8 +121,7 @@ def test_dma_round_numbers():
 def test_dma_engines_follow_partitions():
     """8 partitions per DMA engine: two 8-partition loads on different partitions run in parallel,
     two on the same partitions share one engine."""
-    hw = target(bytes_per_ns_per_engine=8.0, hbm_efficiency=1.0, descriptor_overhead_ns=0.0, fixed_cost_ns=0.0,
-                trigger_ns=0.0)
+    hw = target(bytes_per_ns_per_engine=8.0, hbm_efficiency=1.0, descriptor_overhead_ns=0.0, fixed_cost_ns=0.0, trigger_ns=0.0)
     b = TraceBuilder()
     src = b.tensor("x", "hbm", (8, 512), kind="input")
     t0, t1, t2 = (b.tensor(f"t{i}", "sbuf", (128, 512)) for i in range(3))
@@ -148,8 +150,10 @@ def test_dependent_chain_load_compute_store():
     store_end = store_trigger + DMA_START + 8 * 2048 / DMA_RATE + 8 * 15
     assert tl.deps == [[], [0], [1]]
     assert tl.spans(1) == [("SCALAR", approx(vec_start), approx(vec_end))]
-    assert tl.spans(2) == [("DMA_TRIGGER", approx(store_trigger), approx(store_trigger + 50)),
-                           ("DMA", approx(store_trigger + DMA_START), approx(store_end))]
+    assert tl.spans(2) == [
+        ("DMA_TRIGGER", approx(store_trigger), approx(store_trigger + 50)),
+        ("DMA", approx(store_trigger + DMA_START), approx(store_end)),
+    ]
     assert tl.total_ns == approx(store_end)
     starts, ends = tl.instruction_times()
     assert starts.tolist() == approx([0.0, vec_start, store_trigger]) and ends[2] == approx(store_end)

@@ -51,13 +51,25 @@ def test_search_is_fast():
     assert time.perf_counter() - start < 1.0
 
 
-@pytest.mark.parametrize("topic,page", [
-    ("nc_matmul", "isa/nc_matmul"), ("nisa.nc_matmul", "isa/nc_matmul"), ("nki.isa.nc_matmul", "isa/nc_matmul"),
-    ("isa/nc_matmul", "isa/nc_matmul"), ("NC_MATMUL", "isa/nc_matmul"), ("nl.ndarray", "language/ndarray"),
-    ("trn2", "hardware/trn2"), ("gen4", "hardware/trn3"), ("tiling", "guides/tiling"),
-    ("softmax", "guides/softmax"), ("nl.softmax", "language/softmax"), ("tile_size", "language/tile_size"),
-    ("err_dma_from_psum", "errors/err_dma_from_psum"), ("psum", "language/buffers"),
-])
+@pytest.mark.parametrize(
+    "topic,page",
+    [
+        ("nc_matmul", "isa/nc_matmul"),
+        ("nisa.nc_matmul", "isa/nc_matmul"),
+        ("nki.isa.nc_matmul", "isa/nc_matmul"),
+        ("isa/nc_matmul", "isa/nc_matmul"),
+        ("NC_MATMUL", "isa/nc_matmul"),
+        ("nl.ndarray", "language/ndarray"),
+        ("trn2", "hardware/trn2"),
+        ("gen4", "hardware/trn3"),
+        ("tiling", "guides/tiling"),
+        ("softmax", "guides/softmax"),
+        ("nl.softmax", "language/softmax"),
+        ("tile_size", "language/tile_size"),
+        ("err_dma_from_psum", "errors/err_dma_from_psum"),
+        ("psum", "language/buffers"),
+    ],
+)
 def test_show_resolves_names_and_aliases(topic, page):
     shown = api.show(topic)
     assert shown["id"] == page

@@ -72,8 +72,7 @@ def test_tile_size_constants(nki):
     import nki.language as nl
 
     ts = nl.tile_size
-    assert (ts.pmax, ts.psum_bank_fmax, ts.gemm_stationary_fmax, ts.gemm_moving_fmax, ts.bn_stats_fmax) == (
-        128, 512, 128, 512, 512)
+    assert (ts.pmax, ts.psum_bank_fmax, ts.gemm_stationary_fmax, ts.gemm_moving_fmax, ts.bn_stats_fmax) == (128, 512, 128, 512, 512)
     assert ts.psum_num_banks == 8 and ts.sbuf_fmax_bytes == 212984
 
 
@@ -130,8 +129,10 @@ def test_kernel_identity_kwargs_and_own_exceptions(tmp_path, nki):
 
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     np.testing.assert_array_equal(nkidev.simulate(k)(x), 2 * x)
-    np.testing.assert_array_equal(nkidev.simulate(k)(x=x, factor=3.0, mode="on", op=nl.add, engine=nisa.engine.gpsimd
-                                                     if False else nisa.engine.scalar, check=False), x + 30.0)
+    np.testing.assert_array_equal(
+        nkidev.simulate(k)(x=x, factor=3.0, mode="on", op=nl.add, engine=nisa.engine.gpsimd if False else nisa.engine.scalar, check=False),
+        x + 30.0,
+    )
     with pytest.raises(AssertionError, match="too many rows: 200"):
         nkidev.simulate(k)(np.zeros((200, 4), np.float32))
 
@@ -142,8 +143,7 @@ def test_fallback_import_without_real_nki_and_env_forcing(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["128", "True"]
     env = {"NKIDEV_EMULATE": "1", "PATH": "/usr/bin:/bin"}
-    forced = subprocess.run([sys.executable, "-c", "import nki; print(nki.__file__)"], capture_output=True, text=True,
-                            env=env, check=True)
+    forced = subprocess.run([sys.executable, "-c", "import nki; print(nki.__file__)"], capture_output=True, text=True, env=env, check=True)
     assert "nkidev" in forced.stdout
 
 
@@ -168,8 +168,9 @@ def test_emulate_context_restores_a_real_nki(tmp_path, monkeypatch):
 
 def test_nkidev_run_executes_scripts_under_the_shim(tmp_path):
     script = tmp_path / "run_me.py"
-    script.write_text(kernel_source() + "\nimport numpy as np\nx = np.ones((2, 2), np.float32)\n"
-                      "print(float(nki.simulate(scaled_copy)(x).sum()))\n")
+    script.write_text(
+        kernel_source() + "\nimport numpy as np\nx = np.ones((2, 2), np.float32)\nprint(float(nki.simulate(scaled_copy)(x).sum()))\n"
+    )
     out = subprocess.run([sys.executable, "-m", "nkidev", "run", str(script)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "8.0"

@@ -19,9 +19,9 @@ def add_rows(a, b):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     pid = nl.program_id(0)
     rows = a.shape[0] // nl.num_programs(0)
-    x = nl.load(a[pid * rows:(pid + 1) * rows, :])
-    y = nl.load(b[pid * rows:(pid + 1) * rows, :])
-    nl.store(out[pid * rows:(pid + 1) * rows, :], nl.add(x, y))
+    x = nl.load(a[pid * rows : (pid + 1) * rows, :])
+    y = nl.load(b[pid * rows : (pid + 1) * rows, :])
+    nl.store(out[pid * rows : (pid + 1) * rows, :], nl.add(x, y))
     return out
 
 
@@ -39,13 +39,12 @@ def grid_ids(x):
     t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
     i, j = nl.program_id(0), nl.program_id(1)
     nisa.memset(dst=t, value=10 * i + j + 100 * nl.num_programs(1) + 1000 * nl.program_ndim())
-    nisa.dma_copy(dst=out[i, j:j + 1], src=t)
+    nisa.dma_copy(dst=out[i, j : j + 1], src=t)
     return out
 
 
 def test_two_dimensional_grid_ids():
-    np.testing.assert_array_equal(grid_ids[2, 3](np.zeros(1, np.float32)),
-                                  [[2300, 2301, 2302], [2310, 2311, 2312]])
+    np.testing.assert_array_equal(grid_ids[2, 3](np.zeros(1, np.float32)), [[2300, 2301, 2302], [2310, 2311, 2312]])
 
 
 @jit
@@ -56,12 +55,12 @@ def lnc2_exchange(a):
     half = a.shape[0] // 2
     mine = nl.ndarray((half, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
     theirs = nl.ndarray((half, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=mine, src=a[c * half:(c + 1) * half, :])
+    nisa.dma_copy(dst=mine, src=a[c * half : (c + 1) * half, :])
     nisa.sendrecv(src=mine, dst=theirs, send_to_rank=1 - c, recv_from_rank=1 - c, pipe_id=0)
-    nisa.dma_copy(dst=out[c * half:(c + 1) * half, :], src=theirs)
+    nisa.dma_copy(dst=out[c * half : (c + 1) * half, :], src=theirs)
     nisa.core_barrier(data=out, cores=(0, 1))
     check = nl.ndarray((half, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=check, src=out[(1 - c) * half:(2 - c) * half, :])  # the other core's write is visible
+    nisa.dma_copy(dst=check, src=out[(1 - c) * half : (2 - c) * half, :])  # the other core's write is visible
     return out
 
 
@@ -160,8 +159,7 @@ def test_no_compute_mode_builds_the_same_trace_without_numerics():
     a = np.ones((256, 64), np.float32)
     full = nkidev.run(add_rows, (a, a), grid=2).trace
     fast = nkidev.run(add_rows, (a, a), grid=2, options=EmulatorOptions(compute=False)).trace
-    assert [(i.opcode, i.engine, i.location) for i in full.instructions] == \
-        [(i.opcode, i.engine, i.location) for i in fast.instructions]
+    assert [(i.opcode, i.engine, i.location) for i in full.instructions] == [(i.opcode, i.engine, i.location) for i in fast.instructions]
 
 
 def test_torch_tensors_are_accepted_when_torch_is_installed():

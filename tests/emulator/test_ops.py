@@ -63,6 +63,7 @@ def _tt(op):
         out = empty(x[0].shape, dt)
         nisa.tensor_tensor(dst=out, data1=tile(x[0]), data2=tile(x[1]), op=op)
         return out
+
     return run
 
 
@@ -71,9 +72,9 @@ def _ts(op0, operand0, op1=None, operand1=None, reverse0=False, reverse1=False):
         out = empty(x[0].shape, dt)
         o0 = tile(operand0(x[0].shape)) if callable(operand0) else operand0
         o1 = tile(operand1(x[0].shape)) if callable(operand1) else operand1
-        nisa.tensor_scalar(dst=out, data=tile(x[0]), op0=op0, operand0=o0, reverse0=reverse0, op1=op1,
-                           operand1=o1, reverse1=reverse1)
+        nisa.tensor_scalar(dst=out, data=tile(x[0]), op0=op0, operand0=o0, reverse0=reverse0, op1=op1, operand1=o1, reverse1=reverse1)
         return out
+
     return run
 
 
@@ -82,6 +83,7 @@ def _act(op, **kw):
         out = empty(x[0].shape, dt)
         nisa.activation(dst=out, op=op, data=tile(x[0]), **kw)
         return out
+
     return run
 
 
@@ -90,6 +92,7 @@ def _reduce(op, negate=False):
         out = empty((x[0].shape[0], 1), dt)
         nisa.tensor_reduce(dst=out, op=op, data=tile(x[0]), axis=1, negate=negate)
         return out
+
     return run
 
 
@@ -112,8 +115,7 @@ RECORDS = [
     OpRecord("tensor_scalar mul+add", _ts(nl.multiply, 3.0, nl.add, -1.5), lambda a: a * 3.0 - 1.5, one),
     OpRecord("tensor_scalar reverse subtract", _ts(nl.subtract, 1.0, reverse0=True), lambda a: 1.0 - a, one),
     OpRecord("tensor_scalar vector operand", _ts(nl.multiply, col), lambda a: a * f64(col(a.shape)), one),
-    OpRecord("tensor_scalar two ops reverse1", _ts(nl.add, 2.0, nl.subtract, 10.0, reverse1=True),
-             lambda a: 10.0 - (a + 2.0), one),
+    OpRecord("tensor_scalar two ops reverse1", _ts(nl.add, 2.0, nl.subtract, 10.0, reverse1=True), lambda a: 10.0 - (a + 2.0), one),
     OpRecord("tensor_scalar unary rsqrt", _ts(nl.rsqrt, None), lambda a: 1 / np.sqrt(a), positive),
     OpRecord("activation exp", _act(nl.exp), np.exp, one),
     OpRecord("activation exp scale bias", _act(nl.exp, scale=0.5, bias=None), lambda a: np.exp(0.5 * a), one),
@@ -121,8 +123,12 @@ RECORDS = [
     OpRecord("activation sigmoid", _act(nl.sigmoid), _sigmoid, one),
     OpRecord("activation silu", _act(nl.silu), lambda a: a * _sigmoid(a), one),
     OpRecord("activation gelu", _act(nl.gelu), lambda a: 0.5 * a * (1 + _erf(a / np.sqrt(2))), one),
-    OpRecord("activation gelu_apprx_tanh", _act(nl.gelu_apprx_tanh),
-             lambda a: 0.5 * a * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3))), one),
+    OpRecord(
+        "activation gelu_apprx_tanh",
+        _act(nl.gelu_apprx_tanh),
+        lambda a: 0.5 * a * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a**3))),
+        one,
+    ),
     OpRecord("activation relu", _act(nl.relu), lambda a: np.maximum(a, 0), one),
     OpRecord("activation square", _act(nl.square), np.square, one),
     OpRecord("activation copy", _act(nl.copy), lambda a: a, one),
@@ -136,8 +142,7 @@ RECORDS = [
     OpRecord("activation arctan", _act(nl.arctan), np.arctan, one),
     OpRecord("activation mish", _act(nl.mish), lambda a: a * np.tanh(np.log1p(np.exp(a))), one),
     OpRecord("tensor_reduce add", _reduce(nl.add), lambda a: a.sum(axis=1, keepdims=True), one),
-    OpRecord("tensor_reduce max negate", _reduce(nl.maximum, negate=True), lambda a: -a.max(axis=1, keepdims=True),
-             one),
+    OpRecord("tensor_reduce max negate", _reduce(nl.maximum, negate=True), lambda a: -a.max(axis=1, keepdims=True), one),
     OpRecord("tensor_reduce min", _reduce(nl.minimum), lambda a: a.min(axis=1, keepdims=True), one),
     OpRecord("reciprocal", lambda x, dt: _unary(nisa.reciprocal, x, dt), lambda a: 1 / a, positive),
     OpRecord("tensor_copy", lambda x, dt: _unary(nisa.tensor_copy, x, dt, "src", "dst"), lambda a: a, one),
@@ -166,6 +171,7 @@ def test_op_matches_numpy(record, dtype, shape):
 
 
 # --- ops with their own shapes or semantics -------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", [np.float32, BF16, FP8])
 @pytest.mark.parametrize("k,m,n", [(128, 128, 512), (64, 32, 100), (3, 5, 7)])
@@ -200,8 +206,7 @@ def test_nc_matmul_accumulate_true_into_uninitialized_psum_warns_and_stays_nan()
 
     dst = empty((4, 8), np.float32, buffer=nl.psum)
     with pytest.warns(NkiWarning, match="uninitialized"):
-        nisa.nc_matmul(dst=dst, stationary=tile(np.ones((2, 4), np.float32)), moving=tile(np.ones((2, 8), np.float32)),
-                       accumulate=True)
+        nisa.nc_matmul(dst=dst, stationary=tile(np.ones((2, 4), np.float32)), moving=tile(np.ones((2, 8), np.float32)), accumulate=True)
     assert np.isnan(read(dst)).all()
 
 
@@ -216,8 +221,7 @@ def test_nc_matmul_double_row_contracts_partition_and_pair_dims():
     np.testing.assert_allclose(read(dst), ref, rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize("engine,p,f", [(nisa.engine.tensor, 128, 96), (nisa.engine.vector, 32, 20),
-                                        (nisa.engine.tensor, 5, 3)])
+@pytest.mark.parametrize("engine,p,f", [(nisa.engine.tensor, 128, 96), (nisa.engine.vector, 32, 20), (nisa.engine.tensor, 5, 3)])
 def test_nc_transpose(engine, p, f):
     x = rand((p, f), BF16)
     buf = nl.psum if engine == nisa.engine.tensor else nl.sbuf
@@ -274,8 +278,7 @@ def test_affine_select_builds_a_causal_mask():
     x = np.ones((8, 8), np.float32)
     dst = empty((8, 8), np.float32)
     # keep column j <= row p: p - j >= 0
-    nisa.affine_select(dst=dst, pattern=[[-1, 8]], channel_multiplier=1, on_true_tile=tile(x), on_false_value=-9.0,
-                       cmp_op=nl.greater_equal)
+    nisa.affine_select(dst=dst, pattern=[[-1, 8]], channel_multiplier=1, on_true_tile=tile(x), on_false_value=-9.0, cmp_op=nl.greater_equal)
     np.testing.assert_array_equal(read(dst), np.where(np.tril(np.ones((8, 8))) > 0, 1.0, -9.0))
 
 
@@ -283,10 +286,19 @@ def test_activation_bias_vector_and_accumulated_reduction():
     x = rand((16, 40), np.float32)
     bias = rand((16, 1), np.float32, seed=3)
     out, res = empty((16, 40)), empty((16, 1))
-    nisa.activation(dst=out, op=nl.exp, data=tile(x), bias=tile(bias), scale=2.0, reduce_op=nl.add, reduce_res=tile(
-        np.zeros((16, 1), np.float32)), reduce_cmd=nisa.reduce_cmd.reset_reduce)
-    nisa.activation(dst=out, op=nl.exp, data=tile(x), bias=tile(bias), scale=2.0, reduce_op=nl.add, reduce_res=res,
-                    reduce_cmd=nisa.reduce_cmd.reduce)
+    nisa.activation(
+        dst=out,
+        op=nl.exp,
+        data=tile(x),
+        bias=tile(bias),
+        scale=2.0,
+        reduce_op=nl.add,
+        reduce_res=tile(np.zeros((16, 1), np.float32)),
+        reduce_cmd=nisa.reduce_cmd.reset_reduce,
+    )
+    nisa.activation(
+        dst=out, op=nl.exp, data=tile(x), bias=tile(bias), scale=2.0, reduce_op=nl.add, reduce_res=res, reduce_cmd=nisa.reduce_cmd.reduce
+    )
     y = np.exp(2.0 * f64(x) + f64(bias))
     np.testing.assert_allclose(read(out), y, rtol=1e-5)
     np.testing.assert_allclose(read(res), 2 * y.sum(axis=1, keepdims=True), rtol=1e-5)
@@ -336,16 +348,16 @@ def test_scalar_tensor_tensor():
     dst = empty((16, 30))
     nisa.scalar_tensor_tensor(dst=dst, data=tile(x), op0=nl.subtract, operand0=1.0, op1=nl.multiply, operand1=tile(y))
     np.testing.assert_allclose(read(dst), (f64(x) - 1.0) * f64(y), rtol=1e-5, atol=1e-6)
-    nisa.scalar_tensor_tensor(dst=dst, data=tile(x), op0=nl.subtract, operand0=1.0, op1=nl.subtract, operand1=tile(y),
-                              reverse0=True, reverse1=True)
+    nisa.scalar_tensor_tensor(
+        dst=dst, data=tile(x), op0=nl.subtract, operand0=1.0, op1=nl.subtract, operand1=tile(y), reverse0=True, reverse1=True
+    )
     np.testing.assert_allclose(read(dst), f64(y) - (1.0 - f64(x)), rtol=1e-5, atol=1e-6)
 
 
 def test_tensor_scalar_reduce():
     x = rand((16, 30), np.float32)
     dst, res = empty((16, 30)), empty((16, 1))
-    nisa.tensor_scalar_reduce(dst=dst, data=tile(x), op0=nl.multiply, operand0=2.0, reduce_op=nl.maximum,
-                              reduce_res=res)
+    nisa.tensor_scalar_reduce(dst=dst, data=tile(x), op0=nl.multiply, operand0=2.0, reduce_op=nl.maximum, reduce_res=res)
     np.testing.assert_allclose(read(res), 2 * f64(x).max(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
 
 
@@ -370,17 +382,25 @@ def test_range_select_and_select_reduce():
     use_target("trn2")
     x = rand((4, 16), np.float32)
     dst, red = empty((4, 16)), empty((4, 1))
-    nisa.range_select(dst=dst, on_true_tile=tile(x), comp_op0=nl.greater_equal, comp_op1=nl.less,
-                      bound0=tile(np.full((4, 1), 2.0, np.float32)), bound1=tile(np.full((4, 1), 10.0, np.float32)),
-                      reduce_res=red, range_start=0)
+    nisa.range_select(
+        dst=dst,
+        on_true_tile=tile(x),
+        comp_op0=nl.greater_equal,
+        comp_op1=nl.less,
+        bound0=tile(np.full((4, 1), 2.0, np.float32)),
+        bound1=tile(np.full((4, 1), 10.0, np.float32)),
+        reduce_res=red,
+        range_start=0,
+    )
     idx = np.arange(16)
     fmin = np.finfo(np.float32).min
     exp = np.where((idx >= 2) & (idx < 10), f64(x), fmin)
     np.testing.assert_allclose(read(dst), exp, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(read(red), exp.max(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
     pred = (np.arange(64).reshape(4, 16) % 3 == 0).astype(np.uint8)
-    nisa.select_reduce(dst=dst, predicate=tile(pred), on_true=tile(x), on_false=-5.0, reduce_res=red,
-                       reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    nisa.select_reduce(
+        dst=dst, predicate=tile(pred), on_true=tile(x), on_false=-5.0, reduce_res=red, reduce_cmd=nisa.reduce_cmd.reset_reduce
+    )
     exp = np.where(pred, f64(x), -5.0)
     np.testing.assert_allclose(read(dst), exp, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(read(red), exp.max(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)

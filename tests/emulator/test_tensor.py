@@ -58,27 +58,42 @@ def test_dma_gather_with_vector_offset_and_oob_skip():
     dst = tile(np.full((4, 4), -1.0, np.float32))
     with pytest.raises(KernelRuleError, match="err_tensor_access_out_of_bound"):
         nisa.dma_copy(dst=dst, src=data.ap([[4, 4], [1, 4]], vector_offset=idx, indirect_dim=0))
-    nisa.dma_copy(dst=dst, src=data.ap([[4, 4], [1, 4]], vector_offset=idx, indirect_dim=0),
-                  oob_mode=nisa.oob_mode.skip)
+    nisa.dma_copy(dst=dst, src=data.ap([[4, 4], [1, 4]], vector_offset=idx, indirect_dim=0), oob_mode=nisa.oob_mode.skip)
     expected = np.arange(40).reshape(10, 4)[[7, 2, 9]]
     np.testing.assert_array_equal(read(dst)[:3], expected)
 
 
 def test_every_nl_dtype_exists_with_its_storage():
-    names = ["bool_", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float16", "float32", "bfloat16",
-             "tfloat32", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float8_e5m2_x4",
-             "float8_e4m3fn_x4", "float4_e2m1fn_x4"]
+    names = [
+        "bool_",
+        "int8",
+        "int16",
+        "int32",
+        "uint8",
+        "uint16",
+        "uint32",
+        "float16",
+        "float32",
+        "bfloat16",
+        "tfloat32",
+        "float8_e4m3",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e8m0fnu",
+        "float8_e5m2_x4",
+        "float8_e4m3fn_x4",
+        "float4_e2m1fn_x4",
+    ]
     for n in names:
         assert getattr(nl, n) is DTYPES[n]
     assert nl.bfloat16.storage == ml_dtypes.bfloat16 and nl.float8_e4m3.storage == ml_dtypes.float8_e4m3
 
 
 def test_casts_round_to_nearest_even_and_tf32_keeps_ten_mantissa_bits():
-    x = np.array([1 + 2 ** -8, 1 + 3 * 2 ** -8, 1 + 2 ** -11 + 2 ** -20], np.float32)
-    np.testing.assert_array_equal(from_f32(x, DTYPES["bfloat16"]).astype(np.float32), [1.0, 1 + 2 ** -6, 1.0])
-    np.testing.assert_array_equal(from_f32(x, DTYPES["tfloat32"]), [1 + 2 ** -8, 1 + 3 * 2 ** -8, 1 + 2 ** -10])
-    np.testing.assert_array_equal(from_f32(np.array([2.5, 3.5, -2.5, 1e10], np.float32), DTYPES["int32"]),
-                                  [2, 4, -2, 2 ** 31 - 1])
+    x = np.array([1 + 2**-8, 1 + 3 * 2**-8, 1 + 2**-11 + 2**-20], np.float32)
+    np.testing.assert_array_equal(from_f32(x, DTYPES["bfloat16"]).astype(np.float32), [1.0, 1 + 2**-6, 1.0])
+    np.testing.assert_array_equal(from_f32(x, DTYPES["tfloat32"]), [1 + 2**-8, 1 + 3 * 2**-8, 1 + 2**-10])
+    np.testing.assert_array_equal(from_f32(np.array([2.5, 3.5, -2.5, 1e10], np.float32), DTYPES["int32"]), [2, 4, -2, 2**31 - 1])
     np.testing.assert_array_equal(from_f32(np.array([-3.0, 300.0], np.float32), DTYPES["uint8"]), [0, 255])
 
 

@@ -15,10 +15,10 @@ def scale_rows(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     for i in nl.affine_range(x.shape[0] // 128):
         t = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=x[i * 128:(i + 1) * 128, :])
+        nisa.dma_copy(dst=t, src=x[i * 128 : (i + 1) * 128, :])
         u = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=u, data=t, op0=nl.multiply, operand0=2.0)
-        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=u)
+        nisa.dma_copy(dst=out[i * 128 : (i + 1) * 128, :], src=u)
     return out
 
 
@@ -31,22 +31,22 @@ def _matmul(lhsT, rhs, tile_n, reload):
     if not reload:
         for k in range(kt):
             a = nl.ndarray((128, m_dim), dtype=lhsT.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=a, src=lhsT[k * 128:(k + 1) * 128, :])
+            nisa.dma_copy(dst=a, src=lhsT[k * 128 : (k + 1) * 128, :])
             a_tiles.append(a)
     for n in nl.affine_range(n_dim // tile_n):
         acc = nl.ndarray((m_dim, tile_n), dtype=nl.float32, buffer=nl.psum)
         for k in nl.affine_range(kt):
             if reload:
                 a = nl.ndarray((128, m_dim), dtype=lhsT.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=a, src=lhsT[k * 128:(k + 1) * 128, :])
+                nisa.dma_copy(dst=a, src=lhsT[k * 128 : (k + 1) * 128, :])
             else:
                 a = a_tiles[k]
             b = nl.ndarray((128, tile_n), dtype=rhs.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=b, src=rhs[k * 128:(k + 1) * 128, n * tile_n:(n + 1) * tile_n])
+            nisa.dma_copy(dst=b, src=rhs[k * 128 : (k + 1) * 128, n * tile_n : (n + 1) * tile_n])
             nisa.nc_matmul(dst=acc, stationary=a, moving=b)
         res = nl.ndarray((m_dim, tile_n), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_copy(dst=res, src=acc)
-        nisa.dma_copy(dst=out[:, n * tile_n:(n + 1) * tile_n], src=res)
+        nisa.dma_copy(dst=out[:, n * tile_n : (n + 1) * tile_n], src=res)
     return out
 
 
@@ -89,9 +89,9 @@ def two_cores(x):
     half = x.shape[0] // 2
     r0 = nl.program_id(0) * half
     t = nl.ndarray((half, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=x[r0:r0 + half, :])
+    nisa.dma_copy(dst=t, src=x[r0 : r0 + half, :])
     nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=3.0)
-    nisa.dma_copy(dst=out[r0:r0 + half, :], src=t)
+    nisa.dma_copy(dst=out[r0 : r0 + half, :], src=t)
     return out
 
 
@@ -101,13 +101,13 @@ def exchange(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     pid = nl.program_id(0)
     t = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=x[pid * 128:(pid + 1) * 128, :])
+    nisa.dma_copy(dst=t, src=x[pid * 128 : (pid + 1) * 128, :])
     for _ in range(pid * 3 + 1):
         nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
     r = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
     nisa.sendrecv(src=t, dst=r, send_to_rank=1 - pid, recv_from_rank=1 - pid, pipe_id=0)
     nisa.core_barrier(data=r, cores=(0, 1))
-    nisa.dma_copy(dst=out[pid * 128:(pid + 1) * 128, :], src=r)
+    nisa.dma_copy(dst=out[pid * 128 : (pid + 1) * 128, :], src=r)
     return out
 
 

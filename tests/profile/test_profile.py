@@ -35,22 +35,58 @@ def mm(tmp_path_factory):
 
 
 REQUIRED = {
-    "Instruction": ["id", "engine", "opcode", "start_ts", "end_ts", "duration_ns", "operands", "nki_source_location",
-                    "bir_debug_info_source_location", "hbm_read_bytes", "hbm_write_bytes", "sbuf_read_bytes",
-                    "sbuf_write_bytes", "psum_read_bytes", "psum_write_bytes", "raw_flops", "adjusted_flops",
-                    "tensor_instruction_type", "evt_wait_time_ns"],
-    "DmaPacketAggregated": ["id", "start_ts", "end_ts", "transfer_bytes", "source", "dest", "variable",
-                            "write_num_sbuf_partitions", "read_num_sbuf_partitions", "is_transpose_mode"],
+    "Instruction": [
+        "id",
+        "engine",
+        "opcode",
+        "start_ts",
+        "end_ts",
+        "duration_ns",
+        "operands",
+        "nki_source_location",
+        "bir_debug_info_source_location",
+        "hbm_read_bytes",
+        "hbm_write_bytes",
+        "sbuf_read_bytes",
+        "sbuf_write_bytes",
+        "psum_read_bytes",
+        "psum_write_bytes",
+        "raw_flops",
+        "adjusted_flops",
+        "tensor_instruction_type",
+        "evt_wait_time_ns",
+    ],
+    "DmaPacketAggregated": [
+        "id",
+        "start_ts",
+        "end_ts",
+        "transfer_bytes",
+        "source",
+        "dest",
+        "variable",
+        "write_num_sbuf_partitions",
+        "read_num_sbuf_partitions",
+        "is_transpose_mode",
+    ],
     "DmaPacket": ["start_ts", "end_ts", "duration_ns", "transfer_bytes", "queue_type"],
     "Flow": ["in_table", "out_table", "in_id", "out_id"],
     "ActiveTime": ["engine", "start_ts", "end_ts", "duration_ns"],
     "TensorInfo": ["type", "size", "variable_name"],
-    "Summary": ["total_time", "tensor_engine_active_time", "vector_engine_active_time", "dma_active_time",
-                "dma_transfer_total_bytes", "hardware_flops", "transpose_flops", "hbm_read_bytes", "hbm_write_bytes",
-                "mfu_estimated_percent", "inputs_outputs_weights_size_bytes"],
+    "Summary": [
+        "total_time",
+        "tensor_engine_active_time",
+        "vector_engine_active_time",
+        "dma_active_time",
+        "dma_transfer_total_bytes",
+        "hardware_flops",
+        "transpose_flops",
+        "hbm_read_bytes",
+        "hbm_write_bytes",
+        "mfu_estimated_percent",
+        "inputs_outputs_weights_size_bytes",
+    ],
     "OpcodeSummary": ["engine", "opcode", "instruction_count", "instruction_time_ns"],
-    "Metadata": ["dma_ddr_bandwidth", "tensor_engine_num_rows", "tensor_engine_num_cols", "tensor_engine_clock_freq",
-                 "is_simulation"],
+    "Metadata": ["dma_ddr_bandwidth", "tensor_engine_num_rows", "tensor_engine_num_cols", "tensor_engine_clock_freq", "is_simulation"],
     "SchemaFields": ["table_name", "field_name", "field_description", "field_unit"],
     "Warning": ["message", "category"],
 }
@@ -58,8 +94,7 @@ REQUIRED = {
 
 def test_every_table_is_written_with_the_schema(mm):
     d = Path(mm.profile_dir)
-    assert sorted(p.name for p in d.iterdir()) == sorted([f"{t}.parquet" for t in schema.TABLES]
-                                                         + ["trace.json", "hardware.json"])
+    assert sorted(p.name for p in d.iterdir()) == sorted([f"{t}.parquet" for t in schema.TABLES] + ["trace.json", "hardware.json"])
     assert json.loads((d / "hardware.json").read_text())["dma"]["engines"] == 16
     for table in schema.TABLES:
         written = pq.read_schema(d / f"{table}.parquet")
@@ -84,8 +119,11 @@ def test_required_columns_are_filled(mm):
 
 
 def test_matmul_rows(mm):
-    rows = sql(mm.profile_dir, "SELECT opcode, operands, raw_flops, adjusted_flops, tensor_instruction_type, bir_id, "
-               "nki_source_location FROM Instruction WHERE engine = 'Tensor' ORDER BY id")
+    rows = sql(
+        mm.profile_dir,
+        "SELECT opcode, operands, raw_flops, adjusted_flops, tensor_instruction_type, bir_id, "
+        "nki_source_location FROM Instruction WHERE engine = 'Tensor' ORDER BY id",
+    )
     assert [r[0] for r in rows] == ["LDWEIGHTS", "MATMUL"] * 4  # 2 N tiles x 2 K tiles
     matmuls = [r for r in rows if r[0] == "MATMUL"]
     assert all(parse_matmul(r[1]) == (128, 128, 512) for r in matmuls)
@@ -98,40 +136,49 @@ def test_matmul_rows(mm):
 
 def test_dma_tables_are_consistent(mm):
     d = mm.profile_dir
-    dpa = sql(d, "SELECT id, source, dest, variable, transfer_bytes, write_num_sbuf_partitions, "
-              "read_num_sbuf_partitions, is_transpose_mode FROM DmaPacketAggregated ORDER BY id")
+    dpa = sql(
+        d,
+        "SELECT id, source, dest, variable, transfer_bytes, write_num_sbuf_partitions, "
+        "read_num_sbuf_partitions, is_transpose_mode FROM DmaPacketAggregated ORDER BY id",
+    )
     assert len(dpa) == 2 + 4 + 2  # lhsT tiles, rhs tiles, stores
-    assert {(r[1], r[2], r[3]) for r in dpa} == {("[[INPUT]]", "[[SB]]", "lhsT"), ("[[INPUT]]", "[[SB]]", "rhs"),
-                                                ("[[SB]]", "[OUTPUT]", "out")}
+    assert {(r[1], r[2], r[3]) for r in dpa} == {
+        ("[[INPUT]]", "[[SB]]", "lhsT"),
+        ("[[INPUT]]", "[[SB]]", "rhs"),
+        ("[[SB]]", "[OUTPUT]", "out"),
+    }
     loads = [r for r in dpa if r[1] == "[[INPUT]]"]
     assert all(r[5] == 128 and r[6] == 0 and r[7] is False for r in loads)
     per_dma = sql(d, "SELECT packet_aggregation_id, sum(transfer_bytes) FROM DmaPacket GROUP BY 1 ORDER BY 1")
     assert [b for _, b in per_dma] == [r[4] for r in dpa]
-    flows = sql(d, "SELECT i.opcode, i.hbm_read_bytes + i.hbm_write_bytes, a.transfer_bytes, f.gap_time, "
-                "a.start_ts - i.end_ts FROM Flow f JOIN Instruction i ON f.in_id = i.id "
-                "JOIN DmaPacketAggregated a ON f.out_id = a.id")
+    flows = sql(
+        d,
+        "SELECT i.opcode, i.hbm_read_bytes + i.hbm_write_bytes, a.transfer_bytes, f.gap_time, "
+        "a.start_ts - i.end_ts FROM Flow f JOIN Instruction i ON f.in_id = i.id "
+        "JOIN DmaPacketAggregated a ON f.out_id = a.id",
+    )
     assert len(flows) == len(dpa)
     assert all(op == "DMA_TRIGGER" and hbm == nbytes and gap == start_gap for op, hbm, nbytes, gap, start_gap in flows)
     info = sql(d, "SELECT variable_name, type, size, load_to_sbuf_repeat_factor FROM TensorInfo ORDER BY 1")
-    assert info == [("lhsT", "IN", 256 * 128 * 2, 1.0), ("out", "OUT", 128 * 1024 * 4, None),
-                    ("rhs", "IN", 256 * 1024 * 2, 1.0)]
+    assert info == [("lhsT", "IN", 256 * 128 * 2, 1.0), ("out", "OUT", 128 * 1024 * 4, None), ("rhs", "IN", 256 * 1024 * 2, 1.0)]
 
 
 def test_summary_matches_the_tables(mm):
     d = mm.profile_dir
-    (total, te, ve, dma, mfu, hw_flops, nbytes, io_bytes), = sql(
-        d, "SELECT total_time, tensor_engine_active_time, vector_engine_active_time, dma_active_time, "
+    ((total, te, ve, dma, mfu, hw_flops, nbytes, io_bytes),) = sql(
+        d,
+        "SELECT total_time, tensor_engine_active_time, vector_engine_active_time, dma_active_time, "
         "mfu_estimated_percent, hardware_flops, dma_transfer_total_bytes, inputs_outputs_weights_size_bytes "
-        "FROM Summary")
-    (end,), = sql(d, "SELECT max(e) FROM (SELECT max(end_ts) e FROM Instruction UNION ALL "
-                     "SELECT max(end_ts) FROM DmaPacket)")
+        "FROM Summary",
+    )
+    ((end,),) = sql(d, "SELECT max(e) FROM (SELECT max(end_ts) e FROM Instruction UNION ALL SELECT max(end_ts) FROM DmaPacket)")
     assert total == pytest.approx(end / 1e9) and total * 1e9 == pytest.approx(mm.total_time_ns, abs=1)
     active = dict(sql(d, "SELECT engine, sum(duration_ns) FROM ActiveTime GROUP BY 1"))
     assert te == pytest.approx(active["tensor"] / 1e9) and ve == pytest.approx(active["vector"] / 1e9)
     assert hw_flops == 4 * 2 * 128 * 128 * 512
-    (rate, rows, cols, clock, sim), = sql(d, "SELECT dma_ddr_bandwidth, tensor_engine_num_rows, "
-                                             "tensor_engine_num_cols, tensor_engine_clock_freq, is_simulation "
-                                             "FROM Metadata")
+    ((rate, rows, cols, clock, sim),) = sql(
+        d, "SELECT dma_ddr_bandwidth, tensor_engine_num_rows, tensor_engine_num_cols, tensor_engine_clock_freq, is_simulation FROM Metadata"
+    )
     assert (rows, cols, clock, sim) == (128, 128, 2.4, True) and rate == pytest.approx(16 * 27.2e9)
     assert mfu == pytest.approx(100 * hw_flops / (128 * 128 * 2 * 2.4e9 * total))
     assert nbytes == io_bytes == (256 * 128 + 256 * 1024) * 2 + 128 * 1024 * 4
@@ -163,12 +210,14 @@ def test_trace_json_opens_as_a_chrome_trace(mm):
 def test_transpose_rows_and_flops(tmp_path):
     x = np.arange(128 * 128, dtype=np.float32).reshape(128, 128)
     r = profile(K.pe_transpose, x, target="trn2", out=tmp_path / "p")
-    rows = sql(r.profile_dir, "SELECT opcode, tensor_instruction_type, adjusted_flops, flops_transpose FROM "
-               "Instruction WHERE engine = 'Tensor' ORDER BY id")
+    rows = sql(
+        r.profile_dir,
+        "SELECT opcode, tensor_instruction_type, adjusted_flops, flops_transpose FROM Instruction WHERE engine = 'Tensor' ORDER BY id",
+    )
     assert [(o, t) for o, t, *_ in rows] == [("LDWEIGHTS", "TRANSPOSE"), ("MATMUL", "TRANSPOSE")]
     flops = 2 * 128 * 128 * 128
     assert rows[1][2] == 4 * flops and rows[1][3] == flops  # fp32 data: adjusted x4
-    (hw, tr, model), = sql(r.profile_dir, "SELECT hardware_flops, transpose_flops, model_flops FROM Summary")
+    ((hw, tr, model),) = sql(r.profile_dir, "SELECT hardware_flops, transpose_flops, model_flops FROM Summary")
     assert hw == tr == flops and model == 0
 
 
@@ -176,8 +225,7 @@ def test_fp32_matmul_flops_are_adjusted_x4(tmp_path):
     lhsT, rhs = (np.asarray(a, np.float32) for a in MATMUL_ARGS)
     fp32 = profile(K.matmul, lhsT, rhs, target="trn2", out=tmp_path / "f32")
     bf16 = profile(K.matmul, *MATMUL_ARGS, target="trn2", out=tmp_path / "b16")
-    (raw, adj), = sql(fp32.profile_dir, "SELECT sum(raw_flops), sum(adjusted_flops) FROM Instruction "
-                      "WHERE opcode = 'MATMUL'")
+    ((raw, adj),) = sql(fp32.profile_dir, "SELECT sum(raw_flops), sum(adjusted_flops) FROM Instruction WHERE opcode = 'MATMUL'")
     assert adj == 4 * raw
     busy = {r.kernel: r.engines["tensor"]["busy_ns"] for r in (fp32, bf16)}
     assert fp32.engines["tensor"]["busy_ns"] > 3 * bf16.engines["tensor"]["busy_ns"] and busy
@@ -193,15 +241,16 @@ def test_no_compute_gives_the_same_timeline(tmp_path):
 def test_less_data_and_wider_matmuls_are_faster(tmp_path):
     lhsT = np.zeros((512, 128), K.BF16)
     rhs = np.zeros((512, 2048), K.BF16)
-    t = {k.__name__: profile(k, lhsT, rhs, target="trn2", out=tmp_path / k.__name__, compute=False).total_time_ns
-         for k in (K.matmul, K.matmul_reload, K.matmul_narrow)}
+    t = {
+        k.__name__: profile(k, lhsT, rhs, target="trn2", out=tmp_path / k.__name__, compute=False).total_time_ns
+        for k in (K.matmul, K.matmul_reload, K.matmul_narrow)
+    }
     assert t["matmul"] < t["matmul_reload"]
     assert t["matmul"] < t["matmul_narrow"]
 
 
 def test_targets_differ(tmp_path):
-    t = {name: profile(K.matmul, *MATMUL_ARGS, target=name, out=tmp_path / name, compute=False)
-         for name in ("trn1", "trn2", "trn3")}
+    t = {name: profile(K.matmul, *MATMUL_ARGS, target=name, out=tmp_path / name, compute=False) for name in ("trn1", "trn2", "trn3")}
     assert len({r.total_time_ns for r in t.values()}) == 3
     assert {r.target for r in t.values()} == {"trn1", "trn2", "trn3"}
 
@@ -210,8 +259,7 @@ def test_two_cores_are_two_processes(tmp_path):
     r = profile(K.two_cores[2], *CASES[0], target="trn2", out=tmp_path / "p")
     assert sql(r.profile_dir, "SELECT DISTINCT pcore_idx FROM Instruction ORDER BY 1") == [(0,), (1,)]
     events = json.loads((Path(r.profile_dir) / "trace.json").read_text())["traceEvents"]
-    assert sorted(e["args"]["name"] for e in events if e["name"] == "process_name") == ["NeuronCore 0",
-                                                                                       "NeuronCore 1"]
+    assert sorted(e["args"]["name"] for e in events if e["name"] == "process_name") == ["NeuronCore 0", "NeuronCore 1"]
     starts = sql(r.profile_dir, "SELECT pcore_idx, min(start_ts) FROM Instruction GROUP BY 1 ORDER BY 1")
     assert starts[0][1] == starts[1][1] == 0  # the cores run side by side
 
@@ -219,10 +267,12 @@ def test_two_cores_are_two_processes(tmp_path):
 def test_lnc2_sendrecv_and_barrier_start_together(tmp_path):
     x = np.ones((256, 512), np.float32)
     r = profile(K.exchange[2], x, target="trn2", out=tmp_path / "p")
-    starts = sql(r.profile_dir, "SELECT compiler_opcode, list(DISTINCT start_ts) FROM Instruction "
-                 "WHERE compiler_opcode IN ('sendrecv', 'core_barrier') GROUP BY 1")
+    starts = sql(
+        r.profile_dir,
+        "SELECT compiler_opcode, list(DISTINCT start_ts) FROM Instruction WHERE compiler_opcode IN ('sendrecv', 'core_barrier') GROUP BY 1",
+    )
     assert len(starts) == 2 and all(len(s) == 1 for _, s in starts)
-    (last_scale,), = sql(r.profile_dir, "SELECT max(end_ts) FROM Instruction WHERE opcode = 'SCALAR'")
+    ((last_scale,),) = sql(r.profile_dir, "SELECT max(end_ts) FROM Instruction WHERE opcode = 'SCALAR'")
     assert dict(starts)["sendrecv"][0] > last_scale  # core 0 waited for core 1's longer work
 
 
@@ -283,8 +333,7 @@ def test_cli(tmp_path):
 
     runner = CliRunner()
     spec = f"{KERNELS_FILE}::scale_rows"
-    ok = runner.invoke(app, ["profile", spec, "--out", str(tmp_path / "p"), "--target", "trn1", "--no-compute",
-                             "--json"])
+    ok = runner.invoke(app, ["profile", spec, "--out", str(tmp_path / "p"), "--target", "trn1", "--no-compute", "--json"])
     assert ok.exit_code == 0, ok.output
     data = json.loads(ok.output)
     assert data["profile_dir"] == str(tmp_path / "p") and data["total_time_ns"] > 0
@@ -299,7 +348,9 @@ def test_cli(tmp_path):
 
 
 def test_packet_index_counts_within_each_transfer(mm):
-    rows = sql(mm.profile_dir, "SELECT packet_aggregation_id, list(packet_idx ORDER BY id), "
-               "list(engine_idx ORDER BY id) FROM DmaPacket GROUP BY 1 ORDER BY 1")
+    rows = sql(
+        mm.profile_dir,
+        "SELECT packet_aggregation_id, list(packet_idx ORDER BY id), list(engine_idx ORDER BY id) FROM DmaPacket GROUP BY 1 ORDER BY 1",
+    )
     for _, idx, engines in rows:
         assert idx == list(range(len(idx))) and engines == sorted(engines)

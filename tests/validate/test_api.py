@@ -25,7 +25,7 @@ def _case():
 
 
 def test_one_element_off_by_a_quarter_has_known_metrics():
-    (x, y), = _case()
+    ((x, y),) = _case()
     ref = x.astype(np.float64) + y
     result = validate(OFFSET.kernel("off_by_quarter"), OFFSET.attr("reference"), _case)
     case = result.cases[0]
@@ -98,8 +98,12 @@ def test_resampled_inputs_that_break_the_reference_are_skipped_with_a_note():
             return np.full(np.shape(x), math.nan)
         return np.asarray(x, np.float64)
 
-    result = validate(OFFSET.kernel("add_kernel"), lambda x, y: kernel_ref(x) + y,
-                      [(np.ones((64, 16), np.float32), np.zeros((64, 16), np.float32))], seeds=1)
+    result = validate(
+        OFFSET.kernel("add_kernel"),
+        lambda x, y: kernel_ref(x) + y,
+        [(np.ones((64, 16), np.float32), np.zeros((64, 16), np.float32))],
+        seeds=1,
+    )
     assert result.passed and any("skipped" in n for n in result.notes)
 
 

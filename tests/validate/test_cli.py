@@ -59,10 +59,8 @@ ERRORS = [
     (["errors.py::transpose_kernel", "--cases", "bad_cases"], exitcodes.USAGE, "err_bad_task_file", "ndarray"),
     (["errors.py::asserts_kernel"], exitcodes.KERNEL_ERROR, "err_kernel_raised", "errors.py:11"),
     (["errors.py::rule_kernel"], exitcodes.KERNEL_ERROR, "err_num_partition_exceed_arch_limit", "errors.py:17"),
-    (["errors.py::transpose_kernel", "--reference", "reference_raises"], exitcodes.REFERENCE_ERROR,
-     "err_reference_failed", "errors.py:50"),
-    (["errors.py::transpose_kernel", "--reference", "reference_nan"], exitcodes.REFERENCE_ERROR,
-     "err_reference_failed", "NaN/Inf"),
+    (["errors.py::transpose_kernel", "--reference", "reference_raises"], exitcodes.REFERENCE_ERROR, "err_reference_failed", "errors.py:50"),
+    (["errors.py::transpose_kernel", "--reference", "reference_nan"], exitcodes.REFERENCE_ERROR, "err_reference_failed", "NaN/Inf"),
 ]
 
 
@@ -75,10 +73,13 @@ def test_bad_input_is_a_named_error_with_its_exit_code(args, code, name, where):
     assert j.exit_code == code and json.loads(j.stdout)["error"]["name"] == name
 
 
-@pytest.mark.parametrize("args,verdict", [
-    (["errors.py::transpose_kernel"], "fail_shape"),
-    (["errors.py::float_argmax", "--reference", "argmax_reference"], "fail_dtype"),
-])
+@pytest.mark.parametrize(
+    "args,verdict",
+    [
+        (["errors.py::transpose_kernel"], "fail_shape"),
+        (["errors.py::float_argmax", "--reference", "argmax_reference"], "fail_dtype"),
+    ],
+)
 def test_mismatched_outputs_fail_the_case(args, verdict):
     r = run(TASKS / args[0], *args[1:])
     assert r.exit_code == exitcodes.FAILED

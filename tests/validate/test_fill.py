@@ -13,9 +13,14 @@ from nkidev.validate import fill, runner, validate, validate_task
 KERNEL = load_task(Path(__file__).parent / "tasks" / "partial.py").kernel("half_copy")
 
 
-@pytest.mark.parametrize("dtype,default,alternative", [
-    (np.float32, "nan", fill.FLOAT_FILL), (ml_dtypes.bfloat16, "nan", fill.FLOAT_FILL), (np.int32, 4, fill.INT_FILL),
-])
+@pytest.mark.parametrize(
+    "dtype,default,alternative",
+    [
+        (np.float32, "nan", fill.FLOAT_FILL),
+        (ml_dtypes.bfloat16, "nan", fill.FLOAT_FILL),
+        (np.int32, 4, fill.INT_FILL),
+    ],
+)
 def test_unwritten_rows_hold_the_fill(dtype, default, alternative):
     x = np.ones((128, 8), dtype)
     plain = runner.run(KERNEL, (x,), None).outputs[0].astype(np.float64)

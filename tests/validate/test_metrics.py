@@ -26,7 +26,7 @@ def test_metrics_of_one_wrong_element():
 def test_bf16_output_is_compared_in_float64():
     out = np.array([[1.0, 3.0]], ml_dtypes.bfloat16)
     ref = np.array([[1.0, 3.0078125]])  # 3.0078125 is not a bf16 value: the diff is exactly 2**-7
-    assert compare(out, ref, LOOSE).max_abs_diff == 2 ** -7
+    assert compare(out, ref, LOOSE).max_abs_diff == 2**-7
 
 
 def test_degenerate_outputs():

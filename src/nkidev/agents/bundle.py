@@ -53,7 +53,12 @@ def agents() -> list[AgentDef]:
 def load_agent(path: Path) -> AgentDef:
     text = path.read_text(encoding="utf-8")
     meta, body = parse(text)
-    return AgentDef(name=meta["name"], description=meta["description"],
-                    tools=tuple(t.strip() for t in meta.get("tools", "").split(",") if t.strip()),
-                    model=meta.get("model", "inherit"), skills=tuple(meta.get("skills", ())),
-                    prompt=body.strip() + "\n", source=text)
+    return AgentDef(
+        name=meta["name"],
+        description=meta["description"],
+        tools=tuple(t.strip() for t in meta.get("tools", "").split(",") if t.strip()),
+        model=meta.get("model", "inherit"),
+        skills=tuple(meta.get("skills", ())),
+        prompt=body.strip() + "\n",
+        source=text,
+    )

@@ -20,9 +20,13 @@ _NEXT_STEPS = {
 
 
 @command
-def install(target: str = TARGET, scope: str = SCOPE, dry_run: bool = DRY_RUN,
-            force: bool = typer.Option(False, "--force", help="Overwrite files you changed since nkidev wrote them."),
-            as_json: bool = JSON) -> None:
+def install(
+    target: str = TARGET,
+    scope: str = SCOPE,
+    dry_run: bool = DRY_RUN,
+    force: bool = typer.Option(False, "--force", help="Overwrite files you changed since nkidev wrote them."),
+    as_json: bool = JSON,
+) -> None:
     """Install nkidev's skills, agents and MCP server where an agent client looks for them."""
     from nkidev.agents.installer import install as run_install
 
@@ -33,9 +37,13 @@ def install(target: str = TARGET, scope: str = SCOPE, dry_run: bool = DRY_RUN,
 
 
 @command
-def uninstall(target: str = TARGET, scope: str = SCOPE, dry_run: bool = DRY_RUN,
-              force: bool = typer.Option(False, "--force", help="Also delete installed files you changed since."),
-              as_json: bool = JSON) -> None:
+def uninstall(
+    target: str = TARGET,
+    scope: str = SCOPE,
+    dry_run: bool = DRY_RUN,
+    force: bool = typer.Option(False, "--force", help="Also delete installed files you changed since."),
+    as_json: bool = JSON,
+) -> None:
     """Remove exactly what `nkidev install` put there (other MCP servers and your own files stay)."""
     from nkidev.agents.installer import uninstall as run_uninstall
 
@@ -53,15 +61,15 @@ def _report(result: dict, as_json: bool, verb: str) -> None:
         counts = ", ".join(f"{n} {a}" for a, n in sorted(result["summary"].items())) or "nothing installed"
         console.print(f"{verb} {result['target']} ({result['scope']}: {result['base']}): {counts}", highlight=False)
         if result["conflicts"]:
-            console.print(f"{len(result['conflicts'])} file(s) differ from what nkidev wrote; --force replaces them",
-                          highlight=False)
+            console.print(f"{len(result['conflicts'])} file(s) differ from what nkidev wrote; --force replaces them", highlight=False)
     if result["dry_run"] and result["conflicts"]:
         raise typer.Exit(exitcodes.FAILED)
 
 
 @command
-def mcp(list_tools: bool = typer.Option(False, "--list-tools", help="List the tools instead of serving them."),
-        as_json: bool = JSON) -> None:
+def mcp(
+    list_tools: bool = typer.Option(False, "--list-tools", help="List the tools instead of serving them."), as_json: bool = JSON
+) -> None:
     """Serve nkidev's tools to MCP clients over stdio (validate, profile, analyze, query, docs_search, ...)."""
     from nkidev import mcp_server
 
@@ -73,8 +81,7 @@ def mcp(list_tools: bool = typer.Option(False, "--list-tools", help="List the to
         print_json(tools)
     else:
         for tool in tools:
-            console.print(f"[bold]{tool['name']}[/]  {' '.join(tool['description'].split())}", highlight=False,
-                          soft_wrap=True)
+            console.print(f"[bold]{tool['name']}[/]  {' '.join(tool['description'].split())}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

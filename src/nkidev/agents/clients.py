@@ -65,8 +65,15 @@ def _claude(agent: AgentDef, ctx: Context) -> str:
 
 
 # Claude Code tool names -> Kiro built-in tool names
-_KIRO_TOOLS = {"Read": "fs_read", "Write": "fs_write", "Edit": "fs_write", "Grep": "grep", "Glob": "glob",
-               "Bash": "execute_bash", "TodoWrite": "todo_list"}
+_KIRO_TOOLS = {
+    "Read": "fs_read",
+    "Write": "fs_write",
+    "Edit": "fs_write",
+    "Grep": "grep",
+    "Glob": "glob",
+    "Bash": "execute_bash",
+    "TodoWrite": "todo_list",
+}
 _KIRO_PREAPPROVED = ("fs_read", "grep", "glob", "todo_list")
 
 
@@ -77,8 +84,7 @@ def _kiro(agent: AgentDef, ctx: Context) -> str:
     if agent.mcp_tools:
         tools.append(f"@{SERVER_NAME}")
         allowed += [f"@{SERVER_NAME}/{t}" for t in agent.mcp_tools if t in READ_ONLY_MCP_TOOLS]
-    spec |= {"tools": tools, "allowedTools": allowed,
-             "resources": [f"skill://{ctx.skills_dir}/{s}/SKILL.md" for s in agent.skills]}
+    spec |= {"tools": tools, "allowedTools": allowed, "resources": [f"skill://{ctx.skills_dir}/{s}/SKILL.md" for s in agent.skills]}
     if agent.mcp_tools:
         spec["mcpServers"] = {SERVER_NAME: ctx.mcp_entry}
     return json.dumps(spec, indent=2) + "\n"
@@ -93,8 +99,7 @@ def _cursor(agent: AgentDef, ctx: Context) -> str:
 
 CLIENTS: dict[str, Client] = {
     "claude": Client("claude", ".claude", ".md", {"project": ".mcp.json", "user": ".claude.json"}, _claude),
-    "kiro": Client("kiro", ".kiro", ".json",
-                   {"project": ".kiro/settings/mcp.json", "user": ".kiro/settings/mcp.json"}, _kiro),
+    "kiro": Client("kiro", ".kiro", ".json", {"project": ".kiro/settings/mcp.json", "user": ".kiro/settings/mcp.json"}, _kiro),
     "cursor": Client("cursor", ".cursor", ".md", {"project": ".cursor/mcp.json", "user": ".cursor/mcp.json"}, _cursor),
 }
 
@@ -102,15 +107,15 @@ CLIENTS: dict[str, Client] = {
 def get_client(name: str) -> Client:
     client = CLIENTS.get(str(name).strip().lower())
     if client is None:
-        raise NkiUsageError("err_unknown_client", f"unknown client {name!r}",
-                            f"use --target {', '.join(CLIENTS)}")
+        raise NkiUsageError("err_unknown_client", f"unknown client {name!r}", f"use --target {', '.join(CLIENTS)}")
     return client
 
 
 def check_scope(scope: str) -> str:
     if scope not in SCOPES:
-        raise NkiUsageError("err_invalid_argument", f"unknown scope {scope!r}",
-                            "use --scope project (this directory) or --scope user (your home directory)")
+        raise NkiUsageError(
+            "err_invalid_argument", f"unknown scope {scope!r}", "use --scope project (this directory) or --scope user (your home directory)"
+        )
     return scope
 
 

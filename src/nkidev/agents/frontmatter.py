@@ -27,7 +27,7 @@ def split(text: str) -> tuple[str, str]:
     lines = text.split("\n")
     for i, line in enumerate(lines[1:], start=1):
         if line.rstrip() == "---":
-            return "\n".join(lines[1:i]), "\n".join(lines[i + 1:])
+            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :])
     raise FrontmatterError("the frontmatter is not closed with a line '---'")
 
 

@@ -42,23 +42,30 @@ class Plan:
         for a in self.actions:
             counts[a["action"]] = counts.get(a["action"], 0) + 1
         changed = bool(self.writes or self.deletes or self.manifest_written)
-        return {"target": self.client.name, "scope": self.scope, "base": str(self.base), "dry_run": dry_run,
-                "changed": changed, "summary": counts, "conflicts": self.conflicts(), "actions": self.actions,
-                "mcp_server": {"name": SERVER_NAME, **mcp_entry()}}
+        return {
+            "target": self.client.name,
+            "scope": self.scope,
+            "base": str(self.base),
+            "dry_run": dry_run,
+            "changed": changed,
+            "summary": counts,
+            "conflicts": self.conflicts(),
+            "actions": self.actions,
+            "mcp_server": {"name": SERVER_NAME, **mcp_entry()},
+        }
 
 
 # ---------------------------------------------------------------- public API
 
-def install(target: str, scope: str = "project", *, dry_run: bool = False, force: bool = False,
-            base: str | Path | None = None) -> dict:
+
+def install(target: str, scope: str = "project", *, dry_run: bool = False, force: bool = False, base: str | Path | None = None) -> dict:
     """Install nkidev's skills, agents and MCP registration for `target` (claude | kiro | cursor)."""
     client, scope, base = get_client(target), check_scope(scope), _base(scope, base)
     plan = _plan_install(client, scope, base, force)
     return _finish(plan, dry_run, force, "install")
 
 
-def uninstall(target: str, scope: str = "project", *, dry_run: bool = False, force: bool = False,
-              base: str | Path | None = None) -> dict:
+def uninstall(target: str, scope: str = "project", *, dry_run: bool = False, force: bool = False, base: str | Path | None = None) -> dict:
     """Remove exactly what `install` put there, restoring files and MCP entries it replaced."""
     client, scope, base = get_client(target), check_scope(scope), _base(scope, base)
     plan = _plan_uninstall(client, scope, base, force)
@@ -69,11 +76,13 @@ def _finish(plan: Plan, dry_run: bool, force: bool, verb: str) -> dict:
     conflicts = plan.conflicts()
     if conflicts and not dry_run and not force:
         shown = ", ".join(conflicts[:8]) + (f" and {len(conflicts) - 8} more" if len(conflicts) > 8 else "")
-        raise NkiUsageError("err_install_conflict",
-                            f"{verb} would {'overwrite' if verb == 'install' else 'delete'} {len(conflicts)} "
-                            f"file(s) that differ from what nkidev wrote: {shown} (under {plan.base})",
-                            f"look at the differences; rerun `nkidev {verb}` with --force to "
-                            f"{'overwrite' if verb == 'install' else 'delete'} them anyway; nothing was changed")
+        raise NkiUsageError(
+            "err_install_conflict",
+            f"{verb} would {'overwrite' if verb == 'install' else 'delete'} {len(conflicts)} "
+            f"file(s) that differ from what nkidev wrote: {shown} (under {plan.base})",
+            f"look at the differences; rerun `nkidev {verb}` with --force to "
+            f"{'overwrite' if verb == 'install' else 'delete'} them anyway; nothing was changed",
+        )
     if not dry_run:
         _apply(plan)
     return plan.result(dry_run)
@@ -82,12 +91,16 @@ def _finish(plan: Plan, dry_run: bool, force: bool, verb: str) -> dict:
 def _base(scope: str, base) -> Path:
     path = Path(base) if base is not None else (Path.cwd() if scope == "project" else Path.home())
     if not path.is_dir():
-        raise NkiUsageError("err_not_writable", f"install directory {path} does not exist or is not a directory",
-                            "create it first, or run the command from your project directory")
+        raise NkiUsageError(
+            "err_not_writable",
+            f"install directory {path} does not exist or is not a directory",
+            "create it first, or run the command from your project directory",
+        )
     return path
 
 
 # ---------------------------------------------------------------- planning
+
 
 def _kind(client: Client, rel: str) -> str:
     if rel.startswith(client.skills_dir + "/"):
@@ -116,8 +129,11 @@ def _load_manifest(client: Client, base: Path) -> dict | None:
     except ValueError:
         manifest = None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-        raise NkiUsageError("err_bad_client_config", f"{base / client.manifest} is not an nkidev install manifest",
-                            "restore it from a backup, or delete it and the installed files by hand")
+        raise NkiUsageError(
+            "err_bad_client_config",
+            f"{base / client.manifest} is not an nkidev install manifest",
+            "restore it from a backup, or delete it and the installed files by hand",
+        )
     return manifest
 
 
@@ -148,14 +164,20 @@ def _plan_install(client: Client, scope: str, base: Path, force: bool) -> Plan:
         actions.append({"path": rel, "kind": _kind(client, rel), "action": action})
     mcp_action, mcp_record = plan_register(base, client.mcp_config[scope], old.get("mcp"), force, writes)
     actions.append({"path": client.mcp_config[scope], "kind": "mcp", "action": mcp_action})
-    manifest = {"tool": "nkidev", "version": __version__, "target": client.name, "scope": scope,
-                "files": files, "backups": {k: backups[k] for k in sorted(backups) if k in files},
-                "dirs": old.get("dirs", []), "mcp": mcp_record}
+    manifest = {
+        "tool": "nkidev",
+        "version": __version__,
+        "target": client.name,
+        "scope": scope,
+        "files": files,
+        "backups": {k: backups[k] for k in sorted(backups) if k in files},
+        "dirs": old.get("dirs", []),
+        "mcp": mcp_record,
+    }
     return Plan(client, scope, base, actions, writes, deletes, manifest)
 
 
-def _release(base: Path, rel: str, recorded: str, backup: str | None, writes: dict, deletes: list,
-             force: bool) -> str:
+def _release(base: Path, rel: str, recorded: str, backup: str | None, writes: dict, deletes: list, force: bool) -> str:
     """Plan giving a file back: delete it (or restore the user's original) unless it was edited since."""
     current = read_bytes(base / rel)
     if current is None:
@@ -189,6 +211,7 @@ def _plan_uninstall(client: Client, scope: str, base: Path, force: bool) -> Plan
 
 
 # ---------------------------------------------------------------- applying
+
 
 def _apply(plan: Plan) -> None:
     base = plan.base
@@ -249,5 +272,4 @@ def _check_writable(base: Path, rels: list[str]) -> None:
         while not probe.exists():
             probe = probe.parent
         if not probe.is_dir() or not os.access(probe, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-            raise NkiUsageError("err_not_writable", f"cannot write {target}: {probe} is not a writable directory",
-                                None)
+            raise NkiUsageError("err_not_writable", f"cannot write {target}: {probe} is not a writable directory", None)

@@ -37,8 +37,7 @@ def load_config(base: Path, rel: str) -> tuple[str | None, dict]:
     except ValueError as e:
         raise NkiUsageError("err_bad_client_config", f"{base / rel} is not valid JSON ({e})", None) from None
     if not isinstance(config, dict) or not isinstance(config.get("mcpServers", {}), dict):
-        raise NkiUsageError("err_bad_client_config", f"{base / rel} must be a JSON object whose mcpServers is an "
-                            "object", None)
+        raise NkiUsageError("err_bad_client_config", f"{base / rel} must be a JSON object whose mcpServers is an object", None)
     return text, config
 
 
@@ -59,8 +58,14 @@ def plan_register(base: Path, rel: str, old: dict | None, force: bool, writes: d
         action = "update"
     else:
         action = "overwrite" if force else "conflict"
-    record = old or {"config": rel, "server": SERVER_NAME, "previous": current, "created": text is None,
-                     "had_servers": "mcpServers" in config, "original": text}
+    record = old or {
+        "config": rel,
+        "server": SERVER_NAME,
+        "previous": current,
+        "created": text is None,
+        "had_servers": "mcpServers" in config,
+        "original": text,
+    }
     record = {**record, "entry": entry}
     if action in ("create", "update", "overwrite"):
         new = dump_config({**config, "mcpServers": {**servers, SERVER_NAME: entry}})

@@ -28,15 +28,20 @@ def validate_skill(skill_dir: Path) -> list[str]:
         meta, body = parse(skill_md.read_text(encoding="utf-8"))
     except (FrontmatterError, UnicodeDecodeError) as e:
         return [f"{skill_md.name}: {e}"]
-    return [*_fields(meta), *_name(meta.get("name"), skill_dir), *_description(meta.get("description")),
-            *_compatibility(meta), *_metadata(meta), *_body(body, skill_dir)]
+    return [
+        *_fields(meta),
+        *_name(meta.get("name"), skill_dir),
+        *_description(meta.get("description")),
+        *_compatibility(meta),
+        *_metadata(meta),
+        *_body(body, skill_dir),
+    ]
 
 
 def _fields(meta: dict) -> list[str]:
     extra = sorted(set(meta) - set(ALLOWED_FIELDS))
     missing = [f"missing required field: {f}" for f in ("name", "description") if f not in meta]
-    return missing + ([f"unexpected frontmatter fields: {', '.join(extra)}; allowed: {', '.join(ALLOWED_FIELDS)}"]
-                      if extra else [])
+    return missing + ([f"unexpected frontmatter fields: {', '.join(extra)}; allowed: {', '.join(ALLOWED_FIELDS)}"] if extra else [])
 
 
 def _name(name, skill_dir: Path) -> list[str]:
@@ -78,8 +83,7 @@ def _compatibility(meta: dict) -> list[str]:
         return []
     if not isinstance(value, str) or not value.strip():
         return ["field 'compatibility' must be a non-empty string"]
-    return [f"compatibility is {len(value)} characters; the limit is {MAX_COMPATIBILITY}"] \
-        if len(value) > MAX_COMPATIBILITY else []
+    return [f"compatibility is {len(value)} characters; the limit is {MAX_COMPATIBILITY}"] if len(value) > MAX_COMPATIBILITY else []
 
 
 def _metadata(meta: dict) -> list[str]:
@@ -98,8 +102,7 @@ def _body(body: str, skill_dir: Path) -> list[str]:
     if not body.strip():
         problems.append("SKILL.md has no body")
     if len(lines) > MAX_BODY_LINES:
-        problems.append(f"SKILL.md body has {len(lines)} lines; keep it under {MAX_BODY_LINES} and move detail "
-                        "into references/")
+        problems.append(f"SKILL.md body has {len(lines)} lines; keep it under {MAX_BODY_LINES} and move detail into references/")
     for match in _LINK.finditer(body):
         ref = match.group(1) or match.group(2)
         if not (skill_dir / ref).is_file():

@@ -38,13 +38,22 @@ def analyze(profile_dir: str | Path, source_root: str | Path | None = None) -> A
         findings.sort(key=lambda f: (SEVERITIES.index(f.severity), -f.time_gap_ns))
         locations = [r["src"] for r in profile.rows("SELECT DISTINCT src FROM inst WHERE src IS NOT NULL")]
         source.attach(findings, locations, source_root, profile.path)
-        investigations = {name: {"status": o.status, "reason": o.reason, "findings": len(o.findings),
-                                 "details": o.details} for name, o in outcomes.items()}
+        investigations = {
+            name: {"status": o.status, "reason": o.reason, "findings": len(o.findings), "details": o.details}
+            for name, o in outcomes.items()
+        }
         return AnalysisResult(
-            profile_dir=str(profile.path), target=target.name, bottleneck_engine=bottleneck,
-            total_time_ns=bounds["total_time_ns"], bounds=bounds, engines=engines, findings=findings,
-            investigations=investigations, warnings=_warnings(profile, bounds, bool(locations)),
-            timeline=_timeline(profile))
+            profile_dir=str(profile.path),
+            target=target.name,
+            bottleneck_engine=bottleneck,
+            total_time_ns=bounds["total_time_ns"],
+            bounds=bounds,
+            engines=engines,
+            findings=findings,
+            investigations=investigations,
+            warnings=_warnings(profile, bounds, bool(locations)),
+            timeline=_timeline(profile),
+        )
     finally:
         profile.con.close()
 
@@ -62,8 +71,7 @@ def _warnings(profile: Profile, bounds: dict, has_locations: bool) -> list[str]:
     out = list(profile.notes)
     wanted = {
         "ideal memory bounds": ("Metadata", ("dma_ddr_bandwidth",)),
-        "ideal compute bounds": ("Metadata", ("tensor_engine_num_rows", "tensor_engine_num_cols",
-                                              "tensor_engine_clock_freq")),
+        "ideal compute bounds": ("Metadata", ("tensor_engine_num_rows", "tensor_engine_num_cols", "tensor_engine_clock_freq")),
         "memory_bound_ideal_no_reloads": ("TensorInfo", ("type", "size")),
         "memory bounds": ("DmaPacket", ("start_ts", "end_ts", "transfer_bytes")),
     }
@@ -72,11 +80,14 @@ def _warnings(profile: Profile, bounds: dict, has_locations: bool) -> list[str]:
         if missing:
             out.append(f"{what} unavailable: profile lacks {', '.join(missing)}")
     if bounds["inputs"]["kernel_dma_packets"] == 0:
-        out.append("no kernel DMA packets: the window falls back to the instructions "
-                   "(re-capture with NEURON_RT_ENABLE_DGE_NOTIFICATIONS=1)")
+        out.append(
+            "no kernel DMA packets: the window falls back to the instructions (re-capture with NEURON_RT_ENABLE_DGE_NOTIFICATIONS=1)"
+        )
     if not has_locations:
-        out.append("no source locations (Instruction.nki_source_location / bir_debug_info_source_location are "
-                   "empty): findings cannot name lines; recompile with NKI debug info (NEURON_FRAMEWORK_DEBUG=1)")
+        out.append(
+            "no source locations (Instruction.nki_source_location / bir_debug_info_source_location are "
+            "empty): findings cannot name lines; recompile with NKI debug info (NEURON_FRAMEWORK_DEBUG=1)"
+        )
     return out
 
 
@@ -100,8 +111,7 @@ def query(profile_dir: str | Path, sql: str) -> list[dict]:
         except duckdb.Error as e:
             raise NkiUsageError("err_bad_query", f"cannot parse the query: {e}", f"tables: {tables}") from None
         if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
-            raise NkiUsageError("err_bad_query", "only a single SELECT (or WITH ... SELECT) statement is allowed",
-                                f"tables: {tables}")
+            raise NkiUsageError("err_bad_query", "only a single SELECT (or WITH ... SELECT) statement is allowed", f"tables: {tables}")
         try:
             return profile.rows(sql)
         except duckdb.Error as e:

@@ -25,7 +25,8 @@ def build_busy(profile: Profile) -> str:
         profile.notes.append("no ActiveTime table: engine busy time is the merged Instruction intervals")
     profile.con.execute(
         f"CREATE OR REPLACE TEMP TABLE busy_raw AS {engines} WHERE start_ts IS NOT NULL AND end_ts IS NOT NULL "
-        "UNION ALL SELECT 'dma', start_ts, end_ts FROM pkt")
+        "UNION ALL SELECT 'dma', start_ts, end_ts FROM pkt"
+    )
     profile.con.execute(sql_text("busy.sql"))
     return source
 
@@ -50,8 +51,7 @@ def compute(profile: Profile) -> tuple[dict, dict]:
         "total_time_ns": float(total),
         "memory_bound_ns": engine_times["DMA"],
         "memory_bound_ideal_ns": _div(q["dma_transfer_bytes"] * 1e9, dma_bw),
-        "memory_bound_ideal_no_reloads_ns": _div(None if q["necessary_bytes"] is None else
-                                                 q["necessary_bytes"] * 1e9, dma_bw),
+        "memory_bound_ideal_no_reloads_ns": _div(None if q["necessary_bytes"] is None else q["necessary_bytes"] * 1e9, dma_bw),
         "compute_bound_ns": engine_times["Tensor"],
         "compute_bound_ideal_flops_ns": _div(q["hw_flops"] * 1e9, te_peak),
         "compute_bound_ideal_useful_flops_ns": _div((q["hw_flops"] - q["transpose_flops"]) * 1e9, te_peak),
@@ -62,12 +62,19 @@ def compute(profile: Profile) -> tuple[dict, dict]:
     b["gaps"] = _gaps(b)
     b["bn_speedup"] = _speedups(b, engine_times)
     b["inputs"] = {
-        "t0_ns": q["t0"], "t1_ns": q["t1"], "window_source": q["window_source"], "busy_source": busy_source,
-        "dma_transfer_bytes": int(q["dma_transfer_bytes"]), "kernel_dma_packets": int(q["kernel_packets"]),
+        "t0_ns": q["t0"],
+        "t1_ns": q["t1"],
+        "window_source": q["window_source"],
+        "busy_source": busy_source,
+        "dma_transfer_bytes": int(q["dma_transfer_bytes"]),
+        "kernel_dma_packets": int(q["kernel_packets"]),
         "necessary_bytes": None if q["necessary_bytes"] is None else int(q["necessary_bytes"]),
         "excess_ratio": _div(q["dma_transfer_bytes"], q["necessary_bytes"]),
-        "hw_flops": float(q["hw_flops"]), "transpose_flops": float(q["transpose_flops"]), "matmuls": q["matmuls"],
-        "dma_bw_peak_bytes_per_s": dma_bw, "te_peak_flops_per_s": te_peak,
+        "hw_flops": float(q["hw_flops"]),
+        "transpose_flops": float(q["transpose_flops"]),
+        "matmuls": q["matmuls"],
+        "dma_bw_peak_bytes_per_s": dma_bw,
+        "te_peak_flops_per_s": te_peak,
         "achieved_dma_bytes_per_s": _div(q["dma_transfer_bytes"] * 1e9, engine_times["DMA"]),
         "te_utilization": _div(q["hw_flops"] * 1e9, (te_peak or 0) * engine_times["Tensor"]),
     }

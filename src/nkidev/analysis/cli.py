@@ -19,10 +19,12 @@ def analyze(
     profile_dir: Annotated[Path, typer.Argument(help="Profile directory (nkidev profile or neuron-explorer).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the analysis as one JSON object.")] = False,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report here.")] = None,
-    source_root: Annotated[Path | None, typer.Option(
-        "--source-root", help="Directory to find kernel files in when the profile's paths do not exist here.")] = None,
-    fail_on: Annotated[str | None, typer.Option(
-        "--fail-on", help="Exit 1 when a finding has this severity or higher: high | medium | low.")] = None,
+    source_root: Annotated[
+        Path | None, typer.Option("--source-root", help="Directory to find kernel files in when the profile's paths do not exist here.")
+    ] = None,
+    fail_on: Annotated[
+        str | None, typer.Option("--fail-on", help="Exit 1 when a finding has this severity or higher: high | medium | low.")
+    ] = None,
 ) -> None:
     """Bounds, bottleneck engine and inefficiencies traced to kernel source lines."""
     from nkidev.analysis import report_html, report_text
@@ -46,8 +48,7 @@ def analyze(
 @command
 def query(
     profile_dir: Annotated[Path, typer.Argument(help="Profile directory (nkidev profile or neuron-explorer).")],
-    sql: Annotated[str, typer.Argument(help="One SELECT over the tables, e.g. 'SELECT opcode, count(*) FROM "
-                                            "Instruction GROUP BY 1'.")],
+    sql: Annotated[str, typer.Argument(help="One SELECT over the tables, e.g. 'SELECT opcode, count(*) FROM Instruction GROUP BY 1'.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as a JSON list.")] = False,
 ) -> None:
     """Run a read-only SQL SELECT over a profile's tables (DuckDB; table names as in neuron-explorer)."""
@@ -60,7 +61,7 @@ def query(
         print_json(rows)
         return
     table = Table(show_lines=False)
-    for name in (rows[0] if rows else {}):
+    for name in rows[0] if rows else {}:
         table.add_column(str(name))
     for r in rows:
         table.add_row(*("" if v is None else str(v) for v in r.values()))

@@ -17,8 +17,7 @@ from nkidev.examples import example
 NAIVE = ("swiglu_naive.py", "swiglu_naive")
 FIXED = ("swiglu.py", "swiglu")
 # Causes before symptoms: reloads and small DMAs explain the Tensor Engine's idle time.
-TEXT_ORDER = ("redundant_load", "dma_efficiency", "spill", "te_underutilization", "redundant_transpose",
-              "engine_bound", "te_idle")
+TEXT_ORDER = ("redundant_load", "dma_efficiency", "spill", "te_underutilization", "redundant_transpose", "engine_bound", "te_idle")
 MAX_LINES_PER_KIND = 4
 
 
@@ -34,9 +33,13 @@ def profile_example(file: str, kernel: str, out: Path) -> Path:
 
 
 def _summary(result, file: str, kernel: str) -> dict:
-    return {"kernel": f"examples/{file}::{kernel}", "profile_dir": result.profile_dir,
-            "total_time_ns": result.total_time_ns, "bottleneck_engine": result.bottleneck_engine,
-            "kinds": sorted({f.kind for f in result.findings})}
+    return {
+        "kernel": f"examples/{file}::{kernel}",
+        "profile_dir": result.profile_dir,
+        "total_time_ns": result.total_time_ns,
+        "bottleneck_engine": result.bottleneck_engine,
+        "kinds": sorted({f.kind for f in result.findings}),
+    }
 
 
 def diagnose_swiglu(out_dir: str | Path | None = None, compare: bool = True) -> dict:
@@ -46,8 +49,7 @@ def diagnose_swiglu(out_dir: str | Path | None = None, compare: bool = True) -> 
     """
     root = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="nkidev-swiglu-"))
     naive = analyze(profile_example(*NAIVE, root / "swiglu_naive"))
-    out = {"naive": _summary(naive, *NAIVE), "findings": [f.to_dict() for f in naive.findings],
-           "fixed": None, "speedup": None}
+    out = {"naive": _summary(naive, *NAIVE), "findings": [f.to_dict() for f in naive.findings], "fixed": None, "speedup": None}
     if compare:
         fixed = analyze(profile_example(*FIXED, root / "swiglu"))
         out["fixed"] = _summary(fixed, *FIXED)
@@ -58,21 +60,27 @@ def diagnose_swiglu(out_dir: str | Path | None = None, compare: bool = True) -> 
 def diagnosis_text(d: dict) -> str:
     """A few lines for humans: the naive kernel's time, its top findings with code, the fixed kernel."""
     n = d["naive"]
-    lines = [f"Diagnosis of {n['kernel']} (cost model): {fmt_ns(n['total_time_ns'])}, "
-             f"bottleneck {n['bottleneck_engine']}, {len(d['findings'])} findings"]
+    lines = [
+        f"Diagnosis of {n['kernel']} (cost model): {fmt_ns(n['total_time_ns'])}, "
+        f"bottleneck {n['bottleneck_engine']}, {len(d['findings'])} findings"
+    ]
     for kind in TEXT_ORDER:
         group = [f for f in d["findings"] if f["kind"] == kind]
         if not group:
             continue
         top = group[0]
-        lines.append(f"  [{top['severity']}] {kind}: {top['summary'].split('; ')[0].split('. ')[0]}"
-                     + (f" (+{len(group) - 1} more)" if len(group) > 1 else ""))
+        lines.append(
+            f"  [{top['severity']}] {kind}: {top['summary'].split('; ')[0].split('. ')[0]}"
+            + (f" (+{len(group) - 1} more)" if len(group) > 1 else "")
+        )
         for f in group[:MAX_LINES_PER_KIND]:
             for src in f["source"][:1]:
                 lines.append(f"      {src['location']}: {src['text'] or ''}")
     fixed = d.get("fixed")
     if fixed:
         gone = [k for k in ("dma_efficiency", "redundant_load") if k not in fixed["kinds"]]
-        lines.append(f"Fixed in {fixed['kernel']}: {fmt_ns(fixed['total_time_ns'])} "
-                     f"({d['speedup']:.1f}x faster); {' and '.join(gone) or 'no'} findings gone.")
+        lines.append(
+            f"Fixed in {fixed['kernel']}: {fmt_ns(fixed['total_time_ns'])} "
+            f"({d['speedup']:.1f}x faster); {' and '.join(gone) or 'no'} findings gone."
+        )
     return "\n".join(lines)

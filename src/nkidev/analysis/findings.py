@@ -6,14 +6,20 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 
-KINDS = ("dma_efficiency", "redundant_load", "spill", "te_underutilization", "redundant_transpose",
-         "engine_bound", "te_idle")
+KINDS = ("dma_efficiency", "redundant_load", "spill", "te_underutilization", "redundant_transpose", "engine_bound", "te_idle")
 SEVERITIES = ("high", "medium", "low")
 
 # The engine whose time each kind of finding costs. When that engine is not the bottleneck, the time is
 # off the critical path, so the finding is reported one severity lower.
-KIND_ENGINE = {"dma_efficiency": "DMA", "redundant_load": "DMA", "spill": "DMA", "te_underutilization": "Tensor",
-               "redundant_transpose": "Tensor", "te_idle": "Tensor", "engine_bound": None}
+KIND_ENGINE = {
+    "dma_efficiency": "DMA",
+    "redundant_load": "DMA",
+    "spill": "DMA",
+    "te_underutilization": "Tensor",
+    "redundant_transpose": "Tensor",
+    "te_idle": "Tensor",
+    "engine_bound": None,
+}
 
 # Share of the kernel time a finding must cost to be reported at each severity.
 HIGH_SHARE = 0.15

@@ -14,8 +14,16 @@ from nkidev.analysis.report_text import BOUND_ROWS
 from nkidev.analysis.result import AnalysisResult
 
 LANES = (("Tensor", "tensor"), ("Vector", "vector"), ("Scalar", "scalar"), ("GpSimd", "gpsimd"), ("DMA", "dma"))
-COLORS = {"tensor": "#4e79a7", "vector": "#59a14f", "scalar": "#f28e2b", "gpsimd": "#b07aa1", "dma": "#e15759",
-          "memory": "#e15759", "compute": "#4e79a7", "pipeline": "#9c755f"}
+COLORS = {
+    "tensor": "#4e79a7",
+    "vector": "#59a14f",
+    "scalar": "#f28e2b",
+    "gpsimd": "#b07aa1",
+    "dma": "#e15759",
+    "memory": "#e15759",
+    "compute": "#4e79a7",
+    "pipeline": "#9c755f",
+}
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1280px;color:#222}
@@ -51,14 +59,18 @@ def _svg_timeline(result: AnalysisResult, width: int = 1200) -> str:
         parts.append(f'<rect x="{label_w}" y="{y + 2}" width="{width - label_w}" height="{lane_h - 4}" fill="#f3f3f3"/>')
         for b, frac in enumerate(tl["lanes"].get(key, [])):
             if frac > 0:
-                parts.append(f'<rect x="{label_w + b * scale:.1f}" y="{y + 2}" width="{max(scale, 0.6):.2f}" '
-                             f'height="{lane_h - 4}" fill="{COLORS[key]}" fill-opacity="{0.15 + 0.85 * frac:.2f}"/>')
+                parts.append(
+                    f'<rect x="{label_w + b * scale:.1f}" y="{y + 2}" width="{max(scale, 0.6):.2f}" '
+                    f'height="{lane_h - 4}" fill="{COLORS[key]}" fill-opacity="{0.15 + 0.85 * frac:.2f}"/>'
+                )
         parts.append("</g>")
     y = lane_h * len(LANES) + 14
     for k in range(6):
         x = label_w + k * (width - label_w - 1) / 5
-        parts.append(f'<text x="{x:.0f}" y="{y}" text-anchor="{"start" if k == 0 else "end" if k == 5 else "middle"}">'
-                     f'{escape(fmt_ns(result.total_time_ns * k / 5))}</text>')
+        parts.append(
+            f'<text x="{x:.0f}" y="{y}" text-anchor="{"start" if k == 0 else "end" if k == 5 else "middle"}">'
+            f"{escape(fmt_ns(result.total_time_ns * k / 5))}</text>"
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -76,8 +88,7 @@ def _svg_bounds(result: AnalysisResult, width: int = 780) -> str:
         parts.append(f'<text x="0" y="{y + 14}">{escape(label)}</text>')
         fill = "#555" if key == "total_time_ns" else COLORS[family]
         parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{bar_h - 6}" fill="{fill}"/>')
-        parts.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 14}">{escape(fmt_ns(value))} '
-                     f'({pct(value, result.total_time_ns)})</text>')
+        parts.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 14}">{escape(fmt_ns(value))} ({pct(value, result.total_time_ns)})</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -103,18 +114,19 @@ def _svg_roofline(result: AnalysisResult, width: int = 420, height: int = 300) -
 
     xs = [10 ** (x_lo + k * (x_hi - x_lo) / 60) for k in range(61)]
     roof = " ".join(f"{px(x):.1f},{py(min(peak, x * bw)):.1f}" for x in xs)
-    parts = [f'<svg width="{width}" height="{height}" role="img" aria-label="roofline">',
-             f'<polyline points="{roof}" fill="none" stroke="#333" stroke-width="2"/>',
-             f'<circle cx="{px(ai):.1f}" cy="{py(achieved):.1f}" r="5" fill="#d62728"><title>kernel</title></circle>',
-             f'<text x="{px(ai) + (8 if px(ai) < width * 0.5 else -8):.1f}" y="{py(achieved) + 4:.1f}" '
-             f'text-anchor="{"start" if px(ai) < width * 0.5 else "end"}">kernel: {achieved / 1e12:.2f} TFLOP/s, '
-             f'{ai:.1f} FLOP/B</text>',
-             f'<text x="{width - 10}" y="{py(peak) - 6:.1f}" text-anchor="end">TensorE peak {peak / 1e12:.1f} TFLOP/s'
-             f'</text>',
-             f'<text x="{pad}" y="{height - 8}">FLOPs per DMA byte (log)</text>',
-             '<text x="4" y="12">FLOP/s (log)</text>']
+    parts = [
+        f'<svg width="{width}" height="{height}" role="img" aria-label="roofline">',
+        f'<polyline points="{roof}" fill="none" stroke="#333" stroke-width="2"/>',
+        f'<circle cx="{px(ai):.1f}" cy="{py(achieved):.1f}" r="5" fill="#d62728"><title>kernel</title></circle>',
+        f'<text x="{px(ai) + (8 if px(ai) < width * 0.5 else -8):.1f}" y="{py(achieved) + 4:.1f}" '
+        f'text-anchor="{"start" if px(ai) < width * 0.5 else "end"}">kernel: {achieved / 1e12:.2f} TFLOP/s, '
+        f"{ai:.1f} FLOP/B</text>",
+        f'<text x="{width - 10}" y="{py(peak) - 6:.1f}" text-anchor="end">TensorE peak {peak / 1e12:.1f} TFLOP/s</text>',
+        f'<text x="{pad}" y="{height - 8}">FLOPs per DMA byte (log)</text>',
+        '<text x="4" y="12">FLOP/s (log)</text>',
+    ]
     for e in range(x_lo, x_hi + 1):
-        parts.append(f'<text x="{px(10 ** e):.1f}" y="{height - 22}" text-anchor="middle">1e{e}</text>')
+        parts.append(f'<text x="{px(10**e):.1f}" y="{height - 22}" text-anchor="middle">1e{e}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -135,12 +147,14 @@ def _finding(i: int, f, total: float) -> str:
 
     code = "".join(_code(s) for s in f.source)
     evidence = escape(json.dumps(f.evidence, indent=1, default=str))
-    return (f"<div class='finding {f.severity}' data-kind='{f.kind}'>"
-            f"<div><span class='sev {f.severity}'>{f.severity}</span> <b>{i}. {f.kind}</b> &nbsp;"
-            f"~{escape(fmt_ns(f.time_gap_ns))} ({pct(f.time_gap_ns, total)} of the kernel) &nbsp;"
-            f"<span class='meta'>{escape(', '.join(f.source_lines))}</span></div>"
-            f"<p>{escape(f.summary)}</p>{code}<details><summary>evidence</summary><pre>{evidence}</pre></details>"
-            f"</div>")
+    return (
+        f"<div class='finding {f.severity}' data-kind='{f.kind}'>"
+        f"<div><span class='sev {f.severity}'>{f.severity}</span> <b>{i}. {f.kind}</b> &nbsp;"
+        f"~{escape(fmt_ns(f.time_gap_ns))} ({pct(f.time_gap_ns, total)} of the kernel) &nbsp;"
+        f"<span class='meta'>{escape(', '.join(f.source_lines))}</span></div>"
+        f"<p>{escape(f.summary)}</p>{code}<details><summary>evidence</summary><pre>{evidence}</pre></details>"
+        f"</div>"
+    )
 
 
 def _engines_table(result: AnalysisResult) -> str:
@@ -149,29 +163,38 @@ def _engines_table(result: AnalysisResult) -> str:
         f"<td class='n'>{escape(fmt_ns(e['active_ns']))}</td><td class='n'>{e['active_percent']:.0f}%</td>"
         f"<td class='n'>{e['instruction_count']}</td>"
         f"<td class='n'>{escape(fmt_bytes(e['transfer_bytes'])) if 'transfer_bytes' in e else ''}</td></tr>"
-        for name, e in result.engines.items())
+        for name, e in result.engines.items()
+    )
     return f"<table><tr><th>engine</th><th>busy</th><th>of total</th><th>instructions</th><th>bytes</th></tr>{rows}</table>"
 
 
 def _investigations_table(result: AnalysisResult) -> str:
     rows = []
     for name, inv in result.investigations.items():
-        state = (f"{inv['findings']} finding(s)" if inv["findings"] else "ran, nothing found") \
-            if inv["status"] == "ran" else f"{inv['status'].replace('_', ' ')}: {inv['reason']}"
+        state = (
+            (f"{inv['findings']} finding(s)" if inv["findings"] else "ran, nothing found")
+            if inv["status"] == "ran"
+            else f"{inv['status'].replace('_', ' ')}: {inv['reason']}"
+        )
         rows.append(f"<tr><td>{name}</td><td>{escape(state)}</td></tr>")
     return "<table>" + "".join(rows) + "</table>"
 
 
 def render(result: AnalysisResult) -> str:
     total = result.total_time_ns
-    cards = [("kernel time", fmt_ns(total)), ("bottleneck", result.bottleneck_engine or "none"),
-             ("findings", str(len(result.findings))),
-             ("DMA bytes", fmt_bytes(result.bounds["inputs"]["dma_transfer_bytes"]))]
+    cards = [
+        ("kernel time", fmt_ns(total)),
+        ("bottleneck", result.bottleneck_engine or "none"),
+        ("findings", str(len(result.findings))),
+        ("DMA bytes", fmt_bytes(result.bounds["inputs"]["dma_transfer_bytes"])),
+    ]
     ratio = result.bounds["inputs"]["excess_ratio"]
     if ratio:
         cards.append(("bytes moved / needed", f"{ratio:.1f}x"))
-    findings = "".join(_finding(i, f, total) for i, f in enumerate(result.findings, 1)) or \
-        "<p>No inefficiency costs more than 1% of the kernel time.</p>"
+    findings = (
+        "".join(_finding(i, f, total) for i, f in enumerate(result.findings, 1))
+        or "<p>No inefficiency costs more than 1% of the kernel time.</p>"
+    )
     warnings = "".join(f"<div class='warn'>{escape(w)}</div>" for w in result.warnings)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>nkidev analysis</title>
@@ -179,7 +202,7 @@ def render(result: AnalysisResult) -> str:
 <body>
 <h1>nkidev profile analysis</h1>
 <div class="meta">{escape(result.profile_dir)} &middot; target {escape(result.target)}</div>
-<div class="cards">{''.join(f'<div class="card">{escape(k)}<b>{escape(v)}</b></div>' for k, v in cards)}</div>
+<div class="cards">{"".join(f'<div class="card">{escape(k)}<b>{escape(v)}</b></div>' for k, v in cards)}</div>
 {warnings}
 <h2>Engine timeline</h2>
 <div class="meta">Busy fraction of each engine over the kernel (darker = busier).</div>

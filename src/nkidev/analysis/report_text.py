@@ -26,8 +26,14 @@ BOUND_ROWS = (
 def bounds_table(result: AnalysisResult) -> Table:
     b, total = result.bounds, result.total_time_ns
     t = Table(title="Performance bounds", title_justify="left")
-    for col, justify in (("family", "left"), ("bound", "left"), ("time", "right"), ("of total", "right"),
-                         ("gap from previous", "left"), ("bn_speedup", "right")):
+    for col, justify in (
+        ("family", "left"),
+        ("bound", "left"),
+        ("time", "right"),
+        ("of total", "right"),
+        ("gap from previous", "left"),
+        ("bn_speedup", "right"),
+    ):
         t.add_column(col, justify=justify)
     t.add_row("", "total_time", fmt_ns(total), "100%", "", "")
     previous = {"memory": total, "compute": total, "pipeline": total}
@@ -35,9 +41,14 @@ def bounds_table(result: AnalysisResult) -> Table:
         value = b.get(key)
         gap = None if value is None or previous[family] is None else previous[family] - value
         speed = b["bn_speedup"].get(key)
-        t.add_row(family, key.removesuffix("_ns"), fmt_ns(value), pct(value, total),
-                  f"{gap_name}: {fmt_ns(gap)}" if gap is not None else gap_name,
-                  f"{speed:.2f}x" if speed else "-")
+        t.add_row(
+            family,
+            key.removesuffix("_ns"),
+            fmt_ns(value),
+            pct(value, total),
+            f"{gap_name}: {fmt_ns(gap)}" if gap is not None else gap_name,
+            f"{speed:.2f}x" if speed else "-",
+        )
         previous[family] = value
     return t
 
@@ -48,8 +59,13 @@ def engines_table(result: AnalysisResult) -> Table:
         t.add_column(col, justify="left" if col == "engine" else "right")
     for name, e in result.engines.items():
         mark = " (bottleneck)" if name == result.bottleneck_engine else ""
-        t.add_row(name + mark, fmt_ns(e["active_ns"]), f"{e['active_percent']:.0f}%", str(e["instruction_count"]),
-                  fmt_bytes(e["transfer_bytes"]) if "transfer_bytes" in e else "")
+        t.add_row(
+            name + mark,
+            fmt_ns(e["active_ns"]),
+            f"{e['active_percent']:.0f}%",
+            str(e["instruction_count"]),
+            fmt_bytes(e["transfer_bytes"]) if "transfer_bytes" in e else "",
+        )
     return t
 
 
@@ -84,8 +100,7 @@ def investigations_lines(result: AnalysisResult) -> list[Text]:
 def render(result: AnalysisResult, console: Console) -> None:
     bn = result.bottleneck_engine or "none"
     console.print(Text.assemble(("Profile ", "bold"), result.profile_dir, f"  (target {result.target})"))
-    console.print(Text.assemble("Kernel time ", (fmt_ns(result.total_time_ns), "bold"),
-                                "   bottleneck engine ", (bn, "bold magenta")))
+    console.print(Text.assemble("Kernel time ", (fmt_ns(result.total_time_ns), "bold"), "   bottleneck engine ", (bn, "bold magenta")))
     for w in result.warnings:
         console.print(Text(f"warning: {w}", style="yellow"))
     console.print(bounds_table(result))

@@ -25,24 +25,43 @@ _SPLIT = re.compile(r"^(?P<table>.+?)_(?P<part>\d+)$")
 # The columns the analysis reads, per table, and the DuckDB type each is cast to (profiles.md §3.2).
 COLUMNS: dict[str, dict[str, str]] = {
     "Instruction": {
-        "id": "BIGINT", "engine": "VARCHAR", "opcode": "VARCHAR", "start_ts": "BIGINT", "end_ts": "BIGINT",
-        "duration_ns": "BIGINT", "operands": "VARCHAR", "tensor_instruction_type": "VARCHAR",
-        "adjusted_flops": "DOUBLE", "nki_source_location": "VARCHAR", "bir_debug_info_source_location": "VARCHAR",
-        "hbm_read_bytes": "BIGINT", "hbm_write_bytes": "BIGINT",
+        "id": "BIGINT",
+        "engine": "VARCHAR",
+        "opcode": "VARCHAR",
+        "start_ts": "BIGINT",
+        "end_ts": "BIGINT",
+        "duration_ns": "BIGINT",
+        "operands": "VARCHAR",
+        "tensor_instruction_type": "VARCHAR",
+        "adjusted_flops": "DOUBLE",
+        "nki_source_location": "VARCHAR",
+        "bir_debug_info_source_location": "VARCHAR",
+        "hbm_read_bytes": "BIGINT",
+        "hbm_write_bytes": "BIGINT",
     },
     "ActiveTime": {"engine": "VARCHAR", "start_ts": "BIGINT", "end_ts": "BIGINT"},
-    "DmaPacket": {"start_ts": "BIGINT", "end_ts": "BIGINT", "transfer_bytes": "BIGINT", "queue_type": "VARCHAR",
-                  "queue_name": "VARCHAR"},
+    "DmaPacket": {"start_ts": "BIGINT", "end_ts": "BIGINT", "transfer_bytes": "BIGINT", "queue_type": "VARCHAR", "queue_name": "VARCHAR"},
     "DmaPacketAggregated": {
-        "id": "BIGINT", "start_ts": "BIGINT", "end_ts": "BIGINT", "transfer_bytes": "BIGINT", "source": "VARCHAR",
-        "dest": "VARCHAR", "variable": "VARCHAR", "write_num_sbuf_partitions": "BIGINT",
-        "read_num_sbuf_partitions": "BIGINT", "is_transpose_mode": "BOOLEAN",
+        "id": "BIGINT",
+        "start_ts": "BIGINT",
+        "end_ts": "BIGINT",
+        "transfer_bytes": "BIGINT",
+        "source": "VARCHAR",
+        "dest": "VARCHAR",
+        "variable": "VARCHAR",
+        "write_num_sbuf_partitions": "BIGINT",
+        "read_num_sbuf_partitions": "BIGINT",
+        "is_transpose_mode": "BOOLEAN",
     },
     "Flow": {"in_table": "VARCHAR", "out_table": "VARCHAR", "in_id": "BIGINT", "out_id": "BIGINT"},
     "TensorInfo": {"type": "VARCHAR", "size": "BIGINT", "variable_name": "VARCHAR"},
-    "Metadata": {"dma_ddr_bandwidth": "DOUBLE", "tensor_engine_num_rows": "DOUBLE",
-                 "tensor_engine_num_cols": "DOUBLE", "tensor_engine_clock_freq": "DOUBLE",
-                 "instance_type": "VARCHAR"},
+    "Metadata": {
+        "dma_ddr_bandwidth": "DOUBLE",
+        "tensor_engine_num_rows": "DOUBLE",
+        "tensor_engine_num_cols": "DOUBLE",
+        "tensor_engine_clock_freq": "DOUBLE",
+        "instance_type": "VARCHAR",
+    },
 }
 
 # Where each table comes from when it is missing, so the message can say how to get it.
@@ -93,18 +112,20 @@ def find_profile_dir(path: str | Path) -> Path:
     (neuron-explorer's `<data-path>/profiles/global/<name>@latest/` layout)."""
     path = Path(path)
     if not path.is_dir():
-        raise NkiUsageError("err_bad_profile", f"{path} is not a directory",
-                            "pass the profile directory written by `nkidev profile` or neuron-explorer")
+        raise NkiUsageError(
+            "err_bad_profile", f"{path} is not a directory", "pass the profile directory written by `nkidev profile` or neuron-explorer"
+        )
     if any(path.glob("*.parquet")):
         return path
-    found = sorted({p.parent for p in path.glob("**/Instruction*.parquet")} |
-                   {p.parent for p in path.glob("**/DmaPacket*.parquet")})
+    found = sorted({p.parent for p in path.glob("**/Instruction*.parquet")} | {p.parent for p in path.glob("**/DmaPacket*.parquet")})
     if len(found) == 1:
         return found[0]
     if not found:
-        raise NkiUsageError("err_bad_profile", f"{path} holds no Parquet tables (<Table>.parquet)",
-                            "pass the directory written by `nkidev profile`, or a neuron-explorer "
-                            "profiles/global/<name>@latest directory")
+        raise NkiUsageError(
+            "err_bad_profile",
+            f"{path} holds no Parquet tables (<Table>.parquet)",
+            "pass the directory written by `nkidev profile`, or a neuron-explorer profiles/global/<name>@latest directory",
+        )
     names = ", ".join(str(p.relative_to(path)) for p in found[:5])
     raise NkiUsageError("err_bad_profile", f"{path} holds several profiles ({names})", "pass one of them")
 
@@ -131,12 +152,17 @@ def open_profile(path: str | Path) -> Profile:
             con.execute(f'CREATE VIEW "{table}" AS SELECT * FROM read_parquet([{listing}], union_by_name=true)')
             columns[table] = {row[0]: row[1] for row in con.execute(f'DESCRIBE "{table}"').fetchall()}
         except duckdb.Error as e:
-            raise NkiUsageError("err_bad_profile", f"cannot read table {table} ({files[0]}): {e}",
-                                "re-export the profile; the Parquet file is damaged or not Parquet") from None
+            raise NkiUsageError(
+                "err_bad_profile",
+                f"cannot read table {table} ({files[0]}): {e}",
+                "re-export the profile; the Parquet file is damaged or not Parquet",
+            ) from None
     if "Instruction" not in columns and "DmaPacket" not in columns:
-        raise NkiUsageError("err_bad_profile", f"{path} has neither an Instruction nor a DmaPacket table "
-                            f"(found: {', '.join(sorted(columns)) or 'no tables'})",
-                            "pass a neuron-explorer or nkidev profile directory")
+        raise NkiUsageError(
+            "err_bad_profile",
+            f"{path} has neither an Instruction nor a DmaPacket table (found: {', '.join(sorted(columns)) or 'no tables'})",
+            "pass a neuron-explorer or nkidev profile directory",
+        )
     return Profile(path, con, columns)
 
 

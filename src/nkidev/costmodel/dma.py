@@ -128,9 +128,20 @@ def plan_transfer(ins: Instruction, trace: Trace, hw: Target) -> Transfer:
     variable = trace.tensors[hbm_side.tensor].name if hbm_side.tensor in trace.tensors else ""
     op = "read" if src.buffer == "hbm" and dst.buffer != "hbm" else "write" if dst.buffer == "hbm" else "copy"
     return Transfer(
-        queue=queue, issue_engine=issue_engine, issue_ns=issue_ns, transfer_bytes=nbytes, read_bytes=read_bytes,
-        write_bytes=dst.nbytes, descriptor_bytes=desc, engines=engines, packet_bytes=shares, packet_ns=packet_ns,
-        source=_label(src, trace), dest=_label(dst, trace), variable=variable, op=op,
+        queue=queue,
+        issue_engine=issue_engine,
+        issue_ns=issue_ns,
+        transfer_bytes=nbytes,
+        read_bytes=read_bytes,
+        write_bytes=dst.nbytes,
+        descriptor_bytes=desc,
+        engines=engines,
+        packet_bytes=shares,
+        packet_ns=packet_ns,
+        source=_label(src, trace),
+        dest=_label(dst, trace),
+        variable=variable,
+        op=op,
         read_partitions=None if src.buffer == "hbm" else (src.partition_start, src.partitions),
         write_partitions=None if dst.buffer == "hbm" else (dst.partition_start, dst.partitions),
         is_transpose=transpose,

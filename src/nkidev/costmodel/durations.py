@@ -18,9 +18,13 @@ from nkidev.hardware import Target
 # nki.isa name -> profiler opcode where neuron-explorer's glossary names it differently ("Common instruction
 # opcodes"); everything else is the upper-cased nki.isa name
 OPCODE_NAMES = {
-    "activation": "ACTIVATE", "activation_reduce": "ACTIVATE", "activate2": "ACTIVATE",
-    "tensor_scalar": "SCALAR", "tensor_reduce": "REDUCE",
-    "nc_transpose": "TRANSPOSE", "core_barrier": "BARRIER",
+    "activation": "ACTIVATE",
+    "activation_reduce": "ACTIVATE",
+    "activate2": "ACTIVATE",
+    "tensor_scalar": "SCALAR",
+    "tensor_reduce": "REDUCE",
+    "nc_transpose": "TRANSPOSE",
+    "core_barrier": "BARRIER",
 }
 LOAD_STATIONARY, MATMUL, DMA_TRIGGER = "LDWEIGHTS", "MATMUL", "DMA_TRIGGER"  # profile row opcodes
 TENSOR_MATMUL_OPS = ("nc_matmul", "nc_transpose", "nc_matmul_mx")

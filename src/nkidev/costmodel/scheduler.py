@@ -185,8 +185,7 @@ class _Run:
         self.pk_start: list[list[float]] = []
         self.dma_free: dict[int, list[float]] = {}
         self.sync_ns = hw.engines.semaphore_sync_ns
-        self.same_engine_ns = {e: dependent_latency_ns(e, hw) for e in ("tensor", "vector", "scalar", "gpsimd",
-                                                                           "sync", "dma")}
+        self.same_engine_ns = {e: dependent_latency_ns(e, hw) for e in ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")}
         self.barrier = _barrier_groups(trace)
         self.ports = [_shared_ports(ins, hw) for ins in trace.instructions]
         self.port_free: dict[tuple[int, str], float] = {}
@@ -347,7 +346,8 @@ class _Run:
         row_ins, row_op, row_engine, row_pc = p.rows
         rows = Rows(row_ins, row_op, row_engine, row_pc, self.row_start, self.row_end, self.row_wait)
         dma_positions = [i for i in range(len(p.kind)) if p.kind[i] == DMA]
-        transfers = Transfers(dma_positions, [p.first_row[i] for i in dma_positions],
-                              [p.transfer[i] for i in dma_positions], self.t_start, self.t_end)
+        transfers = Transfers(
+            dma_positions, [p.first_row[i] for i in dma_positions], [p.transfer[i] for i in dma_positions], self.t_start, self.t_end
+        )
         packets = self._packets()
         return Timeline(self.trace, self.hw, rows, transfers, packets, p.work, self.deps)

@@ -87,10 +87,14 @@ class Timeline:
 
     def spans(self, position: int) -> list[tuple[str, float, float]]:
         """(opcode, start, end) of the rows of one trace instruction, plus ('DMA', start, end) for a DMA."""
-        out = [(self.rows.opcode[r], float(self.rows.start[r]), float(self.rows.end[r]))
-               for r in np.flatnonzero(np.asarray(self.rows.ins) == position)]
-        out += [("DMA", float(self.transfers.start[t]), float(self.transfers.end[t]))
-                for t in np.flatnonzero(np.asarray(self.transfers.ins) == position)]
+        out = [
+            (self.rows.opcode[r], float(self.rows.start[r]), float(self.rows.end[r]))
+            for r in np.flatnonzero(np.asarray(self.rows.ins) == position)
+        ]
+        out += [
+            ("DMA", float(self.transfers.start[t]), float(self.transfers.end[t]))
+            for t in np.flatnonzero(np.asarray(self.transfers.ins) == position)
+        ]
         return out
 
     def busy_ns(self) -> dict[str, float]:
@@ -98,8 +102,11 @@ class Timeline:
         from nkidev.costmodel.intervals import merged_length
 
         engines = np.asarray(self.rows.engine)
-        out = {e: merged_length(self.rows.start[engines == e], self.rows.end[engines == e])
-               for e in ("tensor", "vector", "scalar", "gpsimd", "sync") if (engines == e).any()}
+        out = {
+            e: merged_length(self.rows.start[engines == e], self.rows.end[engines == e])
+            for e in ("tensor", "vector", "scalar", "gpsimd", "sync")
+            if (engines == e).any()
+        }
         if len(self.packets):
             out["dma"] = merged_length(self.packets.start, self.packets.end)
         return out

@@ -29,16 +29,21 @@ def search(query: str, limit: int = 10) -> list[dict]:
     if exact is not None:  # a query that names a page exactly gets that page first
         top = next(((p, snip, score) for p, snip, score in hits if p is exact), (exact, exact.summary, 0.0))
         hits = [top, *(h for h in hits if h[0] is not exact)][:limit]
-    return [{"id": page.id, "title": page.title, "kind": page.kind, "summary": page.summary,
-             "snippet": snippet, "score": score} for page, snippet, score in hits]
+    return [
+        {"id": page.id, "title": page.title, "kind": page.kind, "summary": page.summary, "snippet": snippet, "score": score}
+        for page, snippet, score in hits
+    ]
 
 
 def show(topic: str) -> dict:
     """The page for an id (`isa/nc_matmul`), a name (`nc_matmul`, `nl.ndarray`, `trn2`, an error) or a guide."""
     page = _lookup().get(_key(topic))
     if page is None:
-        raise NkiUsageError("err_unknown_topic", f"no docs page {topic!r}{_suggest(topic, _lookup())}",
-                            f"run `nkidev docs search {' '.join(index.terms(topic)) or 'WORDS'}` to find the page")
+        raise NkiUsageError(
+            "err_unknown_topic",
+            f"no docs page {topic!r}{_suggest(topic, _lookup())}",
+            f"run `nkidev docs search {' '.join(index.terms(topic)) or 'WORDS'}` to find the page",
+        )
     return page.to_dict()
 
 
@@ -52,12 +57,20 @@ def explain(name: str) -> dict:
         if verdict is not None:
             return verdict
         page = _lookup().get(_key(name))
-        hint = (f"; {name!r} is a docs page, not an error: run `nkidev docs show {name}`" if page
-                else _suggest(key, {n: n for n in ERRORS}))
-        raise NkiUsageError("err_unknown_topic", f"no error named {name!r}{hint}",
-                            "error names start with err_; `nkidev docs search error WORDS` lists them")
-    return {"name": info.name, "summary": info.summary, "fix": info.fix, "official": info.official,
-            "raised_by": raisers().get(info.name, []), "page": f"errors/{info.name}"}
+        hint = f"; {name!r} is a docs page, not an error: run `nkidev docs show {name}`" if page else _suggest(key, {n: n for n in ERRORS})
+        raise NkiUsageError(
+            "err_unknown_topic",
+            f"no error named {name!r}{hint}",
+            "error names start with err_; `nkidev docs search error WORDS` lists them",
+        )
+    return {
+        "name": info.name,
+        "summary": info.summary,
+        "fix": info.fix,
+        "official": info.official,
+        "raised_by": raisers().get(info.name, []),
+        "page": f"errors/{info.name}",
+    }
 
 
 def _verdict(name: str) -> dict | None:
@@ -67,8 +80,14 @@ def _verdict(name: str) -> dict | None:
     v = VERDICTS.get(name)
     if v is None:
         return None
-    return {"name": v.name, "summary": v.summary, "fix": v.fix, "official": False, "raised_by": ["nkidev validate"],
-            "page": f"verdicts/{v.name}"}
+    return {
+        "name": v.name,
+        "summary": v.summary,
+        "fix": v.fix,
+        "official": False,
+        "raised_by": ["nkidev validate"],
+        "page": f"verdicts/{v.name}",
+    }
 
 
 def topics() -> list[str]:

@@ -8,8 +8,7 @@ import typer
 
 from nkidev.cli_common import command, console, print_json
 
-docs_app = typer.Typer(name="docs", help="Search and read the offline NKI and nkidev docs.", no_args_is_help=True,
-                       add_completion=False)
+docs_app = typer.Typer(name="docs", help="Search and read the offline NKI and nkidev docs.", no_args_is_help=True, add_completion=False)
 
 JSON = typer.Option(False, "--json", help="Print JSON instead of text.")
 
@@ -36,8 +35,9 @@ def search(
 
 @docs_app.command("show")
 @command
-def show(topic: str = typer.Argument(..., help="A page id or name: nc_matmul, nl.ndarray, trn2, tiling, err_..."),
-         as_json: bool = JSON) -> None:
+def show(
+    topic: str = typer.Argument(..., help="A page id or name: nc_matmul, nl.ndarray, trn2, tiling, err_..."), as_json: bool = JSON
+) -> None:
     """Print one docs page."""
     from rich.markdown import Markdown
 
@@ -51,8 +51,9 @@ def show(topic: str = typer.Argument(..., help="A page id or name: nc_matmul, nl
 
 
 @command
-def explain(name: str = typer.Argument(..., help="An error name such as err_psum_bank_overflow, or a whole error line."),
-            as_json: bool = JSON) -> None:
+def explain(
+    name: str = typer.Argument(..., help="An error name such as err_psum_bank_overflow, or a whole error line."), as_json: bool = JSON
+) -> None:
     """Explain an error nkidev raised and how to fix it."""
     from nkidev.docs.api import explain as run_explain
 

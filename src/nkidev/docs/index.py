@@ -19,10 +19,11 @@ _LOCK = threading.Lock()  # the MCP server answers from worker threads
 @cache
 def _index() -> sqlite3.Connection:
     db = sqlite3.connect(":memory:", check_same_thread=False)
-    db.execute("CREATE VIRTUAL TABLE pages USING fts5(title, aliases, summary, body, "
-               "tokenize='unicode61 remove_diacritics 2')")
-    db.executemany("INSERT INTO pages(rowid, title, aliases, summary, body) VALUES (?, ?, ?, ?, ?)",
-                   [(i, p.title, " ".join(p.aliases), p.summary, p.body) for i, p in enumerate(all_pages())])
+    db.execute("CREATE VIRTUAL TABLE pages USING fts5(title, aliases, summary, body, tokenize='unicode61 remove_diacritics 2')")
+    db.executemany(
+        "INSERT INTO pages(rowid, title, aliases, summary, body) VALUES (?, ?, ?, ?, ?)",
+        [(i, p.title, " ".join(p.aliases), p.summary, p.body) for i, p in enumerate(all_pages())],
+    )
     return db
 
 
@@ -45,8 +46,10 @@ def search(query: str, limit: int = 10) -> list[tuple[Page, str, float]]:
 
 def _run(match: str, limit: int) -> list[tuple[Page, str, float]]:
     pages = all_pages()
-    sql = (f"SELECT rowid, snippet(pages, 3, '[', ']', ' ... ', 16), bm25(pages, {', '.join(map(str, _WEIGHTS))}) "
-           "FROM pages WHERE pages MATCH ? ORDER BY 3 LIMIT ?")
+    sql = (
+        f"SELECT rowid, snippet(pages, 3, '[', ']', ' ... ', 16), bm25(pages, {', '.join(map(str, _WEIGHTS))}) "
+        "FROM pages WHERE pages MATCH ? ORDER BY 3 LIMIT ?"
+    )
     with _LOCK:
         rows = _index().execute(sql, (match, limit)).fetchall()
     return [(pages[rowid], " ".join(snippet.split()), round(-score, 3)) for rowid, snippet, score in rows]

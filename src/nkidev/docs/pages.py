@@ -26,8 +26,14 @@ class Page:
     aliases: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "kind": self.kind, "title": self.title, "summary": self.summary,
-                "aliases": list(self.aliases), "body": self.body}
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "title": self.title,
+            "summary": self.summary,
+            "aliases": list(self.aliases),
+            "body": self.body,
+        }
 
 
 @cache
@@ -37,6 +43,7 @@ def all_pages() -> tuple[Page, ...]:
 
 
 # ---------------------------------------------------------------- nki.isa
+
 
 def _ops() -> dict:
     import nkidev.emulator.isa  # noqa: F401  (populates OPS)
@@ -51,8 +58,7 @@ OPERAND_CHECKS = (
     ("err_unsupported_memory", "tile operands are in SBUF or PSUM, never HBM"),
     ("err_num_partition_exceed_arch_limit", "tile operands use at most 128 partitions"),
     ("err_gpsimd_cannot_access_psum", "GpSimd instructions never touch PSUM"),
-    ("err_partition_start_alignment", "a tile of P > 64 partitions starts at 0, 32 < P <= 64 at 0 or 64, "
-                                      "P <= 32 at a multiple of 32"),
+    ("err_partition_start_alignment", "a tile of P > 64 partitions starts at 0, 32 < P <= 64 at 0 or 64, P <= 32 at a multiple of 32"),
 )
 
 
@@ -67,8 +73,9 @@ def _isa_page(op) -> Page:
     lines += ["## Engines", "", ", ".join(op.engines), ""]
     availability = f"NeuronCore-v{op.min_nc} ({_target_of(op.min_nc)}) and newer."
     if not op.emulated:
-        availability += (" Documented NKI API that nkidev does not emulate yet: calling it raises "
-                         "`err_not_supported_yet`; run it on Trainium.")
+        availability += (
+            " Documented NKI API that nkidev does not emulate yet: calling it raises `err_not_supported_yet`; run it on Trainium."
+        )
     lines += ["## Availability", "", availability, ""]
     if op.rules:
         lines += ["## Rules checked by nkidev", ""]
@@ -81,8 +88,9 @@ def _isa_page(op) -> Page:
     if op.cost_doc:
         lines += ["## Cost model", "", op.cost_doc, ""]
     lines += ["See also: `nkidev docs search " + op.name.replace("_", " ") + "`."]
-    return Page(f"isa/{op.name}", "isa", f"nki.isa.{op.name}", op.summary, "\n".join(lines),
-                (op.name, f"nisa.{op.name}", f"nki.isa.{op.name}"))
+    return Page(
+        f"isa/{op.name}", "isa", f"nki.isa.{op.name}", op.summary, "\n".join(lines), (op.name, f"nisa.{op.name}", f"nki.isa.{op.name}")
+    )
 
 
 def _target_of(nc_version: int) -> str:
@@ -90,6 +98,7 @@ def _target_of(nc_version: int) -> str:
 
 
 # ---------------------------------------------------------------- nki.language
+
 
 def _language():
     import nkidev.emulator.isa  # noqa: F401  (language imports isa; import it first to avoid the cycle)
@@ -115,47 +124,87 @@ def _language_page(name: str, fn) -> Page:
     if doc:
         lines += [doc, ""]
     lines.append("nki.language helpers run as nki.isa instructions; the trace and the profile show those instructions.")
-    return Page(f"language/{name}", "language", f"nki.language.{name}", summary, "\n".join(lines),
-                (f"nl.{name}", f"nki.language.{name}"))
+    return Page(f"language/{name}", "language", f"nki.language.{name}", summary, "\n".join(lines), (f"nl.{name}", f"nki.language.{name}"))
 
 
 def _dtypes_page(nl) -> Page:
     from nkidev.emulator.dtypes import NkiDType
 
     rows = [f"| `nl.{n}` | {getattr(nl, n).itemsize} |" for n in nl.__all__ if isinstance(getattr(nl, n), NkiDType)]
-    body = "\n".join(["# NKI data types", "", "| dtype | bytes |", "|---|---|", *rows, "",
-                      "Compute engines read inputs as fp32, compute in fp32 and cast to the dst dtype. DMA casts "
-                      "src -> fp32 -> dst. nc_matmul takes fp8/bf16/fp16/tf32/fp32 inputs; an fp32/tf32 operand "
-                      "needs an fp32/tf32 partner; its PSUM dst is fp32 (fp32 or bf16 on trn3)."])
-    return Page("language/dtypes", "language", "NKI data types", "The dtypes of nki.language and their sizes.",
-                body, ("dtypes", "dtype", "nl.dtype"))
+    body = "\n".join(
+        [
+            "# NKI data types",
+            "",
+            "| dtype | bytes |",
+            "|---|---|",
+            *rows,
+            "",
+            "Compute engines read inputs as fp32, compute in fp32 and cast to the dst dtype. DMA casts "
+            "src -> fp32 -> dst. nc_matmul takes fp8/bf16/fp16/tf32/fp32 inputs; an fp32/tf32 operand "
+            "needs an fp32/tf32 partner; its PSUM dst is fp32 (fp32 or bf16 on trn3).",
+        ]
+    )
+    return Page(
+        "language/dtypes",
+        "language",
+        "NKI data types",
+        "The dtypes of nki.language and their sizes.",
+        body,
+        ("dtypes", "dtype", "nl.dtype"),
+    )
 
 
 def _buffers_page() -> Page:
-    body = "\n".join([
-        "# Buffers: nl.sbuf, nl.psum, nl.shared_hbm", "",
-        "Allocate with `nl.ndarray(shape, dtype, buffer=nl.sbuf | nl.psum | nl.shared_hbm)`.", "",
-        "- `nl.shared_hbm`: device memory. Kernel outputs must be allocated here and returned.",
-        "- `nl.sbuf`: on-chip working memory, 128 partitions; the first dim of an SBUF tile is the partition dim.",
-        "- `nl.psum`: 16 KiB per partition in 8 banks of 2 KiB; nc_matmul writes here. DMA cannot read PSUM: "
-        "copy to SBUF with `nisa.tensor_copy` first (`err_dma_from_psum`).",
-        "", "nkidev fills new SBUF/PSUM tensors with NaN (integers: 4) so reading unwritten memory shows up."])
-    return Page("language/buffers", "language", "Buffers (SBUF, PSUM, HBM)",
-                "Where tensors live and which instructions can reach them.", body,
-                ("buffers", "nl.sbuf", "nl.psum", "nl.shared_hbm", "nl.hbm", "sbuf", "psum", "hbm"))
+    body = "\n".join(
+        [
+            "# Buffers: nl.sbuf, nl.psum, nl.shared_hbm",
+            "",
+            "Allocate with `nl.ndarray(shape, dtype, buffer=nl.sbuf | nl.psum | nl.shared_hbm)`.",
+            "",
+            "- `nl.shared_hbm`: device memory. Kernel outputs must be allocated here and returned.",
+            "- `nl.sbuf`: on-chip working memory, 128 partitions; the first dim of an SBUF tile is the partition dim.",
+            "- `nl.psum`: 16 KiB per partition in 8 banks of 2 KiB; nc_matmul writes here. DMA cannot read PSUM: "
+            "copy to SBUF with `nisa.tensor_copy` first (`err_dma_from_psum`).",
+            "",
+            "nkidev fills new SBUF/PSUM tensors with NaN (integers: 4) so reading unwritten memory shows up.",
+        ]
+    )
+    return Page(
+        "language/buffers",
+        "language",
+        "Buffers (SBUF, PSUM, HBM)",
+        "Where tensors live and which instructions can reach them.",
+        body,
+        ("buffers", "nl.sbuf", "nl.psum", "nl.shared_hbm", "nl.hbm", "sbuf", "psum", "hbm"),
+    )
 
 
 def _tile_size_page(nl) -> Page:
     names = [n for n in dir(nl.tile_size) if not n.startswith("_")]
     rows = [f"| `nl.tile_size.{n}` | {getattr(nl.tile_size, n)} |" for n in names]
-    body = "\n".join(["# nl.tile_size", "", "Values on the default target (trn2); they follow "
-                      "NEURON_PLATFORM_TARGET_OVERRIDE.", "", "| constant | value |", "|---|---|", *rows])
-    return Page("language/tile_size", "language", "nl.tile_size",
-                "Tile-size constants: pmax 128, psum_bank_fmax 512, gemm_stationary_fmax 128, gemm_moving_fmax 512.",
-                body, ("tile_size", "nl.tile_size", "pmax"))
+    body = "\n".join(
+        [
+            "# nl.tile_size",
+            "",
+            "Values on the default target (trn2); they follow NEURON_PLATFORM_TARGET_OVERRIDE.",
+            "",
+            "| constant | value |",
+            "|---|---|",
+            *rows,
+        ]
+    )
+    return Page(
+        "language/tile_size",
+        "language",
+        "nl.tile_size",
+        "Tile-size constants: pmax 128, psum_bank_fmax 512, gemm_stationary_fmax 128, gemm_moving_fmax 512.",
+        body,
+        ("tile_size", "nl.tile_size", "pmax"),
+    )
 
 
 # ---------------------------------------------------------------- errors
+
 
 def raisers() -> dict[str, list[str]]:
     """error name -> lines naming the op rules (and operand checks) that raise it."""
@@ -176,8 +225,7 @@ def error_pages() -> list[Page]:
 
 
 def _error_page(info, raised_by: list[str]) -> Page:
-    origin = ("an official NKI error name" if info.official
-              else "named by nkidev in the style of the official names")
+    origin = "an official NKI error name" if info.official else "named by nkidev in the style of the official names"
     lines = [f"# {info.name}", "", info.summary, "", f"**Fix:** {info.fix}", "", f"This is {origin}.", ""]
     if raised_by:
         lines += ["## Raised by", ""] + [f"- {line}" for line in raised_by] + [""]
@@ -187,14 +235,23 @@ def _error_page(info, raised_by: list[str]) -> Page:
 
 # ---------------------------------------------------------------- hardware
 
+
 def verdict_pages() -> list[Page]:
     """One page per `nkidev validate` verdict (fail_* and cheat_*), from the validator's own table."""
     from nkidev.validate.verdicts import VERDICTS
 
-    return [Page(f"verdicts/{v.name}", "verdict", v.name, v.summary,
-                 f"# {v.name}\n\n{v.summary}\n\n## Fix\n\n{v.fix}\n\nReported by `nkidev validate`; "
-                 "`--allow NAME` turns a cheat verdict into a warning.\n", (v.name,))
-            for v in VERDICTS.values()]
+    return [
+        Page(
+            f"verdicts/{v.name}",
+            "verdict",
+            v.name,
+            v.summary,
+            f"# {v.name}\n\n{v.summary}\n\n## Fix\n\n{v.fix}\n\nReported by `nkidev validate`; "
+            "`--allow NAME` turns a cheat verdict into a warning.\n",
+            (v.name,),
+        )
+        for v in VERDICTS.values()
+    ]
 
 
 def hardware_pages() -> list[Page]:
@@ -207,14 +264,22 @@ def _hardware_page(t) -> Page:
     from dataclasses import fields, is_dataclass
 
     te = t.tensor_engine
-    summary = (f"{t.name} (NeuronCore-v{t.nc_version}): {t.sbuf.partitions} partitions, "
-               f"{t.sbuf.usable_bytes_per_partition} usable SBUF bytes per partition, PSUM {t.psum.banks} x "
-               f"{t.psum.bank_bytes} B banks, TensorE {te.peak_flops / 1e12:.1f} bf16 TFLOPS.")
-    lines = [f"# Hardware target {t.name}", "", summary, "",
-             f"Aliases: {', '.join(t.aliases)}. Instance: {t.instance_type}. "
-             f"NeuronCores per chip: {t.neuroncores_per_chip}.", "",
-             f"Derived: PSUM bank = {t.psum_bank_fmax} fp32 per partition (the nc_matmul moving free-size limit on "
-             f"NeuronCore-v2/v3); DMA peak {t.dma.peak_bytes_per_s / 1e9:.0f} GB/s per NeuronCore.", ""]
+    summary = (
+        f"{t.name} (NeuronCore-v{t.nc_version}): {t.sbuf.partitions} partitions, "
+        f"{t.sbuf.usable_bytes_per_partition} usable SBUF bytes per partition, PSUM {t.psum.banks} x "
+        f"{t.psum.bank_bytes} B banks, TensorE {te.peak_flops / 1e12:.1f} bf16 TFLOPS."
+    )
+    lines = [
+        f"# Hardware target {t.name}",
+        "",
+        summary,
+        "",
+        f"Aliases: {', '.join(t.aliases)}. Instance: {t.instance_type}. NeuronCores per chip: {t.neuroncores_per_chip}.",
+        "",
+        f"Derived: PSUM bank = {t.psum_bank_fmax} fp32 per partition (the nc_matmul moving free-size limit on "
+        f"NeuronCore-v2/v3); DMA peak {t.dma.peak_bytes_per_s / 1e9:.0f} GB/s per NeuronCore.",
+        "",
+    ]
     for section in fields(t):
         value = getattr(t, section.name)
         if is_dataclass(value):
@@ -222,11 +287,11 @@ def _hardware_page(t) -> Page:
             lines += [f"| {f.name} | {getattr(value, f.name)} |" for f in fields(value)]
             lines.append("")
     lines.append(f"Every number is sourced in `nkidev/hardware/{t.name}.toml`. Pick it with `--target {t.name}`.")
-    return Page(f"hardware/{t.name}", "hardware", f"Hardware target {t.name}", summary, "\n".join(lines),
-                (t.name, *t.aliases))
+    return Page(f"hardware/{t.name}", "hardware", f"Hardware target {t.name}", summary, "\n".join(lines), (t.name, *t.aliases))
 
 
 # ---------------------------------------------------------------- guides
+
 
 def guide_pages() -> list[Page]:
     root = resources.files("nkidev.docs") / "guides"

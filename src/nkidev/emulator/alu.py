@@ -74,12 +74,9 @@ ALU: dict[str, AluOp] = {
         AluOp("greater_equal", "arith", _bool(np.greater_equal)),
         AluOp("less", "arith", _bool(np.less)),
         AluOp("less_equal", "arith", _bool(np.less_equal)),
-        AluOp("logical_and", "arith", _logical(np.logical_and),
-              lambda x, axis: np.all(x != 0, axis=axis).astype(F32), 1.0),
-        AluOp("logical_or", "arith", _logical(np.logical_or),
-              lambda x, axis: np.any(x != 0, axis=axis).astype(F32), 0.0),
-        AluOp("logical_xor", "arith", _logical(np.logical_xor),
-              lambda x, axis: (np.sum(x != 0, axis=axis) % 2).astype(F32), 0.0),
+        AluOp("logical_and", "arith", _logical(np.logical_and), lambda x, axis: np.all(x != 0, axis=axis).astype(F32), 1.0),
+        AluOp("logical_or", "arith", _logical(np.logical_or), lambda x, axis: np.any(x != 0, axis=axis).astype(F32), 0.0),
+        AluOp("logical_xor", "arith", _logical(np.logical_xor), lambda x, axis: (np.sum(x != 0, axis=axis) % 2).astype(F32), 0.0),
         AluOp("power", "arith", lambda a, b: np.power(a, b, dtype=F32)),
         AluOp("abs_max", "arith", _abs_max, min_nc=4),
         AluOp("abs_min", "arith", _abs_min, min_nc=4),
@@ -101,8 +98,11 @@ ALU: dict[str, AluOp] = {
         AluOp("bitwise_xor", "bitvec", np.bitwise_xor, _ufunc_reduce(np.bitwise_xor), 0),
         AluOp("left_shift", "bitvec", lambda a, b: np.left_shift(a, b.astype(a.dtype))),
         # logical (unsigned) shift right; arithmetic shift right is not supported by the hardware
-        AluOp("right_shift", "bitvec",
-              lambda a, b: (a.view(np.dtype(f"u{a.dtype.itemsize}")) >> b.astype(f"u{a.dtype.itemsize}")).view(a.dtype)),
+        AluOp(
+            "right_shift",
+            "bitvec",
+            lambda a, b: (a.view(np.dtype(f"u{a.dtype.itemsize}")) >> b.astype(f"u{a.dtype.itemsize}")).view(a.dtype),
+        ),
     )
 }
 
@@ -111,13 +111,13 @@ REDUCIBLE = {name for name, op in ALU.items() if op.reduce is not None}
 
 # --- activation functions (ScalarE piece-wise polynomials; we evaluate the exact function) ---
 
+
 def _erf(x):
     # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, below fp32 resolution of the result)
     s = np.sign(x)
     a = np.abs(x).astype(np.float64)
     t = 1.0 / (1.0 + 0.3275911 * a)
-    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t \
-        * np.exp(-a * a)
+    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * np.exp(-a * a)
     return (s * y).astype(F32)
 
 
@@ -137,7 +137,7 @@ def _gelu_dx(x, _a=0.0):
 
 def _gelu_tanh(x, _a=0.0):
     c = F32(np.sqrt(2 / np.pi))
-    return (F32(0.5) * x * (F32(1) + np.tanh(c * (x + F32(0.044715) * x ** 3)))).astype(F32)
+    return (F32(0.5) * x * (F32(1) + np.tanh(c * (x + F32(0.044715) * x**3)))).astype(F32)
 
 
 def _gelu_sig(x, _a=0.0):
@@ -170,6 +170,7 @@ def _safe(fn):
     def run(x, _a=0.0):
         with np.errstate(all="ignore"):
             return fn(x).astype(F32)
+
     return run
 
 
@@ -224,15 +225,40 @@ def _op_name(op) -> str | None:
     if name is not None:
         return name
     if isinstance(op, np.ufunc):
-        return {"add": "add", "subtract": "subtract", "multiply": "multiply", "maximum": "maximum",
-                "minimum": "minimum", "exp": "exp", "square": "square", "tanh": "tanh", "log": "log",
-                "sqrt": "sqrt", "absolute": "abs", "sign": "sign", "sin": "sin", "arctan": "arctan",
-                "reciprocal": "reciprocal", "negative": "negative", "power": "power", "equal": "equal",
-                "greater": "greater", "less": "less", "greater_equal": "greater_equal", "less_equal": "less_equal",
-                "not_equal": "not_equal", "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or",
-                "bitwise_xor": "bitwise_xor", "invert": "invert", "left_shift": "left_shift",
-                "right_shift": "right_shift", "logical_and": "logical_and", "logical_or": "logical_or",
-                "logical_xor": "logical_xor"}.get(op.__name__)
+        return {
+            "add": "add",
+            "subtract": "subtract",
+            "multiply": "multiply",
+            "maximum": "maximum",
+            "minimum": "minimum",
+            "exp": "exp",
+            "square": "square",
+            "tanh": "tanh",
+            "log": "log",
+            "sqrt": "sqrt",
+            "absolute": "abs",
+            "sign": "sign",
+            "sin": "sin",
+            "arctan": "arctan",
+            "reciprocal": "reciprocal",
+            "negative": "negative",
+            "power": "power",
+            "equal": "equal",
+            "greater": "greater",
+            "less": "less",
+            "greater_equal": "greater_equal",
+            "less_equal": "less_equal",
+            "not_equal": "not_equal",
+            "bitwise_and": "bitwise_and",
+            "bitwise_or": "bitwise_or",
+            "bitwise_xor": "bitwise_xor",
+            "invert": "invert",
+            "left_shift": "left_shift",
+            "right_shift": "right_shift",
+            "logical_and": "logical_and",
+            "logical_or": "logical_or",
+            "logical_xor": "logical_xor",
+        }.get(op.__name__)
     if isinstance(op, str):
         return op
     return None

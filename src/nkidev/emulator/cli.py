@@ -32,8 +32,7 @@ def demo(
     result = {"softmax": softmax}
     if diagnose:
         if not as_json:
-            console.print("\nProfiling examples/swiglu_naive.py on the trn2 cost model and analyzing it ...",
-                          highlight=False)
+            console.print("\nProfiling examples/swiglu_naive.py on the trn2 cost model and analyzing it ...", highlight=False)
         result["swiglu"] = swiglu_diagnosis()
         if not as_json:
             console.print(diagnosis_text(result["swiglu"]), highlight=False, soft_wrap=True, markup=False)

@@ -43,16 +43,22 @@ class Usage:
         if self.check and kind == "psum" and n > limit:
             from nkidev.emulator.tensor import rule_error
 
-            raise rule_error("err_psum_tile_too_large",
-                             f"PSUM tile {tuple(storage.array.shape)} {storage.dtype} needs {n} bytes per partition, "
-                             f"PSUM has {limit}", "use at most 8 banks x 2 KiB (2048 fp32) per partition")
+            raise rule_error(
+                "err_psum_tile_too_large",
+                f"PSUM tile {tuple(storage.array.shape)} {storage.dtype} needs {n} bytes per partition, PSUM has {limit}",
+                "use at most 8 banks x 2 KiB (2048 fp32) per partition",
+            )
         if self.check and self.live[kind] + n > limit:
             from nkidev.emulator.tensor import rule_error
 
             name = "err_sbuf_capacity_exceeded" if kind == "sbuf" else "err_psum_capacity_exceeded"
-            raise rule_error(name, f"allocating {tuple(storage.array.shape)} {storage.dtype} in {kind.upper()} needs "
-                             f"{n} bytes per partition but {self.live[kind]} of {limit} are already live "
-                             f"on {target.name}", None)
+            raise rule_error(
+                name,
+                f"allocating {tuple(storage.array.shape)} {storage.dtype} in {kind.upper()} needs "
+                f"{n} bytes per partition but {self.live[kind]} of {limit} are already live "
+                f"on {target.name}",
+                None,
+            )
         self.live[kind] += n
         self.peak[kind] = max(self.peak[kind], self.live[kind])
         storage._usage = self

@@ -55,8 +55,9 @@ def streaming(ins, hw: Target, passes: float = 1.0) -> float:
 def tensor_tensor(ins, hw: Target) -> float:
     """max(MIN_II, N) with one PSUM input or all-bf16 add/mul/sub in SBUF, else max(MIN_II, 2N)."""
     psum_in = any(a.buffer == "psum" for a in ins.reads)
-    fast = psum_in or (ins.attrs.get("op") in ("add", "multiply", "subtract")
-                       and all(a.dtype == "bfloat16" and a.buffer == "sbuf" for a in ins.reads))
+    fast = psum_in or (
+        ins.attrs.get("op") in ("add", "multiply", "subtract") and all(a.dtype == "bfloat16" and a.buffer == "sbuf" for a in ins.reads)
+    )
     return streaming(ins, hw, 1.0 if fast else 2.0)
 
 
@@ -96,8 +97,12 @@ def scan(ins, hw: Target) -> float:
 
 def scalar_tensor_tensor(ins, hw: Target) -> float:
     """N for bf16 subtract-then-multiply with even N, else 2N."""
-    fast = (ins.attrs.get("op0") == "subtract" and ins.attrs.get("op1") == "multiply"
-            and ins.free_elems % 2 == 0 and all(a.dtype == "bfloat16" for a in ins.reads))
+    fast = (
+        ins.attrs.get("op0") == "subtract"
+        and ins.attrs.get("op1") == "multiply"
+        and ins.free_elems % 2 == 0
+        and all(a.dtype == "bfloat16" for a in ins.reads)
+    )
     return max(hw.engines.min_ii_cycles, (1.0 if fast else 2.0) * ins.free_elems)
 
 

@@ -87,9 +87,18 @@ for _dt in DTYPES.values():
         _BY_STORAGE.setdefault(_dt.storage, _dt)
 _BY_STORAGE[np.dtype(np.bool_)] = DTYPES["bool_"]
 
-_ALIASES = {"bool": "bool_", "bf16": "bfloat16", "fp32": "float32", "fp16": "float16", "half": "float16",
-            "float": "float32", "tf32": "tfloat32", "fp8_e4m3": "float8_e4m3", "fp8_e5m2": "float8_e5m2",
-            "float32r": "float32"}
+_ALIASES = {
+    "bool": "bool_",
+    "bf16": "bfloat16",
+    "fp32": "float32",
+    "fp16": "float16",
+    "half": "float16",
+    "float": "float32",
+    "tf32": "tfloat32",
+    "fp8_e4m3": "float8_e4m3",
+    "fp8_e5m2": "float8_e5m2",
+    "float32r": "float32",
+}
 
 
 def lookup(x) -> NkiDType | None:
@@ -112,8 +121,11 @@ def lookup(x) -> NkiDType | None:
 def to_nki_dtype(x) -> NkiDType:
     found = lookup(x)
     if found is None:
-        raise NkiError("err_unsupported_dtype", f"{x!r} is not an NKI dtype",
-                       "use an nl dtype such as nl.float32, nl.bfloat16, nl.float8_e4m3, nl.int32")
+        raise NkiError(
+            "err_unsupported_dtype",
+            f"{x!r} is not an NKI dtype",
+            "use an nl dtype such as nl.float32, nl.bfloat16, nl.float8_e4m3, nl.int32",
+        )
     return found
 
 

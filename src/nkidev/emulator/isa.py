@@ -21,9 +21,17 @@ from nkidev.errors import NkiValidationError as NkiValidationError
 def _namespace() -> dict:
     from nkidev.emulator import language as nl
 
-    return {"engine": engine, "reduce_cmd": reduce_cmd, "dge_mode": dge_mode, "oob_mode": oob_mode,
-            "matmul_perf_mode": matmul_perf_mode, "dma_engine": dma_engine, "equal": nl.equal,
-            "maximum": nl.maximum, "_FP32_MIN": float(np.finfo(np.float32).min)}
+    return {
+        "engine": engine,
+        "reduce_cmd": reduce_cmd,
+        "dge_mode": dge_mode,
+        "oob_mode": oob_mode,
+        "matmul_perf_mode": matmul_perf_mode,
+        "dma_engine": dma_engine,
+        "equal": nl.equal,
+        "maximum": nl.maximum,
+        "_FP32_MIN": float(np.finfo(np.float32).min),
+    }
 
 
 _NS = _namespace()
@@ -59,8 +67,27 @@ def get_nc_sub_version() -> int:
 
 __all__ = sorted(
     list(OPS)
-    + ["engine", "reduce_cmd", "dge_mode", "oob_mode", "matmul_perf_mode", "nc_version", "dma_engine",
-       "NkiValidationError", "NkiInstruction", "VirtualRegister", "register_alloc", "register_move",
-       "register_load", "register_store", "get_nc_version", "get_nc_sub_version", "tensor_engine",
-       "vector_engine", "scalar_engine", "gpsimd_engine", "unknown_engine"]
+    + [
+        "engine",
+        "reduce_cmd",
+        "dge_mode",
+        "oob_mode",
+        "matmul_perf_mode",
+        "nc_version",
+        "dma_engine",
+        "NkiValidationError",
+        "NkiInstruction",
+        "VirtualRegister",
+        "register_alloc",
+        "register_move",
+        "register_load",
+        "register_store",
+        "get_nc_version",
+        "get_nc_sub_version",
+        "tensor_engine",
+        "vector_engine",
+        "scalar_engine",
+        "gpsimd_engine",
+        "unknown_engine",
+    ]
 )

@@ -32,9 +32,11 @@ class Kernel:
             if self.grid is not None:
                 from nkidev.emulator.tensor import rule_error
 
-                raise rule_error("err_nested_kernel_with_spmd_grid", f"kernel {self.__name__} is launched with grid "
-                                 f"{list(self.grid)} from inside another kernel",
-                                 "call it without [grid] (inline), or launch it from the host")
+                raise rule_error(
+                    "err_nested_kernel_with_spmd_grid",
+                    f"kernel {self.__name__} is launched with grid {list(self.grid)} from inside another kernel",
+                    "call it without [grid] (inline), or launch it from the host",
+                )
             return self.fn(*args, **kwargs)  # a sub-kernel call inside a kernel runs inline
         try:
             return run(self, args, kwargs).outputs
@@ -61,12 +63,10 @@ def as_kernel(kernel) -> Kernel:
     return kernel if isinstance(kernel, Kernel) else Kernel(kernel)
 
 
-def run(kernel, args: tuple = (), kwargs: dict | None = None, options: EmulatorOptions | None = None,
-        grid=None) -> RunResult:
+def run(kernel, args: tuple = (), kwargs: dict | None = None, options: EmulatorOptions | None = None, grid=None) -> RunResult:
     """Run a kernel and return its outputs and instruction trace."""
     k = as_kernel(kernel)
-    return run_kernel(k.fn, tuple(args), dict(kwargs or {}), options, grid if grid is not None else k.grid,
-                      kernel_name=k.__name__)
+    return run_kernel(k.fn, tuple(args), dict(kwargs or {}), options, grid if grid is not None else k.grid, kernel_name=k.__name__)
 
 
 class Simulated:

@@ -27,8 +27,7 @@ uint8, uint16, uint32 = DTYPES["uint8"], DTYPES["uint16"], DTYPES["uint32"]
 float16, float32, bfloat16, tfloat32 = DTYPES["float16"], DTYPES["float32"], DTYPES["bfloat16"], DTYPES["tfloat32"]
 float8_e4m3, float8_e4m3fn, float8_e5m2 = DTYPES["float8_e4m3"], DTYPES["float8_e4m3fn"], DTYPES["float8_e5m2"]
 float8_e8m0fnu = DTYPES["float8_e8m0fnu"]
-float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4 = (DTYPES["float8_e5m2_x4"], DTYPES["float8_e4m3fn_x4"],
-                                                    DTYPES["float4_e2m1fn_x4"])
+float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4 = (DTYPES["float8_e5m2_x4"], DTYPES["float8_e4m3fn_x4"], DTYPES["float4_e2m1fn_x4"])
 dtype = NkiDType
 DType = NkiDType
 
@@ -120,18 +119,23 @@ def _spec(name: str):
     def mark(fn):
         fn.__nki_op__ = name
         return fn
+
     return mark
 
 
 # ---------------------------------------------------------------- creation
+
 
 def ndarray(shape, dtype, buffer=sbuf, name: str = "", address=None) -> NkiTensor:
     """A new uninitialized tensor (reads as NaN / 4 until written, like the official simulator)."""
     if address is not None and buffer == psum:
         bank = _ctx.current().target.psum.bank_bytes
         if len(address) != 2 or int(address[1]) % bank:
-            raise rule_error("err_invalid_argument", f"PSUM address {address} does not start on a bank boundary",
-                             f"use address=(partition_offset, bank_id * {bank})")
+            raise rule_error(
+                "err_invalid_argument",
+                f"PSUM address {address} does not start on a bank boundary",
+                f"use address=(partition_offset, bank_id * {bank})",
+            )
     return allocate(shape, dtype, buffer, name)
 
 
@@ -192,8 +196,7 @@ def shared_identity_matrix(n, dtype=uint8, dst=None) -> NkiTensor:
     out = dst if dst is not None else allocate((n, n), dtype, sbuf)
     ones_tile = allocate((n, n), dtype, sbuf)
     nisa.memset(dst=ones_tile, value=1)
-    nisa.affine_select(dst=out, pattern=[[-1, n]], channel_multiplier=1, on_true_tile=ones_tile,
-                       on_false_value=0.0, cmp_op=equal)
+    nisa.affine_select(dst=out, pattern=[[-1, n]], channel_multiplier=1, on_true_tile=ones_tile, on_false_value=0.0, cmp_op=equal)
     return out
 
 
@@ -212,20 +215,26 @@ def static_cast(x, dtype):
 
 
 def arange(*args):
-    raise NkiNotSupportedError("err_not_supported_yet", "nl.arange advanced indexing was removed in NKI Beta 2",
-                               "index with slices or nl.ds(start, size)", kernel_location())
+    raise NkiNotSupportedError(
+        "err_not_supported_yet",
+        "nl.arange advanced indexing was removed in NKI Beta 2",
+        "index with slices or nl.ds(start, size)",
+        kernel_location(),
+    )
 
 
 class _MGrid:
     def __getitem__(self, key):
-        raise NkiNotSupportedError("err_not_supported_yet", "nl.mgrid was removed in NKI Beta 2",
-                                   "index with slices or nl.ds(start, size)", kernel_location())
+        raise NkiNotSupportedError(
+            "err_not_supported_yet", "nl.mgrid was removed in NKI Beta 2", "index with slices or nl.ds(start, size)", kernel_location()
+        )
 
 
 mgrid = _MGrid()
 
 
 # ---------------------------------------------------------------- loops, SPMD, misc
+
 
 def affine_range(start, stop=None, step=1):
     """Alias of range (NKI 0.3.0+ unrolls every static loop)."""
@@ -256,8 +265,9 @@ def while_loop(init, body_fun, max_iterations: int = 1_000_000) -> None:
         if not _reg(r):
             return
         r = body_fun(VirtualRegister(_reg(r)))
-    raise rule_error("err_invalid_argument", f"while_loop ran {max_iterations} iterations",
-                     "make sure body_fun eventually returns a zero register")
+    raise rule_error(
+        "err_invalid_argument", f"while_loop ran {max_iterations} iterations", "make sure body_fun eventually returns a zero register"
+    )
 
 
 def program_id(axis=0) -> int:
@@ -292,6 +302,7 @@ def device_print(print_prefix, tensor) -> None:
 
 
 # ---------------------------------------------------------------- data movement helpers
+
 
 def load(src: NkiTensor, dtype=None) -> NkiTensor:
     """HBM -> new SBUF tile (a dma_copy)."""
@@ -348,8 +359,11 @@ def broadcast_to(x, shape, dtype=None) -> NkiTensor:
     view = x
     for dim, (have, want) in enumerate(zip(x.shape, shape)):
         if have != want:
-            view = NkiTensor(np.broadcast_to(view._data, view.shape[:dim] + (want,) + view.shape[dim + 1:]),
-                             view.storage, view.dtype) if dim == 0 else view.broadcast(dim, want)
+            view = (
+                NkiTensor(np.broadcast_to(view._data, view.shape[:dim] + (want,) + view.shape[dim + 1 :]), view.storage, view.dtype)
+                if dim == 0
+                else view.broadcast(dim, want)
+            )
     out = allocate(shape, dtype or x.dtype, sbuf)
     if shape[0] != x.shape[0]:
         nisa.dma_copy(dst=out, src=view)  # partition broadcast needs a cross-partition move
@@ -378,12 +392,16 @@ def _assign(dst: NkiTensor, src: NkiTensor) -> None:
 
 def _fill(dst: NkiTensor, value) -> None:
     if dst.storage.kind == "hbm":
-        raise rule_error("err_hbm_tensor_with_init_value_not_supported", "assigning a constant to an HBM tensor",
-                         "fill an SBUF tile with nisa.memset and DMA it out")
+        raise rule_error(
+            "err_hbm_tensor_with_init_value_not_supported",
+            "assigning a constant to an HBM tensor",
+            "fill an SBUF tile with nisa.memset and DMA it out",
+        )
     nisa.memset(dst=dst, value=value)
 
 
 # ---------------------------------------------------------------- element-wise math
+
 
 def _out_dtype(dtype, *xs):
     if dtype is not None:
@@ -406,8 +424,11 @@ def _binary(name: str, x, y, dtype) -> NkiTensor:
         return out
     tile, scalar, reverse = (x, y, False) if isinstance(x, NkiTensor) else (y, x, True)
     if name == "power":
-        raise rule_error("err_invalid_argument", "nl.power with a scalar exponent is not supported on hardware",
-                         "pass the exponent as a tile (nl.full) or use nl.square / nl.rsqrt")
+        raise rule_error(
+            "err_invalid_argument",
+            "nl.power with a scalar exponent is not supported on hardware",
+            "pass the exponent as a tile (nl.full) or use nl.square / nl.rsqrt",
+        )
     out = allocate(tile.shape, out_dt, sbuf)
     nisa.tensor_scalar(dst=out, data=tile, op0=fn, operand0=float(scalar), reverse0=reverse)
     return out
@@ -416,6 +437,7 @@ def _binary(name: str, x, y, dtype) -> NkiTensor:
 def _make_binary(name: str, math: str):
     def fn(x, y, dtype=None):
         return _binary(name, x, y, dtype)
+
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Element-wise {math}; also an op specifier for nki.isa instructions."
     fn.__nki_op__ = name
@@ -459,6 +481,7 @@ def _activation(name: str, x, dtype) -> NkiTensor:
 def _make_activation(name: str):
     def fn(x, dtype=None):
         return _activation(name, x, dtype)
+
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Element-wise {name} on the Scalar Engine; also an activation op specifier."
     fn.__nki_op__ = name
@@ -515,8 +538,7 @@ def logical_not(x, dtype=None) -> NkiTensor:
 def _range_reduced(x, shift: float, dtype) -> NkiTensor:
     """Bring x + shift into [-pi, pi) before ScalarE's sin, as nl.sin does on hardware."""
     tmp = allocate(x.shape, float32, sbuf)
-    nisa.tensor_scalar(dst=tmp, data=x, op0=add, operand0=float(np.pi + shift), op1=mod,
-                       operand1=float(2 * np.pi))
+    nisa.tensor_scalar(dst=tmp, data=x, op0=add, operand0=float(np.pi + shift), op1=mod, operand1=float(2 * np.pi))
     nisa.tensor_scalar(dst=tmp, data=tmp, op0=subtract, operand0=float(np.pi))
     out = allocate(x.shape, _out_dtype(dtype, x), sbuf)
     nisa.activation(dst=out, op=sin, data=tmp)
@@ -587,6 +609,7 @@ def dropout(x, rate, dtype=None) -> NkiTensor:
 
 # ---------------------------------------------------------------- reductions
 
+
 def _reduce(op, x, axis, dtype, keepdims, negate=False) -> NkiTensor:
     axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
     axes = tuple(sorted(int(a) % x.ndim for a in axes))
@@ -646,8 +669,7 @@ def softmax(x, axis=-1, dtype=None) -> NkiTensor:
     nisa.tensor_reduce(dst=neg_max, op=maximum, data=x, axis=tuple(range(1, x.ndim)), negate=True)
     e = allocate(x.shape, float32, sbuf)
     total = allocate((p, 1), float32, sbuf)
-    nisa.activation(dst=e, op=exp, data=x, bias=neg_max, reduce_op=add, reduce_res=total,
-                    reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    nisa.activation(dst=e, op=exp, data=x, bias=neg_max, reduce_op=add, reduce_res=total, reduce_cmd=nisa.reduce_cmd.reset_reduce)
     inv = allocate((p, 1), float32, sbuf)
     nisa.reciprocal(dst=inv, data=total)
     out = allocate(x.shape, _out_dtype(dtype, x), sbuf)
@@ -673,9 +695,12 @@ def rms_norm(x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None) -> Nk
 def __getattr__(name: str):
     """Documented nki.language names the emulator does not provide yet raise a named error when used."""
     if name in _DOCUMENTED_MISSING:
+
         def missing(*args, **kwargs):
-            raise NkiNotSupportedError("err_not_supported_yet", f"nki.language.{name} is not emulated by nkidev yet",
-                                       None, kernel_location())
+            raise NkiNotSupportedError(
+                "err_not_supported_yet", f"nki.language.{name} is not emulated by nkidev yet", None, kernel_location()
+            )
+
         missing.__name__ = name
         return missing
     raise AttributeError(f"module 'nki.language' has no attribute {name!r}")
@@ -683,10 +708,30 @@ def __getattr__(name: str):
 
 _DOCUMENTED_MISSING = {"atomic_rmw", "all_reduce", "loop_reduce"}
 
-__all__ = [n for n in list(globals()) if not n.startswith("_") and n not in
-           ("annotations", "builtins", "contextlib", "np", "nisa", "lookup", "to_nki_dtype", "allocate",
-            "kernel_location", "rule_error", "free_size", "partitions", "VirtualRegister", "NkiNotSupportedError",
-            "DTYPES", "DynSlice")]
+__all__ = [
+    n
+    for n in list(globals())
+    if not n.startswith("_")
+    and n
+    not in (
+        "annotations",
+        "builtins",
+        "contextlib",
+        "np",
+        "nisa",
+        "lookup",
+        "to_nki_dtype",
+        "allocate",
+        "kernel_location",
+        "rule_error",
+        "free_size",
+        "partitions",
+        "VirtualRegister",
+        "NkiNotSupportedError",
+        "DTYPES",
+        "DynSlice",
+    )
+]
 
 # Imported last: nki.isa's signatures use nl.equal / nl.maximum as defaults, so they must exist first
 # (this lets either module be imported first).

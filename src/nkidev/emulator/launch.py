@@ -68,8 +68,11 @@ def _to_kernel_arg(value, name: str, region: MemoryRegion, inputs: list):
         try:
             t = from_array(value, name, region)
         except NkiError as e:
-            raise NkiUsageError("err_bad_argument", f"argument {name!r} has dtype {value.dtype}: {e.message}",
-                                "pass arrays of an NKI dtype (float32, bfloat16, float16, fp8, int8..int32)") from None
+            raise NkiUsageError(
+                "err_bad_argument",
+                f"argument {name!r} has dtype {value.dtype}: {e.message}",
+                "pass arrays of an NKI dtype (float32, bfloat16, float16, fp8, int8..int32)",
+            ) from None
         inputs.append((value, t))
         return t
     if isinstance(value, tuple):
@@ -109,9 +112,12 @@ class Baton:
             nxt = self._next(i)
             if nxt is None or nxt == i and not ready():
                 del self.blocked[i]
-                raise KernelRuleError("err_invalid_argument", f"program {i} waits forever (core_barrier/sendrecv "
-                                      "without a partner)", "make every core reach the same barriers and sendrecvs",
-                                      None)
+                raise KernelRuleError(
+                    "err_invalid_argument",
+                    f"program {i} waits forever (core_barrier/sendrecv without a partner)",
+                    "make every core reach the same barriers and sendrecvs",
+                    None,
+                )
             self.turn = nxt
             self.cond.notify_all()
             self.cond.wait_for(lambda: self.turn == i and ready())
@@ -165,8 +171,9 @@ class Baton:
         return results
 
 
-def run_kernel(fn, args: tuple, kwargs: dict, options: EmulatorOptions | None = None, grid=None,
-               kernel_name: str | None = None) -> RunResult:
+def run_kernel(
+    fn, args: tuple, kwargs: dict, options: EmulatorOptions | None = None, grid=None, kernel_name: str | None = None
+) -> RunResult:
     """Emulate `fn(*args, **kwargs)` over the launch grid; NkiErrors point at the kernel line."""
     options = options or EmulatorOptions()
     target = get_target(options.target)
@@ -189,15 +196,22 @@ def run_kernel(fn, args: tuple, kwargs: dict, options: EmulatorOptions | None = 
         try:
             bound = inspect.signature(fn).bind(*args, **kwargs)
         except TypeError as e:
-            raise NkiUsageError("err_bad_argument", f"{name}: {e}", "pass the arguments the kernel's signature takes") \
-                from None
+            raise NkiUsageError("err_bad_argument", f"{name}: {e}", "pass the arguments the kernel's signature takes") from None
         call_args = {k: _to_kernel_arg(v, k, region, inputs) for k, v in bound.arguments.items()}
         bound.arguments.update(call_args)
 
         def program(index: int):
             pid = np.unravel_index(index, grid) if nprog > 1 else (0,)
-            ctx = Context(target, options, trace=trace, program_id=tuple(int(p) for p in pid), grid=grid,
-                          in_kernel=True, counter=counter, barrier=baton)
+            ctx = Context(
+                target,
+                options,
+                trace=trace,
+                program_id=tuple(int(p) for p in pid),
+                grid=grid,
+                in_kernel=True,
+                counter=counter,
+                barrier=baton,
+            )
             ctx.shared_hbm = shared
             _ctx.set_current(ctx)
             try:
@@ -229,17 +243,27 @@ def _collect_outputs(value, trace: Trace | None):
     if isinstance(value, NkiTensor):
         st = value.storage
         if st.kind != "hbm":
-            raise KernelRuleError("err_kernel_io_must_be_hbm", f"the kernel returns {st.kind.upper()} tensor {st.name!r}",
-                                  "allocate outputs with nl.ndarray(..., buffer=nl.shared_hbm) and nisa.dma_copy into them",
-                                  st.location)
+            raise KernelRuleError(
+                "err_kernel_io_must_be_hbm",
+                f"the kernel returns {st.kind.upper()} tensor {st.name!r}",
+                "allocate outputs with nl.ndarray(..., buffer=nl.shared_hbm) and nisa.dma_copy into them",
+                st.location,
+            )
         if st.role != "input":
             if st.region != MemoryRegion.shared_hbm:
-                raise KernelRuleError("err_output_must_be_shared_hbm",
-                                      f"output {st.name!r} is in {st.region.value}, outputs must be nl.shared_hbm",
-                                      "allocate it with buffer=nl.shared_hbm", st.location)
+                raise KernelRuleError(
+                    "err_output_must_be_shared_hbm",
+                    f"output {st.name!r} is in {st.region.value}, outputs must be nl.shared_hbm",
+                    "allocate it with buffer=nl.shared_hbm",
+                    st.location,
+                )
             if not st.written:
-                raise KernelRuleError("err_tensor_output_not_written_to", f"output {st.name!r} is never written",
-                                      "write it with nisa.dma_copy (or nl.store) before returning it", st.location)
+                raise KernelRuleError(
+                    "err_tensor_output_not_written_to",
+                    f"output {st.name!r} is never written",
+                    "write it with nisa.dma_copy (or nl.store) before returning it",
+                    st.location,
+                )
             st.role = "output"
             if trace is not None and st.id in trace.tensors:
                 trace.tensors[st.id].kind = "output"

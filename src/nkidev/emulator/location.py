@@ -35,7 +35,7 @@ def kernel_frame(depth: int = 2) -> types.FrameType | None:
 
 
 def kernel_location() -> str | None:
-    """"/path/kernel.py:42" for the innermost user frame, or None when called from nkidev alone."""
+    """ "/path/kernel.py:42" for the innermost user frame, or None when called from nkidev alone."""
     frame = kernel_frame(2)
     if frame is None:
         return None
@@ -78,9 +78,14 @@ def warn(name: str, message: str) -> None:
     location = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else None
     text = f"{name}: {message}"
     if frame is not None:
-        warnings.warn_explicit(text, NkiWarning, frame.f_code.co_filename, frame.f_lineno,
-                               module=frame.f_globals.get("__name__"), registry=frame.f_globals.setdefault(
-                                   "__warningregistry__", {}))
+        warnings.warn_explicit(
+            text,
+            NkiWarning,
+            frame.f_code.co_filename,
+            frame.f_lineno,
+            module=frame.f_globals.get("__name__"),
+            registry=frame.f_globals.setdefault("__warningregistry__", {}),
+        )
     else:
         warnings.warn(text, NkiWarning, stacklevel=2)
     trace = context.current().trace

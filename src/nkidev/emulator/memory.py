@@ -81,4 +81,3 @@ def scalar_or_vector(v, p: int) -> np.ndarray | np.float32:
     if isinstance(v, NkiTensor):
         return f32(v).reshape(p, 1)
     return np.float32(v)
-

@@ -29,8 +29,13 @@ def baremetal(kernel=None, **kwargs):
 
 def _removed(name: str):
     def fn(*args, **kwargs):
-        raise NkiNotSupportedError("err_not_supported_yet", f"nki.{name} was removed from NKI; nkidev does not emulate it",
-                                   "use `nkidev profile` for timing and `nki.simulate` for numerics", kernel_location())
+        raise NkiNotSupportedError(
+            "err_not_supported_yet",
+            f"nki.{name} was removed from NKI; nkidev does not emulate it",
+            "use `nkidev profile` for timing and `nki.simulate` for numerics",
+            kernel_location(),
+        )
+
     fn.__name__ = name
     return fn
 
@@ -50,18 +55,50 @@ def _collectives_getattr(name: str):
         raise AttributeError(name)
 
     def fn(*args, **kwargs):
-        raise NkiNotSupportedError("err_not_supported_yet", f"nki.collectives.{name} is not emulated (the official "
-                                   "simulator does not implement collectives either)", None, kernel_location())
+        raise NkiNotSupportedError(
+            "err_not_supported_yet",
+            f"nki.collectives.{name} is not emulated (the official simulator does not implement collectives either)",
+            None,
+            kernel_location(),
+        )
+
     return fn
 
 
-collectives = _module("nki.collectives", "Collectives (not emulated).", __getattr__=_collectives_getattr,
-                      ReplicaGroup=type("ReplicaGroup", (), {"__init__": lambda self, *a, **k: None}))
+collectives = _module(
+    "nki.collectives",
+    "Collectives (not emulated).",
+    __getattr__=_collectives_getattr,
+    ReplicaGroup=type("ReplicaGroup", (), {"__init__": lambda self, *a, **k: None}),
+)
 compiler = _module("nki.compiler", "Compiler options (accepted, ignored by the emulator).")
-dtype = _module("nki.dtype", "NKI dtypes.", **{n: getattr(language, n) for n in (
-    "bool_", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float16", "float32", "bfloat16", "tfloat32",
-    "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float8_e5m2_x4", "float8_e4m3fn_x4",
-    "float4_e2m1fn_x4")})
+dtype = _module(
+    "nki.dtype",
+    "NKI dtypes.",
+    **{
+        n: getattr(language, n)
+        for n in (
+            "bool_",
+            "int8",
+            "int16",
+            "int32",
+            "uint8",
+            "uint16",
+            "uint32",
+            "float16",
+            "float32",
+            "bfloat16",
+            "tfloat32",
+            "float8_e4m3",
+            "float8_e4m3fn",
+            "float8_e5m2",
+            "float8_e8m0fnu",
+            "float8_e5m2_x4",
+            "float8_e4m3fn_x4",
+            "float4_e2m1fn_x4",
+        )
+    },
+)
 tensor = _module("nki.tensor", "NKI tensors.", NkiTensor=NkiTensor)
 isa.constants = _constants
 
@@ -77,5 +114,17 @@ MODULES = {
     "nki.tensor": tensor,
 }
 
-__all__ = ["jit", "simulate", "Kernel", "language", "isa", "typing", "collectives", "cpu_simulate",
-           "simulate_kernel", "baremetal", "benchmark", "profile"]
+__all__ = [
+    "jit",
+    "simulate",
+    "Kernel",
+    "language",
+    "isa",
+    "typing",
+    "collectives",
+    "cpu_simulate",
+    "simulate_kernel",
+    "baremetal",
+    "benchmark",
+    "profile",
+]

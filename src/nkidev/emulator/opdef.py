@@ -61,7 +61,7 @@ OPS: dict[str, OpDef] = {}
 
 
 def violation(rule: Rule, result, op: str) -> KernelRuleError:
-    message, fix = (result if isinstance(result, tuple) else (result, None))
+    message, fix = result if isinstance(result, tuple) else (result, None)
     return KernelRuleError(rule.error, f"{op}: {message}", fix, kernel_location())
 
 
@@ -77,8 +77,12 @@ def _pick_engine(op: OpDef, a, ctx) -> str:
     if wanted is None:
         return op.choose_engine(a, ctx) if op.choose_engine is not None else op.engines[0]
     if wanted not in op.engines:
-        raise KernelRuleError("err_invalid_argument", f"{op.name} cannot run on the {wanted} engine",
-                              f"use one of: {', '.join(op.engines)}", kernel_location())
+        raise KernelRuleError(
+            "err_invalid_argument",
+            f"{op.name} cannot run on the {wanted} engine",
+            f"use one of: {', '.join(op.engines)}",
+            kernel_location(),
+        )
     return wanted
 
 
@@ -89,28 +93,43 @@ def _check_operands(op: OpDef, a, ctx, engine: str) -> None:
         if t is None:
             continue
         if not isinstance(t, NkiTensor):
-            raise KernelRuleError("err_failed_to_infer_tile_from_local_tensor",
-                                  f"{op.name}: {name} is a {type(t).__name__}, not a tile",
-                                  "pass an SBUF/PSUM tensor allocated with nl.ndarray", kernel_location())
+            raise KernelRuleError(
+                "err_failed_to_infer_tile_from_local_tensor",
+                f"{op.name}: {name} is a {type(t).__name__}, not a tile",
+                "pass an SBUF/PSUM tensor allocated with nl.ndarray",
+                kernel_location(),
+            )
         st = t.storage
         if st.kind == "hbm":
-            raise KernelRuleError("err_unsupported_memory", f"{op.name}: {name} {t.name!r} is in HBM",
-                                  "load it into SBUF with nisa.dma_copy first", kernel_location())
+            raise KernelRuleError(
+                "err_unsupported_memory",
+                f"{op.name}: {name} {t.name!r} is in HBM",
+                "load it into SBUF with nisa.dma_copy first",
+                kernel_location(),
+            )
         p = t._data.shape[0] if t._data.ndim else 1
         if p > limit:
-            raise KernelRuleError("err_num_partition_exceed_arch_limit",
-                                  f"{op.name}: {name} has {p} partitions, the limit is {limit}",
-                                  f"split the partition dim into tiles of {limit}", kernel_location())
+            raise KernelRuleError(
+                "err_num_partition_exceed_arch_limit",
+                f"{op.name}: {name} has {p} partitions, the limit is {limit}",
+                f"split the partition dim into tiles of {limit}",
+                kernel_location(),
+            )
         if engine == "gpsimd" and st.kind == "psum":
-            raise KernelRuleError("err_gpsimd_cannot_access_psum",
-                                  f"{op.name}: {name} {t.name!r} is in PSUM but runs on GpSimd", None, kernel_location())
+            raise KernelRuleError(
+                "err_gpsimd_cannot_access_psum", f"{op.name}: {name} {t.name!r} is in PSUM but runs on GpSimd", None, kernel_location()
+            )
         if engine in COMPUTE_ENGINES and name not in op.alignment_exempt:
             start = partition_start(t)
             if start and not _aligned(start, p):
                 allowed = "0" if p > 64 else "0 or 64" if p > 32 else "0, 32, 64 or 96"
-                raise KernelRuleError("err_partition_start_alignment",
-                                      f"{op.name}: {name} {t.name!r} uses {p} partitions starting at partition {start}; "
-                                      f"a {p}-partition access must start at {allowed}", None, kernel_location())
+                raise KernelRuleError(
+                    "err_partition_start_alignment",
+                    f"{op.name}: {name} {t.name!r} uses {p} partitions starting at partition {start}; "
+                    f"a {p}-partition access must start at {allowed}",
+                    None,
+                    kernel_location(),
+                )
 
 
 def _aligned(start: int, p: int) -> bool:
@@ -124,12 +143,14 @@ def _aligned(start: int, p: int) -> bool:
 def dispatch(op: OpDef, a: SimpleNamespace):
     ctx = _ctx.current()
     if not op.emulated:
-        raise NkiNotSupportedError("err_not_supported_yet", f"nki.isa.{op.name} is not emulated by nkidev yet",
-                                   None, kernel_location())
+        raise NkiNotSupportedError("err_not_supported_yet", f"nki.isa.{op.name} is not emulated by nkidev yet", None, kernel_location())
     if ctx.target.nc_version < op.min_nc:
-        raise KernelRuleError("err_unsupported_on_target",
-                              f"nki.isa.{op.name} needs NeuronCore-v{op.min_nc} or newer; {ctx.target.name} is "
-                              f"NeuronCore-v{ctx.target.nc_version}", None, kernel_location())
+        raise KernelRuleError(
+            "err_unsupported_on_target",
+            f"nki.isa.{op.name} needs NeuronCore-v{op.min_nc} or newer; {ctx.target.name} is NeuronCore-v{ctx.target.nc_version}",
+            None,
+            kernel_location(),
+        )
     for rule in op.rules:
         result = rule.check(a, ctx)
         if result:
@@ -171,8 +192,9 @@ def _record(op: OpDef, a, ctx, engine: str) -> None:
     flops = op.flops(a) if op.flops else parts * free
     attrs = op.attrs(a) if op.attrs else {}
     counter = ctx.counter
-    ctx.trace.instructions.append(Instruction(counter[0], op.name, engine, kernel_location(), reads, writes, parts,
-                                              free, flops, ctx.program, attrs))
+    ctx.trace.instructions.append(
+        Instruction(counter[0], op.name, engine, kernel_location(), reads, writes, parts, free, flops, ctx.program, attrs)
+    )
     counter[0] += 1
 
 

@@ -34,15 +34,15 @@ class Group:
         end = self.k + k
         if end > self.s.shape[0]:
             cap = max(2 * self.s.shape[0], end)
-            self.s = np.concatenate([self.s[:self.k], np.empty((cap - self.k, self.s.shape[1]), _F32)])
-            self.mv = np.concatenate([self.mv[:self.k], np.empty((cap - self.k, self.mv.shape[1]), _F32)])
+            self.s = np.concatenate([self.s[: self.k], np.empty((cap - self.k, self.s.shape[1]), _F32)])
+            self.mv = np.concatenate([self.mv[: self.k], np.empty((cap - self.k, self.mv.shape[1]), _F32)])
         # casting while copying converts bf16/fp8 to fp32 straight into the group's buffer
-        np.copyto(self.s[self.k:end], s_raw.reshape(k, -1), casting="unsafe")
-        np.copyto(self.mv[self.k:end], mv_raw.reshape(k, -1), casting="unsafe")
+        np.copyto(self.s[self.k : end], s_raw.reshape(k, -1), casting="unsafe")
+        np.copyto(self.mv[self.k : end], mv_raw.reshape(k, -1), casting="unsafe")
         self.k = end
 
     def compute(self) -> None:
-        s, mv = self.s[:self.k], self.mv[:self.k]
+        s, mv = self.s[: self.k], self.mv[: self.k]
         if self.overwrite:
             np.matmul(s.T, mv, out=self.view)
         else:
@@ -63,8 +63,7 @@ def _overlap(a: tuple, b: tuple) -> bool:
     return a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]
 
 
-def matmul(dst: NkiTensor, view: np.ndarray, s_raw: np.ndarray, mv_raw: np.ndarray, k: int, m: int, n: int,
-           accumulate: bool) -> None:
+def matmul(dst: NkiTensor, view: np.ndarray, s_raw: np.ndarray, mv_raw: np.ndarray, k: int, m: int, n: int, accumulate: bool) -> None:
     """Add stationary.T @ moving to the group on `dst` (or open a group that overwrites / accumulates)."""
     st = dst.storage
     groups = st.pending

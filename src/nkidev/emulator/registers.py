@@ -24,10 +24,11 @@ class VirtualRegister:
         # On hardware a register's value exists only while the kernel runs on device; kernel Python code
         # (if/while/int()/range()) cannot see it. nkidev's own loop helpers read `.value` directly.
         if not is_internal(sys._getframe(2).f_code.co_filename) and context.current().in_kernel:
-            raise rule_error("err_dynamic_control_flow_not_supported",
-                             f"kernel code reads a register's run-time value ({what})",
-                             "use nl.fori_loop / nl.while_loop / nl.dynamic_range with the register, or pass it "
-                             "as an .ap(scalar_offset=...) offset")
+            raise rule_error(
+                "err_dynamic_control_flow_not_supported",
+                f"kernel code reads a register's run-time value ({what})",
+                "use nl.fori_loop / nl.while_loop / nl.dynamic_range with the register, or pass it as an .ap(scalar_offset=...) offset",
+            )
         return self.value
 
     def __int__(self) -> int:
@@ -81,8 +82,7 @@ def _value(x) -> int:
 
 def _scalar_of(t: NkiTensor) -> int:
     if t.size != 1:
-        raise rule_error("err_shape_mismatch", f"register_load needs a 1-element tensor, got {t.shape}",
-                         "pass a [1, 1] tile")
+        raise rule_error("err_shape_mismatch", f"register_load needs a 1-element tensor, got {t.shape}", "pass a [1, 1] tile")
     from nkidev.emulator.memory import raw
 
     values = np.asarray(raw(t)).reshape(-1)
@@ -105,6 +105,10 @@ def register_store(dst: NkiTensor, src) -> None:
     from nkidev.emulator.memory import store_raw
 
     value = _value(src)
-    store_raw(dst, np.full(dst.shape, value, dtype=np.int64).astype(dst.dtype.storage) if dst.dtype.is_int
-              else np.full(dst.shape, value, dtype=np.float32).astype(dst.dtype.storage))
+    store_raw(
+        dst,
+        np.full(dst.shape, value, dtype=np.int64).astype(dst.dtype.storage)
+        if dst.dtype.is_int
+        else np.full(dst.shape, value, dtype=np.float32).astype(dst.dtype.storage),
+    )
     dst.storage.written = True

@@ -31,8 +31,7 @@ class MemoryRegion(Enum):
     hbm = "private_hbm"  # alias of private_hbm, as in NKI
 
 
-_KIND = {MemoryRegion.sbuf: "sbuf", MemoryRegion.psum: "psum",
-         MemoryRegion.private_hbm: "hbm", MemoryRegion.shared_hbm: "hbm"}
+_KIND = {MemoryRegion.sbuf: "sbuf", MemoryRegion.psum: "psum", MemoryRegion.private_hbm: "hbm", MemoryRegion.shared_hbm: "hbm"}
 
 
 def rule_error(name: str, message: str, fix: str | None = None) -> KernelRuleError:
@@ -44,8 +43,11 @@ def to_region(buffer) -> MemoryRegion:
         return buffer
     if buffer is None:
         return MemoryRegion.sbuf
-    raise rule_error("err_invalid_argument", f"buffer={buffer!r} is not a memory region",
-                     "pass nl.sbuf, nl.psum, nl.hbm, nl.private_hbm or nl.shared_hbm (string names are rejected)")
+    raise rule_error(
+        "err_invalid_argument",
+        f"buffer={buffer!r} is not a memory region",
+        "pass nl.sbuf, nl.psum, nl.hbm, nl.private_hbm or nl.shared_hbm (string names are rejected)",
+    )
 
 
 _ids = count(1)
@@ -54,11 +56,26 @@ _ids = count(1)
 class Storage:
     """One allocation: a contiguous NumPy array plus what the rules and the trace need to know."""
 
-    __slots__ = ("id", "region", "kind", "array", "dtype", "name", "role", "location", "ptr", "pstride",
-                 "pp_bytes", "written", "acc", "pending", "_usage", "__weakref__")
+    __slots__ = (
+        "id",
+        "region",
+        "kind",
+        "array",
+        "dtype",
+        "name",
+        "role",
+        "location",
+        "ptr",
+        "pstride",
+        "pp_bytes",
+        "written",
+        "acc",
+        "pending",
+        "_usage",
+        "__weakref__",
+    )
 
-    def __init__(self, array: np.ndarray, dtype: NkiDType, region: MemoryRegion, name: str, role: str,
-                 location: str | None):
+    def __init__(self, array: np.ndarray, dtype: NkiDType, region: MemoryRegion, name: str, role: str, location: str | None):
         self.id = next(_ids)
         self.region = region
         self.kind = _KIND[region]
@@ -80,12 +97,19 @@ class Storage:
             self._usage.release(self.kind, self.pp_bytes)
 
     def record(self) -> TensorRecord:
-        return TensorRecord(self.id, self.name, self.kind, tuple(self.array.shape), self.dtype.name,
-                            self.array.size * self.dtype.itemsize, self.role, self.location)
+        return TensorRecord(
+            self.id,
+            self.name,
+            self.kind,
+            tuple(self.array.shape),
+            self.dtype.name,
+            self.array.size * self.dtype.itemsize,
+            self.role,
+            self.location,
+        )
 
 
-def allocate(shape, dtype, buffer=None, name: str = "", role: str = "internal",
-             location: str | None = None, fill=None) -> NkiTensor:
+def allocate(shape, dtype, buffer=None, name: str = "", role: str = "internal", location: str | None = None, fill=None) -> NkiTensor:
     """nl.ndarray: a fresh tensor, filled with the uninitialized-memory sentinel unless `fill` is given."""
     ctx = _ctx.current()
     region = to_region(buffer)
@@ -95,9 +119,11 @@ def allocate(shape, dtype, buffer=None, name: str = "", role: str = "internal",
     if kind != "hbm":
         limit = ctx.target.sbuf.partitions
         if shape[0] > limit:
-            raise rule_error("err_num_partition_exceed_arch_limit",
-                             f"{kind.upper()} tile {shape} has {shape[0]} partitions, the limit is {limit}",
-                             f"split the partition dim into tiles of {limit} (nl.tile_size.pmax) and loop over them")
+            raise rule_error(
+                "err_num_partition_exceed_arch_limit",
+                f"{kind.upper()} tile {shape} has {shape[0]} partitions, the limit is {limit}",
+                f"split the partition dim into tiles of {limit} (nl.tile_size.pmax) and loop over them",
+            )
     if region is MemoryRegion.shared_hbm and ctx.shared_hbm is not None and ctx.grid != (1,):
         shared = _shared_allocation(ctx, shape, dt, region, name, location)
         if shared is not None:
@@ -131,16 +157,17 @@ def _shared_allocation(ctx, shape, dt, region, name, location) -> NkiTensor | No
         return None
     st = ctx.shared_hbm[index]
     if tuple(st.array.shape) != shape or st.dtype != dt:
-        raise rule_error("err_shared_hbm_must_in_kernel_level",
-                         f"program {ctx.program_id} allocates shared_hbm tensor #{index} as {shape} {dt} but program 0 "
-                         f"allocated {tuple(st.array.shape)} {st.dtype}", "allocate shared tensors identically in "
-                         "every program, at the top of the kernel")
+        raise rule_error(
+            "err_shared_hbm_must_in_kernel_level",
+            f"program {ctx.program_id} allocates shared_hbm tensor #{index} as {shape} {dt} but program 0 "
+            f"allocated {tuple(st.array.shape)} {st.dtype}",
+            "allocate shared tensors identically in every program, at the top of the kernel",
+        )
     ctx.shared_count += 1
     return NkiTensor(st.array, st, dt)
 
 
-def from_array(array: np.ndarray, name: str, region: MemoryRegion = MemoryRegion.private_hbm,
-               role: str = "input") -> NkiTensor:
+def from_array(array: np.ndarray, name: str, region: MemoryRegion = MemoryRegion.private_hbm, role: str = "input") -> NkiTensor:
     """Wrap a kernel argument: copy it into emulated HBM (copy-in; results are copied back)."""
     dt = to_nki_dtype(array.dtype)
     data = np.array(array, dtype=dt.storage, copy=True, order="C")
@@ -157,11 +184,13 @@ def _check_shape(shape) -> tuple[int, ...]:
     try:
         shape = tuple(int(s) for s in shape)
     except (TypeError, ValueError):
-        raise rule_error("err_invalid_argument", f"shape {shape!r} is not a tuple of ints",
-                         "pass the shape as a tuple of positive ints, e.g. (128, 512)") from None
+        raise rule_error(
+            "err_invalid_argument", f"shape {shape!r} is not a tuple of ints", "pass the shape as a tuple of positive ints, e.g. (128, 512)"
+        ) from None
     if not shape or any(s <= 0 for s in shape):
-        raise rule_error("err_invalid_argument", f"shape {shape} has a zero, negative or missing dimension",
-                         "every dimension must be a positive int")
+        raise rule_error(
+            "err_invalid_argument", f"shape {shape} has a zero, negative or missing dimension", "every dimension must be a positive int"
+        )
     return shape
 
 
@@ -259,8 +288,11 @@ class NkiTensor:
 
     def __array__(self, dtype=None, copy=None):
         # Kernels compute only through nki.isa / nki.language; NumPy on device data has no hardware meaning.
-        raise rule_error("err_numpy_on_kernel_data", f"NumPy was called on kernel tensor {self.name!r}",
-                         "compute with nki.isa / nki.language instructions; tensors are device memory, not arrays")
+        raise rule_error(
+            "err_numpy_on_kernel_data",
+            f"NumPy was called on kernel tensor {self.name!r}",
+            "compute with nki.isa / nki.language instructions; tensors are device memory, not arrays",
+        )
 
     # --- indexing -------------------------------------------------------------------------
     def __getitem__(self, key) -> NkiTensor:
@@ -270,11 +302,13 @@ class NkiTensor:
         if Ellipsis in key:
             i = key.index(Ellipsis)
             fill = self.ndim - (len(key) - 1 - sum(1 for k in key if k is None))
-            key = key[:i] + (slice(None),) * max(fill, 0) + key[i + 1:]
+            key = key[:i] + (slice(None),) * max(fill, 0) + key[i + 1 :]
         if len(key) > self._data.ndim:
-            raise rule_error("err_tensor_access_out_of_bound",
-                             f"{len(key)} indices for tensor {self.name!r} of rank {self.ndim}",
-                             "use one index or slice per dimension")
+            raise rule_error(
+                "err_tensor_access_out_of_bound",
+                f"{len(key)} indices for tensor {self.name!r} of rank {self.ndim}",
+                "use one index or slice per dimension",
+            )
         shape = self._data.shape
         norm = []
         for dim, k in enumerate(key):
@@ -295,32 +329,41 @@ class NkiTensor:
         if isinstance(k, int | np.integer):
             k = int(k)
             if not -n <= k < n:
-                raise rule_error("err_tensor_access_out_of_bound",
-                                 f"index {k} is out of bounds for dim {dim} of {self.name!r} with size {n}",
-                                 f"use an index in [0, {n})")
+                raise rule_error(
+                    "err_tensor_access_out_of_bound",
+                    f"index {k} is out of bounds for dim {dim} of {self.name!r} with size {n}",
+                    f"use an index in [0, {n})",
+                )
             k = k % n
             return slice(k, k + 1) if (dim == 0 and self.is_on_chip) else k
         if isinstance(k, slice):
             step = 1 if k.step is None else int(k.step)
             if step < 1:
-                raise rule_error("err_invalid_argument", f"slice step {step} on dim {dim} of {self.name!r}",
-                                 "use a positive step")
+                raise rule_error("err_invalid_argument", f"slice step {step} on dim {dim} of {self.name!r}", "use a positive step")
             start = 0 if k.start is None else int(k.start)
             stop = n if k.stop is None else int(k.stop)
             start = start + n if start < 0 else start
             stop = stop + n if stop < 0 else stop
             if not (0 <= start < stop <= n):
-                raise rule_error("err_tensor_access_out_of_bound",
-                                 f"slice [{k.start}:{k.stop}] of dim {dim} of {self.name!r} (size {n}) "
-                                 f"is {'empty' if start >= stop else 'out of bounds'}",
-                                 f"keep slices within [0, {n}]; for the last tile use min(start + size, {n})")
+                raise rule_error(
+                    "err_tensor_access_out_of_bound",
+                    f"slice [{k.start}:{k.stop}] of dim {dim} of {self.name!r} (size {n}) "
+                    f"is {'empty' if start >= stop else 'out of bounds'}",
+                    f"keep slices within [0, {n}]; for the last tile use min(start + size, {n})",
+                )
             return slice(start, stop, step)
         if isinstance(k, NkiTensor):
-            raise NkiNotSupportedError("err_not_supported_yet", "indexing a tensor with a tensor",
-                                       "use .ap(..., vector_offset=idx) with nisa.dma_copy for gathers",
-                                       kernel_location())
-        raise rule_error("err_invalid_argument", f"index {k!r} of type {type(k).__name__} on dim {dim}",
-                         "index with ints, slices, nl.ds(start, size) or ...")
+            raise NkiNotSupportedError(
+                "err_not_supported_yet",
+                "indexing a tensor with a tensor",
+                "use .ap(..., vector_offset=idx) with nisa.dma_copy for gathers",
+                kernel_location(),
+            )
+        raise rule_error(
+            "err_invalid_argument",
+            f"index {k!r} of type {type(k).__name__} on dim {dim}",
+            "index with ints, slices, nl.ds(start, size) or ...",
+        )
 
     def __setitem__(self, key, value) -> None:
         from nkidev.emulator import language as nl
@@ -332,16 +375,18 @@ class NkiTensor:
             nl._fill(dst, value)
 
     def __iter__(self):
-        raise rule_error("err_invalid_argument", f"iterating over tensor {self.name!r}",
-                         "loop over index ranges and slice the tensor instead")
+        raise rule_error(
+            "err_invalid_argument", f"iterating over tensor {self.name!r}", "loop over index ranges and slice the tensor instead"
+        )
 
     def __bool__(self) -> bool:
         if _ctx.current().in_kernel:
             # Kernel control flow is fixed when the kernel is compiled; tensor values exist only at run time.
-            raise rule_error("err_dynamic_control_flow_not_supported",
-                             f"Python control flow (if/while/assert/and/or) on the value of tensor {self.name!r}",
-                             "use nl.fori_loop/nl.while_loop with registers, or compute both branches and select "
-                             "with nisa.tensor_copy_predicated")
+            raise rule_error(
+                "err_dynamic_control_flow_not_supported",
+                f"Python control flow (if/while/assert/and/or) on the value of tensor {self.name!r}",
+                "use nl.fori_loop/nl.while_loop with registers, or compute both branches and select with nisa.tensor_copy_predicated",
+            )
         if self.size != 1:  # outside kernels (docs examples, tests): truthy when every element is
             from nkidev.emulator.memory import raw
 
@@ -353,8 +398,11 @@ class NkiTensor:
     # --- views ------------------------------------------------------------------------------
     def _static(self, what: str) -> None:
         if self.dyn is not None:
-            raise rule_error("err_invalid_argument", f"cannot {what} an indirect view of {self.name!r}",
-                             "slice the base tensor before adding the dynamic offset")
+            raise rule_error(
+                "err_invalid_argument",
+                f"cannot {what} an indirect view of {self.name!r}",
+                "slice the base tensor before adding the dynamic offset",
+            )
 
     def _new(self, data: np.ndarray) -> NkiTensor:
         return NkiTensor(data, self.storage, self.dtype)
@@ -364,26 +412,37 @@ class NkiTensor:
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
         shape = tuple(int(s) for s in shape)
         if self.is_on_chip and shape and shape[0] not in (self.shape[0], -1):
-            raise rule_error("err_reshape_incompatible",
-                             f"reshape of on-chip tensor {self.name!r} {self.shape} -> {shape} changes the partition dim",
-                             "keep shape[0] equal to the partition count")
+            raise rule_error(
+                "err_reshape_incompatible",
+                f"reshape of on-chip tensor {self.name!r} {self.shape} -> {shape} changes the partition dim",
+                "keep shape[0] equal to the partition count",
+            )
         try:
             return self._new(self._data.reshape(shape, copy=False))
         except ValueError as e:
-            raise rule_error("err_reshape_incompatible", f"cannot reshape {self.name!r} {self.shape} to {shape}: {e}",
-                             "reshape a contiguous tensor with the same element count") from None
+            raise rule_error(
+                "err_reshape_incompatible",
+                f"cannot reshape {self.name!r} {self.shape} to {shape}: {e}",
+                "reshape a contiguous tensor with the same element count",
+            ) from None
 
     def permute(self, dims) -> NkiTensor:
         dims = tuple(int(d) for d in dims)
         if sorted(dims) != list(range(self.ndim)) or (self.is_on_chip and dims[0] != 0):
-            raise rule_error("err_invalid_argument", f"permute{dims} of {self.name!r} with rank {self.ndim}",
-                             "pass a permutation of range(ndim); on-chip tensors keep dim 0 first")
+            raise rule_error(
+                "err_invalid_argument",
+                f"permute{dims} of {self.name!r} with rank {self.ndim}",
+                "pass a permutation of range(ndim); on-chip tensors keep dim 0 first",
+            )
         return self._new(self._data.transpose(dims))
 
     def broadcast(self, dim: int, size: int) -> NkiTensor:
         if self.shape[dim] != 1 or (self.is_on_chip and dim == 0):
-            raise rule_error("err_invalid_argument", f"broadcast of dim {dim} (size {self.shape[dim]}) of {self.name!r}",
-                             "broadcast only size-1 free dims")
+            raise rule_error(
+                "err_invalid_argument",
+                f"broadcast of dim {dim} (size {self.shape[dim]}) of {self.name!r}",
+                "broadcast only size-1 free dims",
+            )
         shape = list(self.shape)
         shape[dim] = int(size)
         return self._new(np.broadcast_to(self._data, tuple(shape)))
@@ -395,19 +454,18 @@ class NkiTensor:
 
     def squeeze_dim(self, dim: int) -> NkiTensor:
         if self.shape[dim] != 1 or (self.is_on_chip and dim == 0):
-            raise rule_error("err_invalid_argument", f"squeeze_dim({dim}) of {self.name!r} {self.shape}",
-                             "squeeze only size-1 free dims")
+            raise rule_error("err_invalid_argument", f"squeeze_dim({dim}) of {self.name!r} {self.shape}", "squeeze only size-1 free dims")
         return self._new(np.squeeze(self._data, axis=dim))
 
     def reshape_dim(self, dim: int, shape) -> NkiTensor:
-        new = self.shape[:dim] + tuple(shape) + self.shape[dim + 1:]
+        new = self.shape[:dim] + tuple(shape) + self.shape[dim + 1 :]
         return self.reshape(new)
 
     def flatten_dims(self, start_dim: int, end_dim: int) -> NkiTensor:
         if self.is_on_chip and start_dim == 0:
             raise rule_error("err_invalid_argument", "flatten_dims starting at the partition dim", "use start_dim > 0")
-        merged = math.prod(self.shape[start_dim:end_dim + 1])
-        return self.reshape(self.shape[:start_dim] + (merged,) + self.shape[end_dim + 1:])
+        merged = math.prod(self.shape[start_dim : end_dim + 1])
+        return self.reshape(self.shape[:start_dim] + (merged,) + self.shape[end_dim + 1 :])
 
     def slice(self, dim: int, start: int, end: int, step: int = 1) -> NkiTensor:
         key = [slice(None)] * self.ndim
@@ -428,8 +486,11 @@ class NkiTensor:
         try:
             return NkiTensor(self._data.view(dt.storage), self.storage, dt)
         except ValueError as e:
-            raise rule_error("err_invalid_argument", f"cannot view {self.name!r} as {dt}: {e}",
-                             "the last dim must be contiguous and divisible by the size ratio") from None
+            raise rule_error(
+                "err_invalid_argument",
+                f"cannot view {self.name!r} as {dt}: {e}",
+                "the last dim must be contiguous and divisible by the size ratio",
+            ) from None
 
     reinterpret_cast = view
 
@@ -449,8 +510,7 @@ class NkiTensor:
         flat_dst = [g for part in dst_pattern for g in ((part,) if isinstance(part, str) else part)]
         view = view.permute(tuple(names.index(g) for g in flat_dst))
         out_shape = tuple(math.prod(sizes[g] for g in ((p,) if isinstance(p, str) else p)) for p in dst_pattern)
-        return NkiTensor(np.reshape(view._data, out_shape), self.storage, self.dtype) \
-            if not self.is_on_chip else view.reshape(out_shape)
+        return NkiTensor(np.reshape(view._data, out_shape), self.storage, self.dtype) if not self.is_on_chip else view.reshape(out_shape)
 
     def get_pattern(self) -> list[list[int]]:
         return [[st, n] for st, n in zip(self.strides, self.shape)]
@@ -470,14 +530,18 @@ class NkiTensor:
         return self.dyn is not None
 
     def indirect(self, index, num_elem=None) -> NkiTensor:
-        raise NkiNotSupportedError("err_not_supported_yet", "tensor indirection (.indirect, NeuronCore-v4) is not "
-                                   "emulated yet", "use nisa.dma_copy with .ap(vector_offset=...) for gathers",
-                                   kernel_location())
+        raise NkiNotSupportedError(
+            "err_not_supported_yet",
+            "tensor indirection (.indirect, NeuronCore-v4) is not emulated yet",
+            "use nisa.dma_copy with .ap(vector_offset=...) for gathers",
+            kernel_location(),
+        )
 
     def vector_select(self, dim: int, vector_offset: NkiTensor) -> NkiTensor:
         if dim != 0 or self.is_on_chip:
-            raise rule_error("err_invalid_argument", "vector_select needs dim=0 on an HBM tensor",
-                             "call vector_select(0, offsets) on an HBM tensor")
+            raise rule_error(
+                "err_invalid_argument", "vector_select needs dim=0 on an HBM tensor", "call vector_select(0, offsets) on an HBM tensor"
+            )
         pattern = [[self.strides[0], vector_offset.shape[0]]] + self.get_pattern()[1:]
         return self.ap(pattern, offset=0, vector_offset=vector_offset, indirect_dim=0)
 
@@ -491,30 +555,32 @@ class NkiTensor:
         try:
             pattern = [(int(s), int(n)) for s, n in pattern]
         except (TypeError, ValueError):
-            raise rule_error("err_invalid_argument", f"access pattern {pattern!r}",
-                             "pass a list of [step, num] pairs, outermost first") from None
+            raise rule_error(
+                "err_invalid_argument", f"access pattern {pattern!r}", "pass a list of [step, num] pairs, outermost first"
+            ) from None
         if not pattern or any(n <= 0 for _, n in pattern):
-            raise rule_error("err_invalid_argument", f"access pattern {pattern} has an empty dimension",
-                             "every num must be positive")
-        base = 0 if self.dyn is not None else \
-            (self._data.__array_interface__["data"][0] - st.ptr) // flat.itemsize
+            raise rule_error("err_invalid_argument", f"access pattern {pattern} has an empty dimension", "every num must be positive")
+        base = 0 if self.dyn is not None else (self._data.__array_interface__["data"][0] - st.ptr) // flat.itemsize
         start = base + (0 if offset is None else int(offset))
         if st.kind != "hbm":
             pstep = st.pstride // flat.itemsize
             limit = _ctx.current().target.sbuf.partitions
             if pattern[0][1] > limit:
-                raise rule_error("err_num_partition_exceed_arch_limit",
-                                 f"access pattern on {self.name!r} spans {pattern[0][1]} partitions, the limit is {limit}",
-                                 f"keep the first pattern num <= {limit}")
+                raise rule_error(
+                    "err_num_partition_exceed_arch_limit",
+                    f"access pattern on {self.name!r} spans {pattern[0][1]} partitions, the limit is {limit}",
+                    f"keep the first pattern num <= {limit}",
+                )
             if pattern[0][1] > 1 and pattern[0][0] != pstep and vector_offset is None:
-                raise rule_error("err_partition_stride_not_supported",
-                                 f"partition step {pattern[0][0]} on {self.name!r}; partitions hold {pstep} elements",
-                                 f"make the first pair [{pstep}, P] (on-chip patterns cannot stride across partitions)")
+                raise rule_error(
+                    "err_partition_stride_not_supported",
+                    f"partition step {pattern[0][0]} on {self.name!r}; partitions hold {pstep} elements",
+                    f"make the first pair [{pstep}, P] (on-chip patterns cannot stride across partitions)",
+                )
         if scalar_offset is not None or vector_offset is not None:
             if scalar_offset is not None and vector_offset is not None:
-                raise rule_error("err_invalid_argument", "scalar_offset and vector_offset are mutually exclusive",
-                                 "pass only one of them")
-            row_stride = math.prod(st.array.shape[indirect_dim + 1:]) * st.dtype.itemsize // flat.itemsize
+                raise rule_error("err_invalid_argument", "scalar_offset and vector_offset are mutually exclusive", "pass only one of them")
+            row_stride = math.prod(st.array.shape[indirect_dim + 1 :]) * st.dtype.itemsize // flat.itemsize
             mode = "scalar" if scalar_offset is not None else "vector"
             index = scalar_offset if scalar_offset is not None else vector_offset
             shape = tuple(n for _, n in pattern)
@@ -572,10 +638,12 @@ def _check_pattern_bounds(name: str, start: int, pattern, size: int) -> None:
     lo = start + sum(min(0, s * (n - 1)) for s, n in pattern)
     hi = start + sum(max(0, s * (n - 1)) for s, n in pattern)
     if lo < 0 or hi >= size:
-        raise rule_error("err_tensor_access_out_of_bound",
-                         f"access pattern {[list(p) for p in pattern]} at offset {start} reaches element "
-                         f"{hi if hi >= size else lo} of {name!r}, which has {size}",
-                         "shrink the pattern or the offset so every element stays inside the tensor")
+        raise rule_error(
+            "err_tensor_access_out_of_bound",
+            f"access pattern {[list(p) for p in pattern]} at offset {start} reaches element "
+            f"{hi if hi >= size else lo} of {name!r}, which has {size}",
+            "shrink the pattern or the offset so every element stays inside the tensor",
+        )
 
 
 def resolve_indirect(t: NkiTensor, oob_skip: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -593,8 +661,11 @@ def resolve_indirect(t: NkiTensor, oob_skip: bool = False) -> tuple[np.ndarray, 
         rows = ind.start + idx[0] * ind.row_stride + np.arange(p, dtype=np.int64) * ind.pattern[0][0]
     else:
         if idx.size < p:
-            raise rule_error("err_shape_mismatch", f"vector_offset has {idx.size} indices for {p} partitions",
-                             "pass a (P, 1) index tile with one row per partition")
+            raise rule_error(
+                "err_shape_mismatch",
+                f"vector_offset has {idx.size} indices for {p} partitions",
+                "pass a (P, 1) index tile with one row per partition",
+            )
         rows = ind.start + idx[:p] * ind.row_stride
     elems = rows.reshape((p,) + (1,) * len(inner)) + grids.reshape((1,) + grids.shape[: len(inner)])
     if not inner:
@@ -604,10 +675,11 @@ def resolve_indirect(t: NkiTensor, oob_skip: bool = False) -> tuple[np.ndarray, 
     if bad.any():
         if not oob_skip:
             row = int(np.argmax(bad.reshape(p, -1).any(axis=1)))
-            raise rule_error("err_tensor_access_out_of_bound",
-                             f"dynamic offset {int(idx[min(row, idx.size - 1)])} puts row {row} of {t.name!r} "
-                             f"outside its {size} elements",
-                             "check the index values, or pass oob_mode=nisa.oob_mode.skip to skip such rows")
+            raise rule_error(
+                "err_tensor_access_out_of_bound",
+                f"dynamic offset {int(idx[min(row, idx.size - 1)])} puts row {row} of {t.name!r} outside its {size} elements",
+                "check the index values, or pass oob_mode=nisa.oob_mode.skip to skip such rows",
+            )
         bad_rows = bad.reshape(p, -1).any(axis=1)
         elems = np.where(bad_rows.reshape((p,) + (1,) * (elems.ndim - 1)), -1, elems)
     return ind.flat, elems

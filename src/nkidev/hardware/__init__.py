@@ -151,8 +151,7 @@ def _build(raw: dict, source: str) -> Target:
     kwargs["aliases"] = tuple(kwargs.get("aliases", ()))
     for section, cls in _SECTIONS.items():
         known = {f.name for f in fields(cls)}
-        kwargs[section] = cls(**{k: tuple(v) if isinstance(v, list) else v
-                                 for k, v in raw[section].items() if k in known})
+        kwargs[section] = cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw[section].items() if k in known})
     return Target(source=source, **kwargs)
 
 

@@ -1,9 +1,9 @@
 """Profile a kernel without hardware: emulate it, schedule its trace, write neuron-explorer tables.
 
-    from nkidev.profile.api import profile, profile_task
-    result = profile(kernel, a, b, target="trn2", out="prof/")        # also nkidev.profile(...)
-    result = profile_task("kernels/mm.py::matmul", case=1, out="prof/", compute=False)
-    result.to_dict()  # {"profile_dir": ..., "total_time_ns": ..., "engines": {...}, ...}
+from nkidev.profile.api import profile, profile_task
+result = profile(kernel, a, b, target="trn2", out="prof/")        # also nkidev.profile(...)
+result = profile_task("kernels/mm.py::matmul", case=1, out="prof/", compute=False)
+result.to_dict()  # {"profile_dir": ..., "total_time_ns": ..., "engines": {...}, ...}
 """
 
 from __future__ import annotations
@@ -36,13 +36,21 @@ class ProfileResult:
 
     def to_dict(self) -> dict:
         """The `nkidev profile --json` object."""
-        return {"profile_dir": self.profile_dir, "kernel": self.kernel, "target": self.target,
-                "total_time_ns": round(self.total_time_ns, 1), "engines": self.engines,
-                "instructions": self.instructions, "dma_transfers": self.dma_transfers, "compute": self.compute}
+        return {
+            "profile_dir": self.profile_dir,
+            "kernel": self.kernel,
+            "target": self.target,
+            "total_time_ns": round(self.total_time_ns, 1),
+            "engines": self.engines,
+            "instructions": self.instructions,
+            "dma_transfers": self.dma_transfers,
+            "compute": self.compute,
+        }
 
 
-def profile(kernel, *args, target: str | None = None, out: str | Path | None = None, compute: bool = True,
-            force: bool = False, **kwargs) -> ProfileResult:
+def profile(
+    kernel, *args, target: str | None = None, out: str | Path | None = None, compute: bool = True, force: bool = False, **kwargs
+) -> ProfileResult:
     """Run `kernel(*args, **kwargs)` on the emulator, predict its timeline on `target` and write a profile
     directory to `out` (a fresh temporary directory when None). `compute=False` skips the numerics (large
     shapes); `force=True` replaces an existing `out`; `kernel[2]` profiles an SPMD/LNC2 launch. Raises
@@ -68,8 +76,9 @@ def profile(kernel, *args, target: str | None = None, out: str | Path | None = N
     return _result(dest, k.__name__, timeline, tables, compute)
 
 
-def profile_task(spec: str, case: int = 0, target: str | None = None, out: str | Path | None = None,
-                 compute: bool = True, force: bool = False) -> ProfileResult:
+def profile_task(
+    spec: str, case: int = 0, target: str | None = None, out: str | Path | None = None, compute: bool = True, force: bool = False
+) -> ProfileResult:
     """Profile FILE::KERNEL on input case `case` of the task file's `cases()`."""
     from nkidev.taskfile import load_task, parse_spec
 
@@ -86,16 +95,21 @@ def profile_task(spec: str, case: int = 0, target: str | None = None, out: str |
 def _case(task, index: int) -> tuple[tuple, dict]:
     make = task.attr("cases")
     if not callable(make):
-        raise NkiUsageError("err_bad_task_file", f"{task.path} has no cases() function",
-                            "add `def cases(): return [(input0, input1, ...), ...]` to the task file")
+        raise NkiUsageError(
+            "err_bad_task_file",
+            f"{task.path} has no cases() function",
+            "add `def cases(): return [(input0, input1, ...), ...]` to the task file",
+        )
     try:
         cases = list(make())
     except Exception as e:  # noqa: BLE001 - user code
-        raise NkiUsageError("err_bad_task_file", f"{task.path}: cases() raised {type(e).__name__}: {e}",
-                            "fix cases() in the task file") from None
+        raise NkiUsageError(
+            "err_bad_task_file", f"{task.path}: cases() raised {type(e).__name__}: {e}", "fix cases() in the task file"
+        ) from None
     if not 0 <= index < len(cases):
-        raise NkiUsageError("err_invalid_argument", f"--case {index}: {task.path} has {len(cases)} case(s)",
-                            f"pass --case between 0 and {len(cases) - 1}")
+        raise NkiUsageError(
+            "err_invalid_argument", f"--case {index}: {task.path} has {len(cases)} case(s)", f"pass --case between 0 and {len(cases) - 1}"
+        )
     case = cases[index]
     if isinstance(case, dict):
         return (), dict(case)
@@ -107,8 +121,12 @@ def _kernel_raised(name: str, e: Exception) -> NkiError:
     for frame in traceback.extract_tb(e.__traceback__):
         if "/nkidev/" not in frame.filename.replace("\\", "/") and not frame.filename.startswith("<"):
             location = f"{frame.filename}:{frame.lineno}"
-    return NkiError("err_kernel_raised", f"{name}: the kernel raised {type(e).__name__}: {e}",
-                    "fix the kernel line named here; rerun with NKIDEV_DEBUG=1 for the full traceback", location)
+    return NkiError(
+        "err_kernel_raised",
+        f"{name}: the kernel raised {type(e).__name__}: {e}",
+        "fix the kernel line named here; rerun with NKIDEV_DEBUG=1 for the full traceback",
+        location,
+    )
 
 
 def _result(dest: Path, kernel: str, tl: Timeline, tables: dict[str, pa.Table], compute: bool) -> ProfileResult:
@@ -117,13 +135,20 @@ def _result(dest: Path, kernel: str, tl: Timeline, tables: dict[str, pa.Table], 
     counts: dict[str, int] = {}
     for e in tl.rows.engine:
         counts[e] = counts.get(e, 0) + 1
-    engines = {e: {"instructions": counts.get(e, 0), "busy_ns": round(busy.get(e, 0.0), 1),
-                   "busy_percent": round(100 * busy.get(e, 0.0) / total, 2) if total else 0.0}
-               for e in ("tensor", "vector", "scalar", "gpsimd", "sync") if counts.get(e)}
+    engines = {
+        e: {
+            "instructions": counts.get(e, 0),
+            "busy_ns": round(busy.get(e, 0.0), 1),
+            "busy_percent": round(100 * busy.get(e, 0.0) / total, 2) if total else 0.0,
+        }
+        for e in ("tensor", "vector", "scalar", "gpsimd", "sync")
+        if counts.get(e)
+    }
     if len(tl.transfers):
-        engines["dma"] = {"transfers": len(tl.transfers),
-                          "bytes": int(sum(t.transfer_bytes for t in tl.transfers.plan)),
-                          "busy_ns": round(busy.get("dma", 0.0), 1),
-                          "busy_percent": round(100 * busy.get("dma", 0.0) / total, 2) if total else 0.0}
-    return ProfileResult(str(dest), kernel, tl.target.name, total, engines, len(tl.trace), len(tl.transfers),
-                         compute, tl, tables)
+        engines["dma"] = {
+            "transfers": len(tl.transfers),
+            "bytes": int(sum(t.transfer_bytes for t in tl.transfers.plan)),
+            "busy_ns": round(busy.get("dma", 0.0), 1),
+            "busy_percent": round(100 * busy.get("dma", 0.0) / total, 2) if total else 0.0,
+        }
+    return ProfileResult(str(dest), kernel, tl.target.name, total, engines, len(tl.trace), len(tl.transfers), compute, tl, tables)

@@ -12,14 +12,15 @@ from nkidev.cli_common import command, console, print_json
 
 def _human(result) -> None:
     d = result.to_dict()
-    console.print(f"[bold]{d['kernel']}[/] on {d['target']} (simulated): [bold]{d['total_time_ns'] / 1e3:,.1f} us[/] "
-                  f"for {d['instructions']} instructions, {d['dma_transfers']} DMA transfers", highlight=False)
+    console.print(
+        f"[bold]{d['kernel']}[/] on {d['target']} (simulated): [bold]{d['total_time_ns'] / 1e3:,.1f} us[/] "
+        f"for {d['instructions']} instructions, {d['dma_transfers']} DMA transfers",
+        highlight=False,
+    )
     for engine, e in d["engines"].items():
         extra = f", {e['bytes'] / 1e6:,.1f} MB" if "bytes" in e else f", {e['instructions']} rows"
-        console.print(f"  {engine:7} busy {e['busy_ns'] / 1e3:12,.1f} us  {e['busy_percent']:6.2f}%{extra}",
-                      highlight=False)
-    console.print(f"profile: {d['profile_dir']}  (Parquet tables; open trace.json in https://ui.perfetto.dev)",
-                  highlight=False)
+        console.print(f"  {engine:7} busy {e['busy_ns'] / 1e3:12,.1f} us  {e['busy_percent']:6.2f}%{extra}", highlight=False)
+    console.print(f"profile: {d['profile_dir']}  (Parquet tables; open trace.json in https://ui.perfetto.dev)", highlight=False)
 
 
 @command
@@ -28,8 +29,7 @@ def profile(
     out: Annotated[Path, typer.Option("--out", help="Profile directory to write (must not exist unless --force).")],
     case: Annotated[int, typer.Option("--case", help="Index into the task file's cases().")] = 0,
     target: Annotated[str | None, typer.Option("--target", help="trn1 | trn2 | trn3 (default trn2).")] = None,
-    no_compute: Annotated[bool, typer.Option("--no-compute", help="Skip the numerics, build only the trace "
-                                                                  "(large shapes).")] = False,
+    no_compute: Annotated[bool, typer.Option("--no-compute", help="Skip the numerics, build only the trace (large shapes).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out directory.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
 ) -> None:

@@ -20,9 +20,19 @@ import re
 from nkidev.emulator.trace import Access, Instruction
 
 DTYPE_SHORT = {
-    "float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "tfloat32": "tf32", "float8_e4m3": "fp8e4",
-    "float8_e5m2": "fp8e5", "float8_e4m3fn": "fp8e4fn", "int8": "i8", "int16": "i16", "int32": "i32", "uint8": "u8",
-    "uint16": "u16", "uint32": "u32",
+    "float32": "fp32",
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "tfloat32": "tf32",
+    "float8_e4m3": "fp8e4",
+    "float8_e5m2": "fp8e5",
+    "float8_e4m3fn": "fp8e4fn",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
 }
 ACC_RESET, ACC_ACCUMULATE = 2, 0
 _MATMUL = re.compile(r"src=\S*?\[[^\]]*\]\[([\d,]+)\].*?\s(\d+)\*(\d+)\s")

@@ -31,14 +31,12 @@ class _Tracks:
         if key not in self.tids:
             if core not in self.cores:
                 self.cores.add(core)
-                self.events.append({"name": "process_name", "ph": "M", "pid": core,
-                                    "args": {"name": f"NeuronCore {core}"}})
+                self.events.append({"name": "process_name", "ph": "M", "pid": core, "args": {"name": f"NeuronCore {core}"}})
                 self.events.append({"name": "process_sort_index", "ph": "M", "pid": core, "args": {"sort_index": core}})
             tid = len(self.tids) + 1
             self.tids[key] = tid
             self.events.append({"name": "thread_name", "ph": "M", "pid": core, "tid": tid, "args": {"name": name}})
-            self.events.append({"name": "thread_sort_index", "ph": "M", "pid": core, "tid": tid,
-                                "args": {"sort_index": tid}})
+            self.events.append({"name": "thread_sort_index", "ph": "M", "pid": core, "tid": tid, "args": {"sort_index": tid}})
         return self.tids[key]
 
 
@@ -47,26 +45,66 @@ def _us(ns: int) -> float:
 
 
 def _instruction_events(ins: pa.Table, tracks: _Tracks, events: list) -> None:
-    c = {name: ins.column(name).to_pylist() for name in ("id", "engine", "opcode", "start_ts", "duration_ns",
-                                                         "pcore_idx", "compiler_opcode", "nki_source_location",
-                                                         "operands", "evt_wait_time_ns", "bir_id")}
+    c = {
+        name: ins.column(name).to_pylist()
+        for name in (
+            "id",
+            "engine",
+            "opcode",
+            "start_ts",
+            "duration_ns",
+            "pcore_idx",
+            "compiler_opcode",
+            "nki_source_location",
+            "operands",
+            "evt_wait_time_ns",
+            "bir_id",
+        )
+    }
     for k in range(ins.num_rows):
         engine, opcode = c["engine"][k], c["opcode"][k]
         if opcode == "DMA_TRIGGER" and engine != "GpSimd":
             continue  # static/hardware DGE triggers are drawn as their DMA queue's transfers
         track = "Tensor LDWEIGHTS" if opcode == "LDWEIGHTS" else engine
-        events.append({"name": opcode, "cat": engine, "ph": "X", "ts": _us(c["start_ts"][k]),
-                       "dur": _us(c["duration_ns"][k]), "pid": c["pcore_idx"][k] or 0,
-                       "tid": tracks.tid(c["pcore_idx"][k] or 0, track),
-                       "args": {"id": c["id"][k], "nki": c["compiler_opcode"][k], "source": c["nki_source_location"][k],
-                                "operands": c["operands"][k], "wait_ns": c["evt_wait_time_ns"][k],
-                                "bir_id": c["bir_id"][k]}})
+        events.append(
+            {
+                "name": opcode,
+                "cat": engine,
+                "ph": "X",
+                "ts": _us(c["start_ts"][k]),
+                "dur": _us(c["duration_ns"][k]),
+                "pid": c["pcore_idx"][k] or 0,
+                "tid": tracks.tid(c["pcore_idx"][k] or 0, track),
+                "args": {
+                    "id": c["id"][k],
+                    "nki": c["compiler_opcode"][k],
+                    "source": c["nki_source_location"][k],
+                    "operands": c["operands"][k],
+                    "wait_ns": c["evt_wait_time_ns"][k],
+                    "bir_id": c["bir_id"][k],
+                },
+            }
+        )
 
 
 def _transfer_events(dpa: pa.Table, tracks: _Tracks, events: list, sources: list) -> None:
-    c = {name: dpa.column(name).to_pylist() for name in ("id", "start_ts", "end_ts", "pcore_idx", "queue_name",
-                                                         "variable", "op", "transfer_bytes", "source", "dest",
-                                                         "write_steps", "trigger")}
+    c = {
+        name: dpa.column(name).to_pylist()
+        for name in (
+            "id",
+            "start_ts",
+            "end_ts",
+            "pcore_idx",
+            "queue_name",
+            "variable",
+            "op",
+            "transfer_bytes",
+            "source",
+            "dest",
+            "write_steps",
+            "trigger",
+        )
+    }
     lanes: dict[tuple[int, str], list[int]] = {}
     for k in sorted(range(dpa.num_rows), key=lambda k: c["start_ts"][k]):
         core = c["pcore_idx"][k] or 0
@@ -78,23 +116,45 @@ def _transfer_events(dpa: pa.Table, tracks: _Tracks, events: list, sources: list
                 ends.append(0)
         ends[lane] = c["end_ts"][k]
         name = c["queue_name"][k] + ("" if lane == 0 else f" #{lane}")
-        events.append({"name": f"{c['op'][k]} {c['variable'][k]}", "cat": "DMA", "ph": "X",
-                       "ts": _us(c["start_ts"][k]), "dur": _us(c["end_ts"][k] - c["start_ts"][k]), "pid": core,
-                       "tid": tracks.tid(core, name),
-                       "args": {"dma_id": c["id"][k], "bytes": c["transfer_bytes"][k],
-                                "path": f"{c['source'][k]} -> {c['dest'][k]}", "source": sources[k],
-                                "triggered_at_us": _us(c["trigger"][k] or 0)}})
+        events.append(
+            {
+                "name": f"{c['op'][k]} {c['variable'][k]}",
+                "cat": "DMA",
+                "ph": "X",
+                "ts": _us(c["start_ts"][k]),
+                "dur": _us(c["end_ts"][k] - c["start_ts"][k]),
+                "pid": core,
+                "tid": tracks.tid(core, name),
+                "args": {
+                    "dma_id": c["id"][k],
+                    "bytes": c["transfer_bytes"][k],
+                    "path": f"{c['source'][k]} -> {c['dest'][k]}",
+                    "source": sources[k],
+                    "triggered_at_us": _us(c["trigger"][k] or 0),
+                },
+            }
+        )
 
 
 def _packet_events(pk: pa.Table, tracks: _Tracks, events: list) -> None:
-    c = {name: pk.column(name).to_pylist() for name in ("start_ts", "duration_ns", "pcore_idx", "engine_idx",
-                                                        "variable", "transfer_bytes", "packet_aggregation_id")}
+    c = {
+        name: pk.column(name).to_pylist()
+        for name in ("start_ts", "duration_ns", "pcore_idx", "engine_idx", "variable", "transfer_bytes", "packet_aggregation_id")
+    }
     for k in range(pk.num_rows):
         core = c["pcore_idx"][k] or 0
-        events.append({"name": c["variable"][k] or "packet", "cat": "DMA packet", "ph": "X",
-                       "ts": _us(c["start_ts"][k]), "dur": _us(c["duration_ns"][k]), "pid": core,
-                       "tid": tracks.tid(core, f"DMA engine {c['engine_idx'][k]:02d}"),
-                       "args": {"bytes": c["transfer_bytes"][k], "dma_id": c["packet_aggregation_id"][k]}})
+        events.append(
+            {
+                "name": c["variable"][k] or "packet",
+                "cat": "DMA packet",
+                "ph": "X",
+                "ts": _us(c["start_ts"][k]),
+                "dur": _us(c["duration_ns"][k]),
+                "pid": core,
+                "tid": tracks.tid(core, f"DMA engine {c['engine_idx'][k]:02d}"),
+                "args": {"bytes": c["transfer_bytes"][k], "dma_id": c["packet_aggregation_id"][k]},
+            }
+        )
 
 
 def write_trace(path: Path, tables: dict[str, pa.Table], title: str) -> bool:
@@ -108,13 +168,13 @@ def write_trace(path: Path, tables: dict[str, pa.Table], title: str) -> bool:
     flow, ins = tables["Flow"], tables["Instruction"]
     locations = ins.column("nki_source_location").to_pylist()
     trigger_rows = dict(zip(flow.column("out_id").to_pylist(), flow.column("in_id").to_pylist()))
-    sources = [locations[trigger_rows[k]] if k in trigger_rows else None
-               for k in tables["DmaPacketAggregated"].column("id").to_pylist()]
+    sources = [locations[trigger_rows[k]] if k in trigger_rows else None for k in tables["DmaPacketAggregated"].column("id").to_pylist()]
     _transfer_events(tables["DmaPacketAggregated"], tracks, events, sources)
     with_packets = tables["DmaPacket"].num_rows <= MAX_PACKET_EVENTS
     if with_packets:
         _packet_events(tables["DmaPacket"], tracks, events)
-    text = json.dumps({"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"title": title}},
-                      separators=(",", ":"))  # dumps, not dump: only dumps uses the C encoder
+    text = json.dumps(
+        {"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"title": title}}, separators=(",", ":")
+    )  # dumps, not dump: only dumps uses the C encoder
     Path(path).write_text(text)
     return with_packets

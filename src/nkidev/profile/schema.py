@@ -49,10 +49,18 @@ class Column:
 
 
 _TYPES = {"i64": pa.int64(), "i32": pa.int32(), "f64": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
-_TYPE_NAMES = {pa.int64(): "integer", pa.int32(): "integer", pa.float64(): "number", pa.string(): "string",
-               pa.bool_(): "boolean"}
-_UNITS = {"-": "", "ns": "nanoseconds", "s": "seconds", "B": "bytes", "B/s": "bytes_per_second", "GHz": "gigahertz",
-          "%": "percent", "flops": "flops", "cycles": "cycles"}
+_TYPE_NAMES = {pa.int64(): "integer", pa.int32(): "integer", pa.float64(): "number", pa.string(): "string", pa.bool_(): "boolean"}
+_UNITS = {
+    "-": "",
+    "ns": "nanoseconds",
+    "s": "seconds",
+    "B": "bytes",
+    "B/s": "bytes_per_second",
+    "GHz": "gigahertz",
+    "%": "percent",
+    "flops": "flops",
+    "cycles": "cycles",
+}
 
 
 def _parse(spec: str) -> list[Column]:
@@ -295,7 +303,8 @@ is_simulation bool - True: the timeline comes from nkidev's cost model, not from
 
 
 def _summary_spec() -> str:
-    lines = ["""
+    lines = [
+        """
 total_time f64 s Kernel time: from the first instruction or packet start to the last end.
 neuroncore_cycle_count i64 cycles total_time in NeuronCore (Tensor Engine) cycles.
 model_flops i64 flops FLOPs of the math the kernel computes: hardware_flops - transpose_flops.
@@ -344,53 +353,58 @@ psum_read_sbuf_write_bytes i64 B Bytes moved from PSUM into SBUF.
 input_queue_bytes i64 B Bytes on input queues.
 output_queue_bytes i64 B Bytes on output queues.
 weight_queue_bytes i64 B Bytes on weight queues (0).
-""".strip()]
-    for kind, label in (("software_dynamic", "software DGE (GpSimd-generated)"),
-                        ("hardware_dynamic", "hardware DGE")):
-        lines += [f"{kind}_dma_active_time f64 s DMA active time of {label} transfers.",
-                  f"{kind}_dma_active_time_percent f64 % Share of DMA active time from {label} transfers.",
-                  f"{kind}_dma_packet_count i64 - Packets of {label} transfers.",
-                  f"{kind}_dma_size i64 B Bytes of {label} transfers.",
-                  f"{kind}_dma_packet_percent f64 % Share of packets from {label} transfers.",
-                  f"{kind}_dma_size_percent f64 % Share of bytes from {label} transfers."]
+""".strip()
+    ]
+    for kind, label in (("software_dynamic", "software DGE (GpSimd-generated)"), ("hardware_dynamic", "hardware DGE")):
+        lines += [
+            f"{kind}_dma_active_time f64 s DMA active time of {label} transfers.",
+            f"{kind}_dma_active_time_percent f64 % Share of DMA active time from {label} transfers.",
+            f"{kind}_dma_packet_count i64 - Packets of {label} transfers.",
+            f"{kind}_dma_size i64 B Bytes of {label} transfers.",
+            f"{kind}_dma_packet_percent f64 % Share of packets from {label} transfers.",
+            f"{kind}_dma_size_percent f64 % Share of bytes from {label} transfers.",
+        ]
     lines += _engine_lines("tensor", "Tensor Engine")
-    lines += ["matmul_instruction_count i64 - MATMUL rows.",
-              "mfu_estimated_percent f64 % (adjusted_hardware_flops - adjusted_transpose_flops) / (bf16 peak x "
-              "total_time).",
-              "mfu_max_achievable_estimated_percent f64 % MFU if the kernel ran at its Tensor Engine busy time.",
-              "mfu_hlo_estimated_percent f64 % MFU from HLO FLOPs (null).",
-              "mfu_hlo_max_achievable_estimated_percent f64 % Max MFU from HLO FLOPs (null).",
-              "mfu_inst_estimated_percent f64 % MFU from instruction FLOPs (same as mfu_estimated_percent).",
-              "mfu_inst_max_achievable_estimated_percent f64 % Same as mfu_max_achievable_estimated_percent.",
-              "hfu_estimated_percent f64 % adjusted_hardware_flops / (bf16 peak x total_time)."]
+    lines += [
+        "matmul_instruction_count i64 - MATMUL rows.",
+        "mfu_estimated_percent f64 % (adjusted_hardware_flops - adjusted_transpose_flops) / (bf16 peak x total_time).",
+        "mfu_max_achievable_estimated_percent f64 % MFU if the kernel ran at its Tensor Engine busy time.",
+        "mfu_hlo_estimated_percent f64 % MFU from HLO FLOPs (null).",
+        "mfu_hlo_max_achievable_estimated_percent f64 % Max MFU from HLO FLOPs (null).",
+        "mfu_inst_estimated_percent f64 % MFU from instruction FLOPs (same as mfu_estimated_percent).",
+        "mfu_inst_max_achievable_estimated_percent f64 % Same as mfu_max_achievable_estimated_percent.",
+        "hfu_estimated_percent f64 % adjusted_hardware_flops / (bf16 peak x total_time).",
+    ]
     lines += _engine_lines("vector", "Vector Engine") + _engine_lines("scalar", "Scalar Engine")
-    lines += ["activate_instruction_time f64 s Sum of ACTIVATE durations.",
-              "activate_instruction_count i64 - ACTIVATE rows."]
+    lines += ["activate_instruction_time f64 s Sum of ACTIVATE durations.", "activate_instruction_count i64 - ACTIVATE rows."]
     lines += _engine_lines("sync", "Sync engine (DMA triggers)") + _engine_lines("gpsimd", "GpSimd Engine")
-    lines += ["cc_op_time f64 s Collective op time (0: not modelled).",
-              "cc_op_active_time f64 s Collective op active time (0).",
-              "cc_op_active_time_percent f64 % Collective op active share (0).",
-              "cc_op_count i64 - Collective ops (0).",
-              "cc_cores_instruction_time f64 s CC-core instruction time (0).",
-              "cc_cores_instruction_active_time f64 s CC-core active time (0).",
-              "cc_cores_instruction_active_time_percent f64 % CC-core active share (0).",
-              "cc_cores_instruction_count i64 - CC-core instructions (0).",
-              "total_exec_time f64 s Same as total_time.",
-              "total_active_time f64 s Union of all engine and DMA busy intervals.",
-              "total_active_time_percent f64 % total_active_time / total_time."]
+    lines += [
+        "cc_op_time f64 s Collective op time (0: not modelled).",
+        "cc_op_active_time f64 s Collective op active time (0).",
+        "cc_op_active_time_percent f64 % Collective op active share (0).",
+        "cc_op_count i64 - Collective ops (0).",
+        "cc_cores_instruction_time f64 s CC-core instruction time (0).",
+        "cc_cores_instruction_active_time f64 s CC-core active time (0).",
+        "cc_cores_instruction_active_time_percent f64 % CC-core active share (0).",
+        "cc_cores_instruction_count i64 - CC-core instructions (0).",
+        "total_exec_time f64 s Same as total_time.",
+        "total_active_time f64 s Union of all engine and DMA busy intervals.",
+        "total_active_time_percent f64 % total_active_time / total_time.",
+    ]
     return "\n".join(lines)
 
 
 def _engine_lines(engine: str, label: str) -> list[str]:
-    return [f"{engine}_engine_instruction_time f64 s Sum of {label} instruction durations.",
-            f"{engine}_engine_active_time f64 s Union of {label} busy intervals.",
-            f"{engine}_engine_active_time_percent f64 % {engine}_engine_active_time / total_time.",
-            f"{engine}_engine_instruction_count i64 - {label} instructions."]
+    return [
+        f"{engine}_engine_instruction_time f64 s Sum of {label} instruction durations.",
+        f"{engine}_engine_active_time f64 s Union of {label} busy intervals.",
+        f"{engine}_engine_active_time_percent f64 % {engine}_engine_active_time / total_time.",
+        f"{engine}_engine_instruction_count i64 - {label} instructions.",
+    ]
 
 
 TABLE_DOCS: dict[str, str] = {
-    "Instruction": "One row per engine instruction (an nc_matmul gives an LDWEIGHTS and a MATMUL row; a DMA gives "
-                   "a DMA_TRIGGER row).",
+    "Instruction": "One row per engine instruction (an nc_matmul gives an LDWEIGHTS and a MATMUL row; a DMA gives a DMA_TRIGGER row).",
     "DmaPacket": "One row per share of a DMA transfer moved by one DMA engine.",
     "DmaPacketAggregated": "One row per DMA transfer (one nisa.dma_copy / dma_transpose / dma_compute).",
     "Flow": "Edges from the instruction that triggered a DMA to that DMA.",
@@ -437,11 +451,20 @@ def schema_field_rows() -> dict[str, list]:
     out: dict[str, list] = {n: [] for n in names}
     for table, cols in TABLES.items():
         for c in cols:
-            row = {"table_name": table, "table_description": TABLE_DOCS[table], "field_name": c.name,
-                   "field_description": c.description, "field_example": None, "field_type": c.type_name,
-                   "field_required": c.required, "field_format": str(c.type), "field_unit": c.unit or None,
-                   "field_minimum": None, "field_maximum": None,
-                   "field_enum_values": ",".join(DMA_QUEUE_TYPES) if c.name == "queue_type" else None}
+            row = {
+                "table_name": table,
+                "table_description": TABLE_DOCS[table],
+                "field_name": c.name,
+                "field_description": c.description,
+                "field_example": None,
+                "field_type": c.type_name,
+                "field_required": c.required,
+                "field_format": str(c.type),
+                "field_unit": c.unit or None,
+                "field_minimum": None,
+                "field_maximum": None,
+                "field_enum_values": ",".join(DMA_QUEUE_TYPES) if c.name == "queue_type" else None,
+            }
             for n in names:
                 out[n].append(row[n])
     return out

@@ -49,18 +49,27 @@ def summary_table(tables: dict[str, pa.Table], hw: Target, total: float) -> pa.T
     types, sizes = _col(info, "type"), _num(info, "size")
     inputs, outputs = sizes[types == schema.TENSOR_IN].sum(), sizes[types == schema.TENSOR_OUT].sum()
     row: dict[str, float | int | None] = {
-        "total_time": seconds, "total_exec_time": seconds,
+        "total_time": seconds,
+        "total_exec_time": seconds,
         "neuroncore_cycle_count": int(total * hw.tensor_engine.clock_ghz),
-        "model_flops": int(hw_flops - tr_flops), "hardware_flops": int(hw_flops), "transpose_flops": int(tr_flops),
-        "adjusted_hardware_flops": int(hw_adj), "adjusted_transpose_flops": int(tr_adj),
+        "model_flops": int(hw_flops - tr_flops),
+        "hardware_flops": int(hw_flops),
+        "transpose_flops": int(tr_flops),
+        "adjusted_hardware_flops": int(hw_adj),
+        "adjusted_transpose_flops": int(tr_adj),
         "mm_arithmetic_intensity": (hw_adj - tr_adj) / (hbm_read + hbm_write) if hbm_read + hbm_write else None,
         "peak_flops_bandwidth_ratio": peak / bw,
-        "trace_count": 1, "event_count": ins.num_rows + pk.num_rows,
-        "total_row_count": sum(tables[t].num_rows for t in ("Instruction", "DmaPacket", "DmaPacketAggregated",
-                                                              "Flow", "ActiveTime")),
-        "inputs_and_weights_size_bytes": int(inputs), "inputs_outputs_weights_size_bytes": int(inputs + outputs),
-        "weight_size_bytes": 0, "hbm_read_bytes": int(hbm_read), "hbm_write_bytes": int(hbm_write),
-        "spill_save_bytes": 0, "spill_reload_bytes": 0, "weight_queue_bytes": 0,
+        "trace_count": 1,
+        "event_count": ins.num_rows + pk.num_rows,
+        "total_row_count": sum(tables[t].num_rows for t in ("Instruction", "DmaPacket", "DmaPacketAggregated", "Flow", "ActiveTime")),
+        "inputs_and_weights_size_bytes": int(inputs),
+        "inputs_outputs_weights_size_bytes": int(inputs + outputs),
+        "weight_size_bytes": 0,
+        "hbm_read_bytes": int(hbm_read),
+        "hbm_write_bytes": int(hbm_write),
+        "spill_save_bytes": 0,
+        "spill_reload_bytes": 0,
+        "weight_queue_bytes": 0,
         "mbu_estimated_percent": _pct((hbm_read + hbm_write) / bw, seconds),
         "mbu_min_read_util_percent": _pct(inputs / bw, seconds),
         "matmul_instruction_count": int(matmul.sum()),
@@ -68,8 +77,15 @@ def summary_table(tables: dict[str, pa.Table], hw: Target, total: float) -> pa.T
         "mfu_inst_estimated_percent": _pct((hw_adj - tr_adj) / peak, seconds),
         "hfu_estimated_percent": _pct(hw_adj / peak, seconds),
     }
-    for name in ("sbuf_read_bytes", "sbuf_write_bytes", "psum_read_bytes", "psum_write_bytes",
-                 "psum_read_sbuf_write_bytes", "input_queue_bytes", "output_queue_bytes"):
+    for name in (
+        "sbuf_read_bytes",
+        "sbuf_write_bytes",
+        "psum_read_bytes",
+        "psum_write_bytes",
+        "psum_read_sbuf_write_bytes",
+        "input_queue_bytes",
+        "output_queue_bytes",
+    ):
         row[name] = int(_num(ins, name).sum())
     row["psum_read_sbuf_write_count"] = int((_num(ins, "psum_read_sbuf_write_bytes") > 0).sum())
     activate = opcode == "ACTIVATE"
@@ -94,9 +110,16 @@ def summary_table(tables: dict[str, pa.Table], hw: Target, total: float) -> pa.T
     return to_table("Summary", {k: [v] for k, v in row.items()})
 
 
-_CC_FIELDS = ("cc_op_time", "cc_op_active_time", "cc_op_active_time_percent", "cc_op_count",
-              "cc_cores_instruction_time", "cc_cores_instruction_active_time",
-              "cc_cores_instruction_active_time_percent", "cc_cores_instruction_count")
+_CC_FIELDS = (
+    "cc_op_time",
+    "cc_op_active_time",
+    "cc_op_active_time_percent",
+    "cc_op_count",
+    "cc_cores_instruction_time",
+    "cc_cores_instruction_active_time",
+    "cc_cores_instruction_active_time_percent",
+    "cc_cores_instruction_count",
+)
 
 
 def _dma_fields(pk: pa.Table, dpa: pa.Table, seconds: float, hw: Target) -> dict:
@@ -106,16 +129,21 @@ def _dma_fields(pk: pa.Table, dpa: pa.Table, seconds: float, hw: Target) -> dict
     count = dpa.num_rows
     total_bytes = _num(dpa, "transfer_bytes").sum()
     out = {
-        "dma_active_time": active, "dma_active_time_percent": _pct(active, seconds),
+        "dma_active_time": active,
+        "dma_active_time_percent": _pct(active, seconds),
         "dma_active_cycles": int(active * 1e9 * hw.tensor_engine.clock_ghz),
-        "dma_transfer_count": count, "dma_transfer_total_bytes": int(total_bytes),
+        "dma_transfer_count": count,
+        "dma_transfer_total_bytes": int(total_bytes),
         "dma_transfer_average_bytes": total_bytes / count if count else None,
         "dma_packet_time": (p_end - p_start).sum() / 1e9,
         "dma_transfer_time": (_num(dpa, "end_ts") - _num(dpa, "start_ts")).sum() / 1e9,
         "dma_queue_count": len(set(_col(dpa, "queue_name").tolist())),
     }
-    groups = {"static": np.isin(p_type, STATIC_QUEUES), "software_dynamic": p_type == "software_dynamic",
-              "hardware_dynamic": p_type == "hardware_dynamic"}
+    groups = {
+        "static": np.isin(p_type, STATIC_QUEUES),
+        "software_dynamic": p_type == "software_dynamic",
+        "hardware_dynamic": p_type == "hardware_dynamic",
+    }
     n_packets, all_bytes = len(p_type), p_bytes.sum()
     for name, mask in groups.items():  # the schema keeps a subset of these per group
         t = merged_length(p_start[mask], p_end[mask]) / 1e9
@@ -157,19 +185,35 @@ def metadata_table(hw: Target, kernel: str, total: float, programs: int) -> pa.T
 
     te, ve, se, ge = hw.tensor_engine, hw.vector_engine, hw.scalar_engine, hw.gpsimd_engine
     row = {
-        "profile_schema_version": schema.SCHEMA_VERSION, "ntff_version": 0, "num_physical_cores": programs,
-        "vnc_enabled": programs > 1, "first_hw_timestamp": 0, "last_hw_timestamp": int(total),
-        "first_ts": "0", "last_ts": str(int(total)),
-        "dma_ddr_bandwidth": hw.dma.ddr_bandwidth_bytes_per_s, "num_dma_engines_per_neuroncore": hw.dma.engines,
+        "profile_schema_version": schema.SCHEMA_VERSION,
+        "ntff_version": 0,
+        "num_physical_cores": programs,
+        "vnc_enabled": programs > 1,
+        "first_hw_timestamp": 0,
+        "last_hw_timestamp": int(total),
+        "first_ts": "0",
+        "last_ts": str(int(total)),
+        "dma_ddr_bandwidth": hw.dma.ddr_bandwidth_bytes_per_s,
+        "num_dma_engines_per_neuroncore": hw.dma.engines,
         "hbm_ddr_bandwidth": hw.hbm.bytes_per_s_per_stack,
-        "tensor_engine_num_rows": te.rows, "tensor_engine_num_cols": te.cols, "tensor_engine_clock_freq": te.clock_ghz,
-        "vector_engine_clock_freq": ve.clock_ghz, "vector_engine_num_channels": ve.lanes,
-        "scalar_engine_clock_freq": se.clock_ghz, "scalar_engine_num_channels": se.lanes,
-        "gpsimd_engine_clock_freq": ge.clock_ghz, "gpsimd_engine_num_channels": ge.lanes,
-        "neuroncore_clock_freq": te.clock_ghz, "ticks_per_nanosec": 1, "instance_type": hw.instance_type,
-        "explorer_version": f"nkidev {__version__} (cost model, target {hw.name})", "neuroncore_idx": 0,
-        "neuron_device_idx": 0, "profile_name": kernel,
-        "explorer_build_time": datetime.now(UTC).isoformat(timespec="seconds"), "is_simulation": True,
+        "tensor_engine_num_rows": te.rows,
+        "tensor_engine_num_cols": te.cols,
+        "tensor_engine_clock_freq": te.clock_ghz,
+        "vector_engine_clock_freq": ve.clock_ghz,
+        "vector_engine_num_channels": ve.lanes,
+        "scalar_engine_clock_freq": se.clock_ghz,
+        "scalar_engine_num_channels": se.lanes,
+        "gpsimd_engine_clock_freq": ge.clock_ghz,
+        "gpsimd_engine_num_channels": ge.lanes,
+        "neuroncore_clock_freq": te.clock_ghz,
+        "ticks_per_nanosec": 1,
+        "instance_type": hw.instance_type,
+        "explorer_version": f"nkidev {__version__} (cost model, target {hw.name})",
+        "neuroncore_idx": 0,
+        "neuron_device_idx": 0,
+        "profile_name": kernel,
+        "explorer_build_time": datetime.now(UTC).isoformat(timespec="seconds"),
+        "is_simulation": True,
     }
     return to_table("Metadata", {k: [v] for k, v in row.items()})
 

@@ -35,12 +35,18 @@ def build_tables(tl: Timeline, notes: list[tuple[str, str]] = ()) -> dict[str, p
     out["OpcodeSummary"] = summary.opcode_summary_table(out["Instruction"], total)
     out["Metadata"] = summary.metadata_table(tl.target, tl.trace.kernel, total, tl.trace.programs)
     out["SchemaFields"] = tables.to_table("SchemaFields", schema.schema_field_rows())
-    warnings = [("Simulation", f"Timeline predicted by nkidev's cost model for {tl.target.name}; not measured on "
-                 "hardware (Metadata.is_simulation). DMA queue names and packets are the model's, not the compiler's.")]
+    warnings = [
+        (
+            "Simulation",
+            f"Timeline predicted by nkidev's cost model for {tl.target.name}; not measured on "
+            "hardware (Metadata.is_simulation). DMA queue names and packets are the model's, not the compiler's.",
+        )
+    ]
     warnings += list(notes)
     if len(tl.packets) > MAX_PACKET_EVENTS:
-        warnings.append(("Trace", f"trace.json leaves out the per-engine DMA packet tracks ({len(tl.packets)} "
-                         "packets); DmaPacket.parquet has them all"))
+        warnings.append(
+            ("Trace", f"trace.json leaves out the per-engine DMA packet tracks ({len(tl.packets)} packets); DmaPacket.parquet has them all")
+        )
     warnings += [("Kernel", f"{w['name']}: {w['message']} ({w.get('location')})") for w in tl.trace.warnings]
     out["Warning"] = summary.warning_table(warnings)
     return out
@@ -49,16 +55,15 @@ def build_tables(tl: Timeline, notes: list[tuple[str, str]] = ()) -> dict[str, p
 def check_destination(out: str | os.PathLike, force: bool) -> Path:
     path = Path(out)
     if path.exists() and not force:
-        raise NkiUsageError("err_output_exists", f"{path} already exists",
-                            "pass --force (force=True) to replace it, or choose another --out directory")
+        raise NkiUsageError(
+            "err_output_exists", f"{path} already exists", "pass --force (force=True) to replace it, or choose another --out directory"
+        )
     if path.exists() and not path.is_dir():
-        raise NkiUsageError("err_output_exists", f"{path} exists and is not a directory",
-                            "choose a directory path for --out")
+        raise NkiUsageError("err_output_exists", f"{path} exists and is not a directory", "choose a directory path for --out")
     return path
 
 
-def write_profile(path: Path, tables_: dict[str, pa.Table], title: str, force: bool = False,
-                  target: Target | None = None) -> None:
+def write_profile(path: Path, tables_: dict[str, pa.Table], title: str, force: bool = False, target: Target | None = None) -> None:
     """Write `<Table>.parquet` files, trace.json and (given `target`) hardware.json, the full hardware spec the
     cost model used, into `path` (an existing `path` is replaced only if `force`)."""
     path = check_destination(path, force)

@@ -25,9 +25,19 @@ from nkidev.validate.tolerance import check_spec
 from nkidev.validate.verdicts import VERDICTS
 
 
-def validate(kernel, reference: Callable, cases, *, atol: float | None = None, rtol: float | None = None,
-             tolerance: dict | None = None, target: str | None = None, seeds: int = 3,
-             allow: Iterable[str] = (), label: str | None = None) -> ValidationResult:
+def validate(
+    kernel,
+    reference: Callable,
+    cases,
+    *,
+    atol: float | None = None,
+    rtol: float | None = None,
+    tolerance: dict | None = None,
+    target: str | None = None,
+    seeds: int = 3,
+    allow: Iterable[str] = (),
+    label: str | None = None,
+) -> ValidationResult:
     """Check `kernel` against `reference` on every case, with the anti-cheat checks on.
 
     kernel: an `@nki.jit` kernel (or plain function). reference: `reference(*inputs)` in NumPy or PyTorch;
@@ -44,8 +54,18 @@ def validate(kernel, reference: Callable, cases, *, atol: float | None = None, r
     target_name = get_target(target).name
     cases_fn = cases if callable(cases) else None
     case_list = _case_list(cases, label)
-    setup = Setup(kernel, reference, cases_fn, label, target, check_spec(tolerance, label), atol, rtol,
-                  _allowed(allow), tuple(f for f in (reference, cases_fn) if f is not None))
+    setup = Setup(
+        kernel,
+        reference,
+        cases_fn,
+        label,
+        target,
+        check_spec(tolerance, label),
+        atol,
+        rtol,
+        _allowed(allow),
+        tuple(f for f in (reference, cases_fn) if f is not None),
+    )
     if seeds < 0:
         raise NkiUsageError("err_invalid_argument", f"seeds={seeds}", "pass 0 or more extra seeds")
     static, notes = _static(setup)
@@ -60,8 +80,9 @@ def validate(kernel, reference: Callable, cases, *, atol: float | None = None, r
     return _apply_allow(out, setup.allow)
 
 
-def validate_task(spec: str, reference: str = "reference", cases: str = "cases", target: str | None = None,
-                  seeds: int = 3, **options) -> ValidationResult:
+def validate_task(
+    spec: str, reference: str = "reference", cases: str = "cases", target: str | None = None, seeds: int = 3, **options
+) -> ValidationResult:
     """Validate FILE::KERNEL from a task file (its `reference`, `cases` and optional `TOLERANCE`)."""
     from nkidev.taskfile import load_task, parse_spec
 
@@ -72,11 +93,13 @@ def validate_task(spec: str, reference: str = "reference", cases: str = "cases",
     cases_fn = _task_function(task, cases, "cases() returning a list of input tuples")
     tolerance = options.pop("tolerance", None) or task.attr("TOLERANCE")
     label = f"{path}::{name or kernel.__name__}"
-    return validate(kernel, ref_fn, cases_fn, tolerance=check_spec(tolerance, str(path)), target=target,
-                    seeds=seeds, label=label, **options)
+    return validate(
+        kernel, ref_fn, cases_fn, tolerance=check_spec(tolerance, str(path)), target=target, seeds=seeds, label=label, **options
+    )
 
 
 # ---------------------------------------------------------------- inputs
+
 
 def _task_function(task, name: str, what: str) -> Callable:
     fn = task.attr(name)
@@ -91,12 +114,16 @@ def _case_list(cases, label: str) -> list[tuple]:
     try:
         value = cases() if callable(cases) else cases
     except Exception as e:  # noqa: BLE001 - the task's generator failed: report it, no traceback
-        raise NkiUsageError("err_bad_task_file", f"{where}() raised {type(e).__name__}: {e}",
-                            "fix cases() so it returns a list of input tuples") from None
+        raise NkiUsageError(
+            "err_bad_task_file", f"{where}() raised {type(e).__name__}: {e}", "fix cases() so it returns a list of input tuples"
+        ) from None
     one_case = isinstance(value, tuple) and not all(isinstance(c, list | tuple) for c in value)
     if one_case or not isinstance(value, Iterable) or isinstance(value, np.ndarray | str | dict):
-        raise NkiUsageError("err_bad_task_file", f"{where} gave a {type(value).__name__}, not a list of input tuples",
-                            "return e.g. [(x,), (x2, 0.5)]: one tuple of kernel arguments per case")
+        raise NkiUsageError(
+            "err_bad_task_file",
+            f"{where} gave a {type(value).__name__}, not a list of input tuples",
+            "return e.g. [(x,), (x2, 0.5)]: one tuple of kernel arguments per case",
+        )
     out = [numpy_case(c) for c in value]
     if not out:
         raise NkiUsageError("err_bad_task_file", f"{where} is empty", "return at least one input tuple")
@@ -107,12 +134,12 @@ def _allowed(allow: Iterable[str]) -> frozenset:
     allow = frozenset(allow or ())
     unknown = sorted(a for a in allow if a not in VERDICTS)
     if unknown:
-        raise NkiUsageError("err_invalid_argument", f"unknown verdicts {unknown}",
-                            f"allow only names from: {', '.join(VERDICTS)}")
+        raise NkiUsageError("err_invalid_argument", f"unknown verdicts {unknown}", f"allow only names from: {', '.join(VERDICTS)}")
     return allow
 
 
 # ---------------------------------------------------------------- whole-kernel checks and the result
+
 
 def _static(setup: Setup) -> tuple[list[Finding], list[str]]:
     found, has_source = source_check.scan(setup.kernel, {"reference": setup.reference, "cases": setup.cases_fn})

@@ -24,8 +24,7 @@ from nkidev.validate.result import CaseResult, Finding
 from nkidev.validate.tolerance import Tolerance, expected_dtype, mantissa_bits, resolve
 
 # kernel errors that are verdicts rather than crashes
-ERROR_VERDICTS = {"err_numpy_on_kernel_data": "cheat_numpy_on_kernel_data",
-                  "err_tensor_output_not_written_to": "cheat_output_not_written"}
+ERROR_VERDICTS = {"err_numpy_on_kernel_data": "cheat_numpy_on_kernel_data", "err_tensor_output_not_written_to": "cheat_output_not_written"}
 
 
 @dataclass(frozen=True)
@@ -48,16 +47,16 @@ def _where(setup: Setup, i: int, case: tuple, variant: str = "") -> str:
 
 
 def _tolerances(setup: Setup, case: tuple, expected: list) -> list[Tolerance]:
-    return [resolve(expected_dtype(e.declared, case), setup.spec, setup.atol, setup.rtol, _rms(e.value))
-            for e in expected]
+    return [resolve(expected_dtype(e.declared, case), setup.spec, setup.atol, setup.rtol, _rms(e.value)) for e in expected]
 
 
 def _rms(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) if x.size else 0.0
 
 
-def check_case(setup: Setup, i: int, case: tuple, seed_inputs: list[tuple], from_task: list[bool],
-               warnings: list, notes: list) -> CaseResult:
+def check_case(
+    setup: Setup, i: int, case: tuple, seed_inputs: list[tuple], from_task: list[bool], warnings: list, notes: list
+) -> CaseResult:
     """All checks of case `i`; `seed_inputs` are its extra-seed inputs (`from_task`: made by the task's own
     cases(seed=...)). Emulator warnings and harness notes are appended to `warnings` and `notes`."""
     expected = reference.call(setup.reference, case, _where(setup, i, case))
@@ -87,9 +86,18 @@ def check_case(setup: Setup, i: int, case: tuple, seed_inputs: list[tuple], from
     return result
 
 
-def _check_each_input(setup: Setup, i: int, case: tuple, seed_inputs: list[tuple], from_task: list[bool],
-                      primary: runner.Run, expected: list, tols: list[Tolerance], result: CaseResult,
-                      notes: list) -> None:
+def _check_each_input(
+    setup: Setup,
+    i: int,
+    case: tuple,
+    seed_inputs: list[tuple],
+    from_task: list[bool],
+    primary: runner.Run,
+    expected: list,
+    tols: list[Tolerance],
+    result: CaseResult,
+    notes: list,
+) -> None:
     """With several array inputs, change one at a time: a kernel that ignores one of them is caught even when
     the case's values hide it (a weight of all ones). Done on the first case only: a kernel that ignores an
     input ignores it in every case, and these runs are the costliest part of a validation."""
@@ -98,16 +106,17 @@ def _check_each_input(setup: Setup, i: int, case: tuple, seed_inputs: list[tuple
         return  # one array input: the seeds already changed it
     names = runner.param_names(setup.kernel)
     for p in positions:
-        changed = tuple(seed_inputs[0][j] if j == p else x for j, x in enumerate(case)) if seed_inputs \
-            else vary_case(case, 7919 + p, only=p)
+        changed = (
+            tuple(seed_inputs[0][j] if j == p else x for j, x in enumerate(case)) if seed_inputs else vary_case(case, 7919 + p, only=p)
+        )
         name = names[p] if p < len(names) else f"argument {p}"
-        _check_variant(setup, i, changed, f"input '{name}' changed", name, primary, expected, tols, result,
-                       bool(seed_inputs and from_task[0]), notes)
+        _check_variant(
+            setup, i, changed, f"input '{name}' changed", name, primary, expected, tols, result, bool(seed_inputs and from_task[0]), notes
+        )
 
 
 def _add(result: CaseResult, finding: Finding | None) -> None:
-    if finding is not None and not any(f.verdict == finding.verdict and f.message == finding.message
-                                       for f in result.findings):
+    if finding is not None and not any(f.verdict == finding.verdict and f.message == finding.message for f in result.findings):
         result.findings.append(replace(finding, case=result.index))
 
 
@@ -135,11 +144,11 @@ def _kernel_error(failed: runner.KernelFailed, where: str) -> NkiError:
     if isinstance(e, NkiError):  # keep the class: NkiUsageError and KernelRuleError map to different exit codes
         return type(e)(e.name, f"{where}: {e.message}", e.fix, e.location)
     at = f" at {short(failed.location)}" if failed.location else ""
-    return NkiError("err_kernel_raised", f"{where}: the kernel raised {type(e).__name__}{at}: {e}", None,
-                    failed.location)
+    return NkiError("err_kernel_raised", f"{where}: the kernel raised {type(e).__name__}{at}: {e}", None, failed.location)
 
 
 # ---------------------------------------------------------------- checks on one run
+
 
 def _inputs_written(run: runner.Run) -> Finding | None:
     if not run.written_inputs:
@@ -158,13 +167,15 @@ def _precision(run: runner.Run, tols: list[Tolerance]) -> Finding | None:
     hit = precision.find(run.trace, task)
     if hit is None:
         return None
-    return Finding("cheat_precision_downgrade",
-                   f"{hit.opcode} at {short(hit.location)} {hit.what} {hit.dtype} but the task's precision is {task} "
-                   f"({hit.count} instruction(s) below it)", hit.location)
+    return Finding(
+        "cheat_precision_downgrade",
+        f"{hit.opcode} at {short(hit.location)} {hit.what} {hit.dtype} but the task's precision is {task} "
+        f"({hit.count} instruction(s) below it)",
+        hit.location,
+    )
 
 
-def _fill_and_rerun(setup: Setup, i: int, case: tuple, primary: runner.Run, expected: list,
-                    result: CaseResult) -> None:
+def _fill_and_rerun(setup: Setup, i: int, case: tuple, primary: runner.Run, expected: list, result: CaseResult) -> None:
     """Run again with another fill for fresh memory. If the outputs change, a third run with that same fill
     tells the two causes apart: it differs from the second (nondeterministic: randomness or state kept between
     calls, even if it alternates), or it repeats it (the outputs read memory the kernel never wrote)."""
@@ -184,14 +195,19 @@ def _fill_and_rerun(setup: Setup, i: int, case: tuple, primary: runner.Run, expe
         rerun = _changed_output(second.outputs, third.outputs)
         if rerun is None:
             j, count, index = changed
-            _add(result, Finding("cheat_output_not_written", f"{count} of {primary.outputs[j].size} elements of "
-                                 f"output {j} depend on memory the kernel never wrote (first at index {index}); "
-                                 "they change with the uninitialized-memory fill"))
+            _add(
+                result,
+                Finding(
+                    "cheat_output_not_written",
+                    f"{count} of {primary.outputs[j].size} elements of "
+                    f"output {j} depend on memory the kernel never wrote (first at index {index}); "
+                    "they change with the uninitialized-memory fill",
+                ),
+            )
             return
         changed = rerun
     j, count, index = changed
-    _add(result, Finding("cheat_nondeterministic", f"two identical runs differ in {count} elements of output {j} "
-                         f"(first at index {index})"))
+    _add(result, Finding("cheat_nondeterministic", f"two identical runs differ in {count} elements of output {j} (first at index {index})"))
 
 
 def _changed_output(a: list, b: list) -> tuple[int, int, tuple] | None:
@@ -212,13 +228,25 @@ def _nan_fallback(outs: list, expected: list) -> Finding | None:
         nan = np.isnan(np.asarray(o, np.float64)) & np.isfinite(np.asarray(e.value, np.float64)).reshape(o.shape)
         if nan.any():
             n = int(nan.sum())
-            return Finding("cheat_output_not_written", f"{n} of {o.size} elements of output {j} are NaN, the "
-                           "emulator's fill for never-written memory")
+            return Finding(
+                "cheat_output_not_written", f"{n} of {o.size} elements of output {j} are NaN, the emulator's fill for never-written memory"
+            )
     return None
 
 
-def _check_variant(setup: Setup, i: int, case: tuple, variant: str, changed_input: str | None, primary: runner.Run,
-                   expected: list, tols: list[Tolerance], result: CaseResult, task_made: bool, notes: list) -> None:
+def _check_variant(
+    setup: Setup,
+    i: int,
+    case: tuple,
+    variant: str,
+    changed_input: str | None,
+    primary: runner.Run,
+    expected: list,
+    tols: list[Tolerance],
+    result: CaseResult,
+    task_made: bool,
+    notes: list,
+) -> None:
     where = _where(setup, i, case, variant)
     try:
         expected_v = reference.call(setup.reference, case, where)
@@ -242,11 +270,19 @@ def _check_variant(setup: Setup, i: int, case: tuple, variant: str, changed_inpu
     for j, (a, b) in enumerate(zip(primary.outputs, run.outputs)):
         if unresponsive(a, b, expected[j].value, expected_v[j].value, tols[j]):
             what = f"input '{changed_input}'" if changed_input else f"all inputs ({variant})"
-            _add(result, Finding("cheat_input_independent", f"output {j} did not change when {what} changed, "
-                                 "while the reference's output did"))
+            _add(
+                result,
+                Finding("cheat_input_independent", f"output {j} did not change when {what} changed, while the reference's output did"),
+            )
             break
     moved = program_difference(primary.trace, run.trace)
     if moved is not None:
         index, location = moved
-        _add(result, Finding("cheat_data_dependent_program", f"with {variant} the kernel issues a different "
-                             f"instruction #{index} at {short(location)}", location))
+        _add(
+            result,
+            Finding(
+                "cheat_data_dependent_program",
+                f"with {variant} the kernel issues a different instruction #{index} at {short(location)}",
+                location,
+            ),
+        )

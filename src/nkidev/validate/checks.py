@@ -36,8 +36,9 @@ def structure(outs: list, expected: list[Expected]) -> Finding | None:
         if o.shape != e.value.shape and (o.size != e.value.size or np.squeeze(o).shape != np.squeeze(e.value).shape):
             return Finding("fail_shape", f"output {i} has shape {o.shape}, the reference's has {e.value.shape}")
         if is_float(o.dtype) != is_float(e.value.dtype):
-            return Finding("fail_dtype", f"output {i} is {dtype_name(o.dtype)} but the reference returns "
-                           f"{dtype_name(e.value.dtype)} values")
+            return Finding(
+                "fail_dtype", f"output {i} is {dtype_name(o.dtype)} but the reference returns {dtype_name(e.value.dtype)} values"
+            )
     return None
 
 
@@ -46,12 +47,16 @@ def measure(label: str, outs: list, expected: list[Expected], tols: list[Toleran
     results = []
     for i, (o, e, tol) in enumerate(zip(outs, expected, tols)):
         m = compare(o, e.value, tol)
-        results.append(OutputResult(i, tuple(o.shape), dtype_name(o.dtype), m.max_abs_diff, m.rel_l2, m.cosine,
-                                    failures(m, e.value, tol)))
+        results.append(OutputResult(i, tuple(o.shape), dtype_name(o.dtype), m.max_abs_diff, m.rel_l2, m.cosine, failures(m, e.value, tol)))
     worst = lambda key, pick: pick(getattr(r, key) for r in results)  # noqa: E731
     nan = any(math.isnan(r.max_abs_diff) for r in results)
-    return RunMetrics(label, math.nan if nan else worst("max_abs_diff", max), math.nan if nan else worst("rel_l2", max),
-                      math.nan if nan else worst("cosine", min), results)
+    return RunMetrics(
+        label,
+        math.nan if nan else worst("max_abs_diff", max),
+        math.nan if nan else worst("rel_l2", max),
+        math.nan if nan else worst("cosine", min),
+        results,
+    )
 
 
 def metric_finding(run: RunMetrics) -> Finding | None:
@@ -112,11 +117,17 @@ def skeleton(trace: Trace | None) -> list[tuple]:
     """The instruction stream without data: what a compiled program would contain for these shapes."""
     if trace is None:
         return []
-    return [(ins.opcode, ins.engine, ins.location,
-             tuple((a.role, a.buffer, tuple(a.shape), a.dtype, a.byte_start, a.byte_stop) for a in ins.reads),
-             tuple((a.role, a.buffer, tuple(a.shape), a.dtype, a.byte_start, a.byte_stop) for a in ins.writes),
-             repr(sorted(ins.attrs.items(), key=lambda kv: kv[0])))
-            for ins in trace.instructions]
+    return [
+        (
+            ins.opcode,
+            ins.engine,
+            ins.location,
+            tuple((a.role, a.buffer, tuple(a.shape), a.dtype, a.byte_start, a.byte_stop) for a in ins.reads),
+            tuple((a.role, a.buffer, tuple(a.shape), a.dtype, a.byte_start, a.byte_stop) for a in ins.writes),
+            repr(sorted(ins.attrs.items(), key=lambda kv: kv[0])),
+        )
+        for ins in trace.instructions
+    ]
 
 
 def program_difference(a: Trace | None, b: Trace | None) -> tuple[int, str | None] | None:

@@ -20,21 +20,20 @@ def verdict_table() -> list[dict]:
 @command
 def validate_command(
     spec: Annotated[str, typer.Argument(help="FILE::KERNEL, e.g. examples/softmax.py::softmax_kernel")] = "",
-    reference: Annotated[str, typer.Option("--reference", help="Name of the reference function in FILE.")]
-    = "reference",
-    cases: Annotated[str, typer.Option("--cases", help="Name of the function in FILE returning the input tuples.")]
-    = "cases",
-    target: Annotated[str | None, typer.Option("--target", help="trn1 | trn2 | trn3 (default: "
-                                               "$NEURON_PLATFORM_TARGET_OVERRIDE, else trn2).")] = None,
-    seeds: Annotated[int, typer.Option("--seeds", help="Extra random inputs per case (same shapes and dtypes).")]
-    = 3,
-    atol: Annotated[float | None, typer.Option("--atol", help="Absolute tolerance (overrides TOLERANCE and the "
-                                               "dtype default).")] = None,
-    rtol: Annotated[float | None, typer.Option("--rtol", help="Relative tolerance (overrides TOLERANCE and the "
-                                               "dtype default).")] = None,
-    allow: Annotated[list[str] | None, typer.Option("--allow", help="Report this verdict as a warning, not a "
-                                                    "failure (repeatable), e.g. --allow cheat_precision_downgrade.")]
-    = None,
+    reference: Annotated[str, typer.Option("--reference", help="Name of the reference function in FILE.")] = "reference",
+    cases: Annotated[str, typer.Option("--cases", help="Name of the function in FILE returning the input tuples.")] = "cases",
+    target: Annotated[
+        str | None, typer.Option("--target", help="trn1 | trn2 | trn3 (default: $NEURON_PLATFORM_TARGET_OVERRIDE, else trn2).")
+    ] = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="Extra random inputs per case (same shapes and dtypes).")] = 3,
+    atol: Annotated[float | None, typer.Option("--atol", help="Absolute tolerance (overrides TOLERANCE and the dtype default).")] = None,
+    rtol: Annotated[float | None, typer.Option("--rtol", help="Relative tolerance (overrides TOLERANCE and the dtype default).")] = None,
+    allow: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow", help="Report this verdict as a warning, not a failure (repeatable), e.g. --allow cheat_precision_downgrade."
+        ),
+    ] = None,
     verdicts: Annotated[bool, typer.Option("--verdicts", help="List the verdict names and exit.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
@@ -46,8 +45,7 @@ def validate_command(
     from nkidev.validate.api import validate_task
     from nkidev.validate.report import lines
 
-    result = validate_task(spec, reference=reference, cases=cases, target=target, seeds=seeds, atol=atol,
-                           rtol=rtol, allow=allow or ())
+    result = validate_task(spec, reference=reference, cases=cases, target=target, seeds=seeds, atol=atol, rtol=rtol, allow=allow or ())
     if as_json:
         print_json(result.to_dict())
     else:
@@ -62,8 +60,7 @@ def _print_verdicts(as_json: bool) -> None:
         print_json(table)
         return
     for v in table:
-        console.print(f"{v['name']}: {v['summary']}\n    fix: {v['fix']}", highlight=False, markup=False,
-                      soft_wrap=True)
+        console.print(f"{v['name']}: {v['summary']}\n    fix: {v['fix']}", highlight=False, markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

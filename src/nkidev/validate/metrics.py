@@ -64,8 +64,10 @@ def failures(m: Metrics, ref: np.ndarray, tol: Tolerance) -> list[str]:
     out = []
     if m.outside:
         r = float(ref[m.worst_index]) if m.worst_index is not None else 0.0
-        out.append(f"{m.outside} of {ref.size} elements outside atol={tol.atol:g} + rtol={tol.rtol:g}*|ref| "
-                   f"(worst at index {m.worst_index}, ref={r:.6g})")
+        out.append(
+            f"{m.outside} of {ref.size} elements outside atol={tol.atol:g} + rtol={tol.rtol:g}*|ref| "
+            f"(worst at index {m.worst_index}, ref={r:.6g})"
+        )
     if m.rel_l2 > tol.rel_l2 and float(np.linalg.norm(ref.ravel())) > 0:
         out.append(f"rel_l2={m.rel_l2:.3g} > {tol.rel_l2:g}")
     if tol.cosine is not None and m.cosine < tol.cosine:

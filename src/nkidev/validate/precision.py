@@ -13,8 +13,18 @@ from dataclasses import dataclass
 from nkidev.emulator.trace import Instruction, Trace
 from nkidev.validate.tolerance import is_float, mantissa_bits
 
-MOVES = {"dma_copy", "dma_transpose", "tensor_copy", "nc_transpose", "nc_stream_shuffle", "local_gather",
-         "nc_n_gather", "tensor_copy_predicated", "sendrecv", "affine_select"}
+MOVES = {
+    "dma_copy",
+    "dma_transpose",
+    "tensor_copy",
+    "nc_transpose",
+    "nc_stream_shuffle",
+    "local_gather",
+    "nc_n_gather",
+    "tensor_copy_predicated",
+    "sendrecv",
+    "affine_select",
+}
 CONSTANTS = {"memset", "iota", "rng", "rand2", "rand_get_state", "rand_set_state", "set_rng_seed"}
 PACKED_MANTISSA = {"float8_e5m2_x4": 2, "float8_e4m3fn_x4": 3, "float4_e2m1fn_x4": 1}
 MATMULS = {"nc_matmul", "nc_matmul_mx"}

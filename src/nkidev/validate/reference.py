@@ -84,22 +84,29 @@ def call(reference, case: tuple, where: str) -> list[Expected]:
     except Exception as e:  # noqa: BLE001 - any failure in user code is reported, never a traceback
         value = _torch_retry(reference, args) if not torch_first and "torch" in sys.modules else None
         if value is None:
-            raise NkiError("err_reference_failed", f"{where}: {_name(reference)}() raised {type(e).__name__}: {e}",
-                           None, _location_in(e, reference)) from None
+            raise NkiError(
+                "err_reference_failed", f"{where}: {_name(reference)}() raised {type(e).__name__}: {e}", None, _location_in(e, reference)
+            ) from None
     expected = []
     for i, out in enumerate(outputs_of(value)):
         arr = np.asarray(as_numpy(out))
         if lookup(arr.dtype) is None and arr.dtype.kind not in "biuf":
-            raise NkiError("err_reference_failed", f"{where}: {_name(reference)}() output {i} is a "
-                           f"{type(out).__name__} of dtype {arr.dtype}, not a numeric array",
-                           "return an array, or a tuple of arrays in the order the kernel returns its outputs")
+            raise NkiError(
+                "err_reference_failed",
+                f"{where}: {_name(reference)}() output {i} is a {type(out).__name__} of dtype {arr.dtype}, not a numeric array",
+                "return an array, or a tuple of arrays in the order the kernel returns its outputs",
+            )
         declared = None if arr.dtype == np.float64 else arr.dtype
         if is_float(arr.dtype):
             arr = arr.astype(np.float64)
             bad = int((~np.isfinite(arr)).sum())
             if bad:
-                raise NkiError("err_reference_failed", f"{where}: {_name(reference)}() output {i} has {bad} NaN/Inf "
-                               f"values of {arr.size}; results can only be checked against finite values", None)
+                raise NkiError(
+                    "err_reference_failed",
+                    f"{where}: {_name(reference)}() output {i} has {bad} NaN/Inf "
+                    f"values of {arr.size}; results can only be checked against finite values",
+                    None,
+                )
         expected.append(Expected(arr, declared))
     return expected
 

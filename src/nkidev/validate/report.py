@@ -33,8 +33,9 @@ def lines(result: ValidationResult) -> list[str]:
         out.append("All tests passed.")
         return out
     failed = sum(not c.passed for c in result.cases)
-    verdicts = sorted({v for c in result.cases for v in c.verdicts} |
-                      {f.verdict for f in result.cheats if f.severity == "fail"})
-    out.append(f"FAILED: {result.kernel}: {failed} of {len(result.cases)} cases failed ({', '.join(verdicts)}). "
-               "Verdicts are explained by `nkidev validate --verdicts`.")
+    verdicts = sorted({v for c in result.cases for v in c.verdicts} | {f.verdict for f in result.cheats if f.severity == "fail"})
+    out.append(
+        f"FAILED: {result.kernel}: {failed} of {len(result.cases)} cases failed ({', '.join(verdicts)}). "
+        "Verdicts are explained by `nkidev validate --verdicts`."
+    )
     return out

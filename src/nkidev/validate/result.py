@@ -24,8 +24,7 @@ class Finding:
     severity: str = "fail"  # "fail" | "warn" (a verdict the caller allowed)
 
     def to_dict(self) -> dict:
-        return {"verdict": self.verdict, "message": self.message, "location": self.location, "case": self.case,
-                "severity": self.severity}
+        return {"verdict": self.verdict, "message": self.message, "location": self.location, "case": self.case, "severity": self.severity}
 
 
 @dataclass
@@ -39,9 +38,15 @@ class OutputResult:
     failures: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"index": self.index, "shape": list(self.shape), "dtype": self.dtype,
-                "max_abs_diff": _num(self.max_abs_diff), "rel_l2": _num(self.rel_l2), "cosine": _num(self.cosine),
-                "failures": self.failures}
+        return {
+            "index": self.index,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "max_abs_diff": _num(self.max_abs_diff),
+            "rel_l2": _num(self.rel_l2),
+            "cosine": _num(self.cosine),
+            "failures": self.failures,
+        }
 
 
 @dataclass
@@ -59,8 +64,13 @@ class RunMetrics:
         return not any(o.failures for o in self.outputs)
 
     def to_dict(self) -> dict:
-        return {"label": self.label, "passed": self.passed, "max_abs_diff": _num(self.max_abs_diff),
-                "rel_l2": _num(self.rel_l2), "cosine": _num(self.cosine)}
+        return {
+            "label": self.label,
+            "passed": self.passed,
+            "max_abs_diff": _num(self.max_abs_diff),
+            "rel_l2": _num(self.rel_l2),
+            "cosine": _num(self.cosine),
+        }
 
 
 @dataclass
@@ -100,12 +110,19 @@ class CaseResult:
 
     def to_dict(self) -> dict:
         p = self.primary
-        return {"index": self.index, "shape": list(self.shape), "passed": self.passed,
-                "max_abs_diff": _num(p.max_abs_diff) if p else None, "rel_l2": _num(p.rel_l2) if p else None,
-                "cosine": _num(p.cosine) if p else None, "reason": self.reason, "verdicts": self.verdicts,
-                "tolerance": self.tolerance.to_dict() if self.tolerance else None,
-                "outputs": [o.to_dict() for o in p.outputs] if p else [],
-                "seeds": [s.to_dict() for s in self.seeds]}
+        return {
+            "index": self.index,
+            "shape": list(self.shape),
+            "passed": self.passed,
+            "max_abs_diff": _num(p.max_abs_diff) if p else None,
+            "rel_l2": _num(p.rel_l2) if p else None,
+            "cosine": _num(p.cosine) if p else None,
+            "reason": self.reason,
+            "verdicts": self.verdicts,
+            "tolerance": self.tolerance.to_dict() if self.tolerance else None,
+            "outputs": [o.to_dict() for o in p.outputs] if p else [],
+            "seeds": [s.to_dict() for s in self.seeds],
+        }
 
 
 @dataclass
@@ -119,10 +136,15 @@ class ValidationResult:
 
     @property
     def passed(self) -> bool:
-        return bool(self.cases) and all(c.passed for c in self.cases) and \
-            all(f.severity != "fail" for f in self.cheats)
+        return bool(self.cases) and all(c.passed for c in self.cases) and all(f.severity != "fail" for f in self.cheats)
 
     def to_dict(self) -> dict:
-        return {"kernel": self.kernel, "target": self.target, "passed": self.passed,
-                "cases": [c.to_dict() for c in self.cases], "cheats": [f.to_dict() for f in self.cheats],
-                "warnings": self.warnings, "notes": self.notes}
+        return {
+            "kernel": self.kernel,
+            "target": self.target,
+            "passed": self.passed,
+            "cases": [c.to_dict() for c in self.cases],
+            "cheats": [f.to_dict() for f in self.cheats],
+            "warnings": self.warnings,
+            "notes": self.notes,
+        }

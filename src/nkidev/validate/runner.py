@@ -63,11 +63,9 @@ def run(kernel, case: tuple, target: str | None, guarded=(), alternative_fill: b
             raise KernelFailed(e, _location(e, _source_file(kernel)), list(guard.calls)) from None
     if guard.calls:  # the kernel caught the tripwire's exception and carried on
         raise KernelFailed(guard.ReferenceCalled(guard.calls[0][0]), guard.calls[0][1], list(guard.calls))
-    notes = [f"{w['name']}: {w['message']}" + (f" ({_short(w['location'])})" if w.get("location") else "")
-             for w in result.warnings]
+    notes = [f"{w['name']}: {w['message']}" + (f" ({_short(w['location'])})" if w.get("location") else "") for w in result.warnings]
     notes += [f"{w.category.__name__}: {w.message}" for w in caught]
-    return Run(outputs_of(result.outputs), result.trace, _written_inputs(kernel, case, args, result.trace), notes,
-               printed.getvalue())
+    return Run(outputs_of(result.outputs), result.trace, _written_inputs(kernel, case, args, result.trace), notes, printed.getvalue())
 
 
 def _written_inputs(kernel, case: tuple, args: tuple, trace: Trace | None) -> list[tuple[str, str | None]]:

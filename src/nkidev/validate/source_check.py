@@ -24,8 +24,25 @@ from dataclasses import dataclass
 
 from nkidev.emulator.location import is_internal
 
-BANNED_MODULES = {"inspect", "sys", "gc", "ctypes", "traceback", "importlib", "builtins", "weakref", "pickle",
-                  "copyreg", "marshal", "io", "contextlib", "types", "subprocess", "pathlib", "nkidev"}
+BANNED_MODULES = {
+    "inspect",
+    "sys",
+    "gc",
+    "ctypes",
+    "traceback",
+    "importlib",
+    "builtins",
+    "weakref",
+    "pickle",
+    "copyreg",
+    "marshal",
+    "io",
+    "contextlib",
+    "types",
+    "subprocess",
+    "pathlib",
+    "nkidev",
+}
 BANNED_CALLS = {"eval", "exec", "compile", "globals", "locals", "vars", "__import__", "open", "breakpoint"}
 DYNAMIC_ATTR_CALLS = {"getattr", "setattr", "delattr", "hasattr"}
 FRAME_ATTRS = {"storage", "f_back", "f_locals", "f_globals", "f_code", "gi_frame", "cr_frame", "tb_frame", "tb_next"}
@@ -129,8 +146,7 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         f = node.func
-        if isinstance(f, ast.Name) and f.id in DYNAMIC_ATTR_CALLS and \
-                self.resolve(f.id) is getattr(builtins, f.id, None):
+        if isinstance(f, ast.Name) and f.id in DYNAMIC_ATTR_CALLS and self.resolve(f.id) is getattr(builtins, f.id, None):
             self._dynamic_attr(node, f.id)
         self.generic_visit(node)
 

@@ -78,8 +78,9 @@ def expected_dtype(declared, inputs: tuple) -> str | None:
         return None
     if declared is not None and mantissa_bits(dtype_name(declared)) < mantissa_bits("float32"):
         return dtype_name(declared)
-    floats = [(x.size, mantissa_bits(dtype_name(x.dtype)), dtype_name(x.dtype)) for x in inputs
-              if isinstance(x, np.ndarray) and is_float(x.dtype)]
+    floats = [
+        (x.size, mantissa_bits(dtype_name(x.dtype)), dtype_name(x.dtype)) for x in inputs if isinstance(x, np.ndarray) and is_float(x.dtype)
+    ]
     return max(floats)[2] if floats else "float32"
 
 
@@ -88,20 +89,24 @@ def check_spec(spec, where: str) -> dict:
     if spec is None:
         return {}
     if not isinstance(spec, dict):
-        raise NkiUsageError("err_bad_task_file", f"{where}: TOLERANCE is a {type(spec).__name__}, not a dict",
-                            "write TOLERANCE = dict(atol=1e-3, rtol=1e-3)")
+        raise NkiUsageError(
+            "err_bad_task_file",
+            f"{where}: TOLERANCE is a {type(spec).__name__}, not a dict",
+            "write TOLERANCE = dict(atol=1e-3, rtol=1e-3)",
+        )
     unknown = sorted(set(spec) - set(KEYS))
     if unknown:
-        raise NkiUsageError("err_bad_task_file", f"{where}: unknown TOLERANCE keys {unknown}",
-                            f"use only {', '.join(KEYS)}")
+        raise NkiUsageError("err_bad_task_file", f"{where}: unknown TOLERANCE keys {unknown}", f"use only {', '.join(KEYS)}")
     if spec.get("precision") is not None and lookup(spec["precision"]) is None:
-        raise NkiUsageError("err_bad_task_file", f"{where}: TOLERANCE precision {spec['precision']!r} is not an NKI "
-                            "dtype", "use a name such as 'float32', 'bfloat16', 'float16', 'float8_e4m3'")
+        raise NkiUsageError(
+            "err_bad_task_file",
+            f"{where}: TOLERANCE precision {spec['precision']!r} is not an NKI dtype",
+            "use a name such as 'float32', 'bfloat16', 'float16', 'float8_e4m3'",
+        )
     return dict(spec)
 
 
-def resolve(expected: str | None, spec: dict, atol: float | None = None, rtol: float | None = None,
-            scale: float = 1.0) -> Tolerance:
+def resolve(expected: str | None, spec: dict, atol: float | None = None, rtol: float | None = None, scale: float = 1.0) -> Tolerance:
     """Flags beat TOLERANCE, TOLERANCE beats the expected dtype's defaults; `scale` (the reference's RMS)
     multiplies the default atol only, when it is above 1."""
     d_atol, d_rtol = DEFAULTS.get(expected, DEFAULTS["float32"]) if expected else EXACT
@@ -112,5 +117,4 @@ def resolve(expected: str | None, spec: dict, atol: float | None = None, rtol: f
     rel_l2 = float(rel_l2) if rel_l2 is not None else (rtol if rtol > 0 else math.inf)
     cosine = spec.get("cosine")
     precision = spec.get("precision") or expected
-    return Tolerance(atol, rtol, rel_l2, None if cosine is None else float(cosine),
-                     dtype_name(precision) if precision else None)
+    return Tolerance(atol, rtol, rel_l2, None if cosine is None else float(cosine), dtype_name(precision) if precision else None)

@@ -23,40 +23,78 @@ def _v(name: str, summary: str, fix: str) -> Verdict:
 
 
 _TABLE = [
-    _v("fail_tolerance", "An output differs from the float64 reference by more than the tolerance "
-       "(max |out - ref| > atol + rtol*|ref| somewhere, or relative L2 error > rel_l2, or cosine < cosine).",
-       "fix the kernel's math at the index named; loosen TOLERANCE only if the reference itself is approximate"),
-    _v("fail_nonfinite", "An output holds NaN/Inf where the reference is finite (overflow or invalid math, "
-       "not unwritten memory).", "look for exp/reciprocal/rsqrt overflow or out-of-range activation inputs"),
-    _v("fail_shape", "The kernel returns a different number of outputs, or outputs of different shapes, than the "
-       "reference.", "return exactly what reference() returns, in the same order and shapes"),
-    _v("fail_dtype", "An output holds integers where the reference returns floats, or the reverse.",
-       "allocate the output with the kind of dtype the task expects"),
-    _v("cheat_output_not_written", "Output elements hold memory the kernel never wrote (the emulator fills fresh "
-       "allocations with NaN, 4 for integers); they change when that fill changes.",
-       "write every output element: check loop bounds, the last partial tile, and tiles copied out before "
-       "being fully computed"),
-    _v("cheat_input_modified", "The kernel wrote one of its input tensors.",
-       "write results into a new nl.ndarray(..., buffer=nl.shared_hbm); inputs are read-only "
-       "(official: err_cannot_update_immutable_parameter)"),
-    _v("cheat_input_independent", "The output did not change when an input changed, although the reference's output "
-       "did: the kernel returns a constant or ignores that input.", "compute the result from the named input"),
-    _v("cheat_nondeterministic", "Two identical runs gave different outputs (Python-side randomness, time or state "
-       "kept between calls).", "make the kernel a pure function of its inputs"),
-    _v("cheat_precision_downgrade", "Kernel math or intermediate storage ran in a float dtype less precise than the "
-       "task's (e.g. bfloat16 matmuls in a float32 task).",
-       "keep the task's precision, or declare the lower one with TOLERANCE = dict(precision='bfloat16', ...)"),
-    _v("cheat_numpy_on_kernel_data", "The kernel called NumPy (or Python math) on device tensors instead of NKI "
-       "instructions (the emulator's err_numpy_on_kernel_data).", "compute with nki.isa / nki.language instructions"),
-    _v("cheat_emulator_internals", "The kernel's source reaches around the NKI API: emulator internals (._data, "
-       ".storage), frame/garbage-collector introspection, eval/exec, dynamic attribute access or stdout capture.",
-       "use only the nki / nki.isa / nki.language API and plain Python on shapes and scalars"),
-    _v("cheat_calls_reference", "The kernel calls the task's reference() or cases() function.",
-       "compute the answer on the device; the reference is only for checking"),
-    _v("cheat_data_dependent_program", "The kernel issued different instructions for inputs of the same shapes: its "
-       "Python code read device values (data-dependent control flow or host-computed constants), which cannot be "
-       "compiled for Trainium.", "make control flow depend on shapes and scalar arguments only (or use nl.fori_loop "
-       "with registers and allow this verdict)"),
+    _v(
+        "fail_tolerance",
+        "An output differs from the float64 reference by more than the tolerance "
+        "(max |out - ref| > atol + rtol*|ref| somewhere, or relative L2 error > rel_l2, or cosine < cosine).",
+        "fix the kernel's math at the index named; loosen TOLERANCE only if the reference itself is approximate",
+    ),
+    _v(
+        "fail_nonfinite",
+        "An output holds NaN/Inf where the reference is finite (overflow or invalid math, not unwritten memory).",
+        "look for exp/reciprocal/rsqrt overflow or out-of-range activation inputs",
+    ),
+    _v(
+        "fail_shape",
+        "The kernel returns a different number of outputs, or outputs of different shapes, than the reference.",
+        "return exactly what reference() returns, in the same order and shapes",
+    ),
+    _v(
+        "fail_dtype",
+        "An output holds integers where the reference returns floats, or the reverse.",
+        "allocate the output with the kind of dtype the task expects",
+    ),
+    _v(
+        "cheat_output_not_written",
+        "Output elements hold memory the kernel never wrote (the emulator fills fresh "
+        "allocations with NaN, 4 for integers); they change when that fill changes.",
+        "write every output element: check loop bounds, the last partial tile, and tiles copied out before being fully computed",
+    ),
+    _v(
+        "cheat_input_modified",
+        "The kernel wrote one of its input tensors.",
+        "write results into a new nl.ndarray(..., buffer=nl.shared_hbm); inputs are read-only "
+        "(official: err_cannot_update_immutable_parameter)",
+    ),
+    _v(
+        "cheat_input_independent",
+        "The output did not change when an input changed, although the reference's output "
+        "did: the kernel returns a constant or ignores that input.",
+        "compute the result from the named input",
+    ),
+    _v(
+        "cheat_nondeterministic",
+        "Two identical runs gave different outputs (Python-side randomness, time or state kept between calls).",
+        "make the kernel a pure function of its inputs",
+    ),
+    _v(
+        "cheat_precision_downgrade",
+        "Kernel math or intermediate storage ran in a float dtype less precise than the task's (e.g. bfloat16 matmuls in a float32 task).",
+        "keep the task's precision, or declare the lower one with TOLERANCE = dict(precision='bfloat16', ...)",
+    ),
+    _v(
+        "cheat_numpy_on_kernel_data",
+        "The kernel called NumPy (or Python math) on device tensors instead of NKI instructions (the emulator's err_numpy_on_kernel_data).",
+        "compute with nki.isa / nki.language instructions",
+    ),
+    _v(
+        "cheat_emulator_internals",
+        "The kernel's source reaches around the NKI API: emulator internals (._data, "
+        ".storage), frame/garbage-collector introspection, eval/exec, dynamic attribute access or stdout capture.",
+        "use only the nki / nki.isa / nki.language API and plain Python on shapes and scalars",
+    ),
+    _v(
+        "cheat_calls_reference",
+        "The kernel calls the task's reference() or cases() function.",
+        "compute the answer on the device; the reference is only for checking",
+    ),
+    _v(
+        "cheat_data_dependent_program",
+        "The kernel issued different instructions for inputs of the same shapes: its "
+        "Python code read device values (data-dependent control flow or host-computed constants), which cannot be "
+        "compiled for Trainium.",
+        "make control flow depend on shapes and scalar arguments only (or use nl.fori_loop with registers and allow this verdict)",
+    ),
 ]
 
 VERDICTS: dict[str, Verdict] = {v.name: v for v in _TABLE}

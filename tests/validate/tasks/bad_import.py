@@ -1,6 +1,4 @@
 """Fails at import (line 4)."""
-import numpy as np
 
+# nothing to import: the next line raises
 raise RuntimeError("the task file is broken on purpose")
-
-reference = np.exp

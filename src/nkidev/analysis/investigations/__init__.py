@@ -15,8 +15,7 @@ from nkidev.analysis.findings import Finding
 from nkidev.analysis.tables import HOW_TO_GET, Profile, sql_text
 from nkidev.hardware import Target
 
-ORDER = ("dma_efficiency", "redundant_load", "spill", "te_underutilization", "redundant_transpose",
-         "engine_bound", "te_idle")
+ORDER = ("dma_efficiency", "redundant_load", "spill", "te_underutilization", "redundant_transpose", "engine_bound", "te_idle")
 
 _NAMED = re.compile(r"^-- name: (\w+)\s*$", re.M)
 

@@ -11,11 +11,12 @@ from nkidev.analysis.findings import Finding, fmt_bytes, fmt_ns, plural, reporta
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "dma_efficiency"
-NEEDS = (("Instruction", ("id", "hbm_read_bytes", "hbm_write_bytes")),
-         ("DmaPacketAggregated", ("id", "transfer_bytes", "source", "write_num_sbuf_partitions",
-                                  "read_num_sbuf_partitions")),
-         ("Flow", ("in_table", "out_table", "in_id", "out_id")),
-         ("Metadata", ("dma_ddr_bandwidth",)))
+NEEDS = (
+    ("Instruction", ("id", "hbm_read_bytes", "hbm_write_bytes")),
+    ("DmaPacketAggregated", ("id", "transfer_bytes", "source", "write_num_sbuf_partitions", "read_num_sbuf_partitions")),
+    ("Flow", ("in_table", "out_table", "in_id", "out_id")),
+    ("Metadata", ("dma_ddr_bandwidth",)),
+)
 
 FINE_GAP_SHARE = 0.05  # an efficiency gap under 5% of memory_bound means the DMAs are already efficient
 
@@ -59,9 +60,15 @@ def _gap_shares(lines: list[dict], peak_bytes_per_s: float, total_bytes: int) ->
 
 
 def _line(r: dict) -> dict:
-    return {"source_line": short_location(r["src"]), "tensor": r["tensor"],
-            "direction": "load" if r["is_load"] else "store", "transfers": r["transfers"], "bytes": int(r["bytes"]),
-            "partitions": r["partitions"], "bytes_per_partition": r["desc_bytes"]}
+    return {
+        "source_line": short_location(r["src"]),
+        "tensor": r["tensor"],
+        "direction": "load" if r["is_load"] else "store",
+        "transfers": r["transfers"],
+        "bytes": int(r["bytes"]),
+        "partitions": r["partitions"],
+        "bytes_per_partition": r["desc_bytes"],
+    }
 
 
 def _finding(ctx: Context, r: dict, time_gap: float, small: bool) -> Finding:
@@ -70,14 +77,17 @@ def _finding(ctx: Context, r: dict, time_gap: float, small: bool) -> Finding:
     direction = "load" if r["is_load"] else "store"
     where = short_location(r["src"])
     verb = "moves" if r["transfers"] == 1 else "move"
-    summary = (f"{plural(r['transfers'], 'DMA ' + direction)} of {r['tensor'] or 'data'} at {where} {verb} "
-               f"{fmt_bytes(r['desc_bytes'])} per partition (target >= {fmt_bytes(target)}); "
-               f"~{fmt_ns(time_gap)} of DMA overhead. Move more free-dim elements per dma_copy "
-               f"(wider or merged tiles).")
-    evidence = {**_line(r), "target_bytes_per_partition": target,
-                "achieved_bytes_per_s": ctx.inputs["achieved_dma_bytes_per_s"],
-                "peak_bytes_per_s": ctx.inputs["dma_bw_peak_bytes_per_s"],
-                "share_of_dma_bytes": r["bytes"] / ctx.inputs["dma_transfer_bytes"]
-                if ctx.inputs["dma_transfer_bytes"] else None}
-    return Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary,
-                   [where] if r["src"] else [], evidence)
+    summary = (
+        f"{plural(r['transfers'], 'DMA ' + direction)} of {r['tensor'] or 'data'} at {where} {verb} "
+        f"{fmt_bytes(r['desc_bytes'])} per partition (target >= {fmt_bytes(target)}); "
+        f"~{fmt_ns(time_gap)} of DMA overhead. Move more free-dim elements per dma_copy "
+        f"(wider or merged tiles)."
+    )
+    evidence = {
+        **_line(r),
+        "target_bytes_per_partition": target,
+        "achieved_bytes_per_s": ctx.inputs["achieved_dma_bytes_per_s"],
+        "peak_bytes_per_s": ctx.inputs["dma_bw_peak_bytes_per_s"],
+        "share_of_dma_bytes": r["bytes"] / ctx.inputs["dma_transfer_bytes"] if ctx.inputs["dma_transfer_bytes"] else None,
+    }
+    return Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, [where] if r["src"] else [], evidence)

@@ -32,10 +32,13 @@ def run(ctx: Context) -> Outcome:
     busy = times[ctx.bottleneck]
     runner_up = max(t for e, t in times.items() if e != ctx.bottleneck)
     headroom = busy - runner_up
-    details = {"engine": ctx.bottleneck, "engine_busy_ns": busy, "next_engine_busy_ns": runner_up,
-               "opcodes": opcodes,
-               "lines": [{"source_line": short_location(r["src"]), **{k: r[k] for k in r if k != "src"}}
-                         for r in lines]}
+    details = {
+        "engine": ctx.bottleneck,
+        "engine_busy_ns": busy,
+        "next_engine_busy_ns": runner_up,
+        "opcodes": opcodes,
+        "lines": [{"source_line": short_location(r["src"]), **{k: r[k] for k in r if k != "src"}} for r in lines],
+    }
     out = Outcome(details=details)
     for r in lines:
         if len(out.findings) >= MAX_FINDINGS or r["busy_ns"] < LINE_SHARE * busy:
@@ -48,13 +51,22 @@ def run(ctx: Context) -> Outcome:
 
 def _finding(ctx: Context, r: dict, busy: float, time_gap: float) -> Finding:
     where = short_location(r["src"])
-    hint = (f" Most are short ({fmt_ns(r['mean_ns'])} each), so fixed per-instruction overhead dominates: process "
-            f"more elements per instruction (larger free dim, all 128 partitions)."
-            if r["mean_ns"] < SHORT_INSTRUCTION_NS else
-            " Move work to an idler engine (e.g. Scalar <-> Vector), fuse it into a neighbouring instruction, "
-            "or remove it.")
-    summary = (f"the {ctx.bottleneck} Engine is the bottleneck; {r['instructions']} {r['opcode']} instructions at "
-               f"{where} keep it busy {fmt_ns(r['busy_ns'])} ({pct(r['busy_ns'], busy)} of its time).{hint}")
-    evidence = {"engine": ctx.bottleneck, "opcode": r["opcode"], "instructions": r["instructions"],
-                "busy_ns": r["busy_ns"], "mean_ns": r["mean_ns"], "engine_busy_ns": busy}
+    hint = (
+        f" Most are short ({fmt_ns(r['mean_ns'])} each), so fixed per-instruction overhead dominates: process "
+        f"more elements per instruction (larger free dim, all 128 partitions)."
+        if r["mean_ns"] < SHORT_INSTRUCTION_NS
+        else " Move work to an idler engine (e.g. Scalar <-> Vector), fuse it into a neighbouring instruction, or remove it."
+    )
+    summary = (
+        f"the {ctx.bottleneck} Engine is the bottleneck; {r['instructions']} {r['opcode']} instructions at "
+        f"{where} keep it busy {fmt_ns(r['busy_ns'])} ({pct(r['busy_ns'], busy)} of its time).{hint}"
+    )
+    evidence = {
+        "engine": ctx.bottleneck,
+        "opcode": r["opcode"],
+        "instructions": r["instructions"],
+        "busy_ns": r["busy_ns"],
+        "mean_ns": r["mean_ns"],
+        "engine_busy_ns": busy,
+    }
     return Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, [where] if r["src"] else [], evidence)

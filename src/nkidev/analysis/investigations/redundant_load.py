@@ -11,10 +11,12 @@ from nkidev.analysis.findings import Finding, fmt_bytes, fmt_ns, reportable, sev
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "redundant_load"
-NEEDS = (("Instruction", ("id", "hbm_read_bytes")),
-         ("DmaPacketAggregated", ("id", "transfer_bytes", "source", "variable")),
-         ("Flow", ("in_table", "out_table", "in_id", "out_id")),
-         ("TensorInfo", ("type", "size", "variable_name")))
+NEEDS = (
+    ("Instruction", ("id", "hbm_read_bytes")),
+    ("DmaPacketAggregated", ("id", "transfer_bytes", "source", "variable")),
+    ("Flow", ("in_table", "out_table", "in_id", "out_id")),
+    ("TensorInfo", ("type", "size", "variable_name")),
+)
 
 REPEAT_FLAG = 1.5  # loaded at least 1.5x its size
 
@@ -24,11 +26,17 @@ def run(ctx: Context) -> Outcome:
     tensors = ctx.profile.rows(q["tensors"])
     lines = ctx.profile.rows(q["lines"])
     reload_excess = sum(r["bytes"] - r["size"] for r in tensors if r["repeat"] > 1.0)
-    details = {"excess_ratio": ctx.inputs["excess_ratio"], "necessary_bytes": ctx.inputs["necessary_bytes"],
-               "dma_transfer_bytes": ctx.inputs["dma_transfer_bytes"], "reload_excess_bytes": int(reload_excess),
-               "tensors": [_tensor(r) for r in tensors],
-               "lines": [{"tensor": r["tensor"], "source_line": short_location(r["src"]),
-                          "transfers": r["transfers"], "bytes": int(r["bytes"])} for r in lines]}
+    details = {
+        "excess_ratio": ctx.inputs["excess_ratio"],
+        "necessary_bytes": ctx.inputs["necessary_bytes"],
+        "dma_transfer_bytes": ctx.inputs["dma_transfer_bytes"],
+        "reload_excess_bytes": int(reload_excess),
+        "tensors": [_tensor(r) for r in tensors],
+        "lines": [
+            {"tensor": r["tensor"], "source_line": short_location(r["src"]), "transfers": r["transfers"], "bytes": int(r["bytes"])}
+            for r in lines
+        ],
+    }
     out = Outcome(details=details)
     rate = ctx.dma_bytes_per_ns()
     for r in tensors:
@@ -43,20 +51,29 @@ def run(ctx: Context) -> Outcome:
 
 
 def _tensor(r: dict) -> dict:
-    return {"tensor": r["tensor"], "size_bytes": int(r["size"]), "loaded_bytes": int(r["bytes"]),
-            "transfers": r["transfers"], "repeat": r["repeat"]}
+    return {
+        "tensor": r["tensor"],
+        "size_bytes": int(r["size"]),
+        "loaded_bytes": int(r["bytes"]),
+        "transfers": r["transfers"],
+        "repeat": r["repeat"],
+    }
 
 
 def _finding(ctx: Context, r: dict, lines: list[dict], excess: float, time_gap: float) -> Finding:
     where = [short_location(x["src"]) for x in lines if x["src"]]
     at = f" at {', '.join(where)}" if where else ""
-    summary = (f"input {r['tensor']} ({fmt_bytes(r['size'])}) is loaded {r['repeat']:.1f}x: "
-               f"{fmt_bytes(r['bytes'])} over {r['transfers']} DMAs{at}; the {fmt_bytes(excess)} of reloads cost "
-               f"~{fmt_ns(time_gap)} of DMA time. Keep it resident in SBUF and reuse it across loop iterations "
-               f"(hoist the load out of the loop, or block the loops so each tile is loaded once).")
-    evidence = {**_tensor(r), "excess_bytes": int(excess), "excess_ratio": ctx.inputs["excess_ratio"],
-                "time_gap_at_peak_ns": excess * 1e9 / ctx.inputs["dma_bw_peak_bytes_per_s"]
-                if ctx.inputs["dma_bw_peak_bytes_per_s"] else None,
-                "lines": [{"source_line": short_location(x["src"]), "transfers": x["transfers"],
-                           "bytes": int(x["bytes"])} for x in lines]}
+    summary = (
+        f"input {r['tensor']} ({fmt_bytes(r['size'])}) is loaded {r['repeat']:.1f}x: "
+        f"{fmt_bytes(r['bytes'])} over {r['transfers']} DMAs{at}; the {fmt_bytes(excess)} of reloads cost "
+        f"~{fmt_ns(time_gap)} of DMA time. Keep it resident in SBUF and reuse it across loop iterations "
+        f"(hoist the load out of the loop, or block the loops so each tile is loaded once)."
+    )
+    evidence = {
+        **_tensor(r),
+        "excess_bytes": int(excess),
+        "excess_ratio": ctx.inputs["excess_ratio"],
+        "time_gap_at_peak_ns": excess * 1e9 / ctx.inputs["dma_bw_peak_bytes_per_s"] if ctx.inputs["dma_bw_peak_bytes_per_s"] else None,
+        "lines": [{"source_line": short_location(x["src"]), "transfers": x["transfers"], "bytes": int(x["bytes"])} for x in lines],
+    }
     return Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, where, evidence)

@@ -10,18 +10,22 @@ from nkidev.analysis.findings import Finding, fmt_bytes, fmt_ns, plural, reporta
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "spill"
-NEEDS = (("DmaPacketAggregated", ("id", "transfer_bytes", "source", "dest")),
-         ("Flow", ("in_table", "out_table", "in_id", "out_id")))
+NEEDS = (("DmaPacketAggregated", ("id", "transfer_bytes", "source", "dest")), ("Flow", ("in_table", "out_table", "in_id", "out_id")))
 
 
 def run(ctx: Context) -> Outcome:
     q = queries(NAME)
     totals = ctx.profile.rows(q["totals"])[0]
     lines = ctx.profile.rows(q["lines"])
-    details = {"save_bytes": int(totals["save_bytes"]), "reload_bytes": int(totals["reload_bytes"]),
-               "spill_queue_bytes": int(totals["spill_queue_bytes"]),
-               "lines": [{"source_line": short_location(r["src"]), "reloads": r["reloads"],
-                          "spill_cost_bytes": int(2 * r["reload_bytes"])} for r in lines]}
+    details = {
+        "save_bytes": int(totals["save_bytes"]),
+        "reload_bytes": int(totals["reload_bytes"]),
+        "spill_queue_bytes": int(totals["spill_queue_bytes"]),
+        "lines": [
+            {"source_line": short_location(r["src"]), "reloads": r["reloads"], "spill_cost_bytes": int(2 * r["reload_bytes"])}
+            for r in lines
+        ],
+    }
     out = Outcome(details=details)
     rate = ctx.dma_bytes_per_ns()
     if not rate:
@@ -31,17 +35,19 @@ def run(ctx: Context) -> Outcome:
         time_gap = cost / rate
         if reportable(time_gap, ctx.total_ns):
             where = short_location(r["src"])
-            summary = (f"the output of {where} is spilled to HBM and reloaded {plural(r['reloads'], 'time')} "
-                       f"({fmt_bytes(cost)} round trip, ~{fmt_ns(time_gap)} of DMA time). Reduce live SBUF data "
-                       f"around it: smaller tiles, fewer buffers, or consume the result sooner.")
+            summary = (
+                f"the output of {where} is spilled to HBM and reloaded {plural(r['reloads'], 'time')} "
+                f"({fmt_bytes(cost)} round trip, ~{fmt_ns(time_gap)} of DMA time). Reduce live SBUF data "
+                f"around it: smaller tiles, fewer buffers, or consume the result sooner."
+            )
             evidence = {"reloads": r["reloads"], "reload_bytes": int(r["reload_bytes"]), "spill_cost_bytes": int(cost)}
-            out.findings.append(Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary,
-                                        [where] if r["src"] else [], evidence))
+            out.findings.append(Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, [where] if r["src"] else [], evidence))
     unlinked = max(totals["save_bytes"] + totals["reload_bytes"], totals["spill_queue_bytes"])
     if not lines and reportable(unlinked / rate, ctx.total_ns):
         time_gap = unlinked / rate
-        summary = (f"{fmt_bytes(unlinked)} of spill traffic (~{fmt_ns(time_gap)} of DMA time) with no link to a "
-                   f"source line in this profile. Reduce live SBUF data: smaller tiles or fewer buffers.")
-        out.findings.append(Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, [],
-                                    {"spill_bytes": int(unlinked)}))
+        summary = (
+            f"{fmt_bytes(unlinked)} of spill traffic (~{fmt_ns(time_gap)} of DMA time) with no link to a "
+            f"source line in this profile. Reduce live SBUF data: smaller tiles or fewer buffers."
+        )
+        out.findings.append(Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, [], {"spill_bytes": int(unlinked)}))
     return out

@@ -24,10 +24,13 @@ def run(ctx: Context) -> Outcome:
     groups = ctx.profile.rows(q["gaps"])
     inner = [g for g in groups if g["phase"] == "inner"]
     prologue = [g for g in groups if g["phase"] == "prologue"]
-    details = {"te_idle_ns": ctx.bounds["gaps"]["te_idle_ns"], "inner_idle_ns": sum(g["idle_ns"] for g in inner),
-               "prologue_ns": sum(g["idle_ns"] for g in prologue),
-               "prologue_waited_on": [_group(g) for g in prologue],
-               "waits": [_group(g) for g in inner]}
+    details = {
+        "te_idle_ns": ctx.bounds["gaps"]["te_idle_ns"],
+        "inner_idle_ns": sum(g["idle_ns"] for g in inner),
+        "prologue_ns": sum(g["idle_ns"] for g in prologue),
+        "prologue_waited_on": [_group(g) for g in prologue],
+        "waits": [_group(g) for g in inner],
+    }
     out = Outcome(details=details)
     for g in inner:
         if len(out.findings) >= MAX_FINDINGS or g["waited_on"] == "unattributed":
@@ -38,23 +41,32 @@ def run(ctx: Context) -> Outcome:
 
 
 def _group(g: dict) -> dict:
-    return {"waited_on": g["waited_on"], "what": g["what"], "source_line": short_location(g["src"]) if g["src"] else None,
-            "gaps": g["gaps"], "idle_ns": float(g["idle_ns"]), "longest_ns": float(g["longest_ns"]),
-            "resumed_at": short_location(g["resumed_src"]) if g["resumed_src"] else None}
+    return {
+        "waited_on": g["waited_on"],
+        "what": g["what"],
+        "source_line": short_location(g["src"]) if g["src"] else None,
+        "gaps": g["gaps"],
+        "idle_ns": float(g["idle_ns"]),
+        "longest_ns": float(g["longest_ns"]),
+        "resumed_at": short_location(g["resumed_src"]) if g["resumed_src"] else None,
+    }
 
 
 def _finding(ctx: Context, g: dict) -> Finding:
     where = short_location(g["src"]) if g["src"] else None
     if g["waited_on"] == "DMA":
         what = f"DMA loads of {g['what']}" if g["what"] else "DMA transfers"
-        hint = ("Prefetch: issue the load earlier (hoist it, or double-buffer so the next tile loads while this "
-                "one computes), load once and reuse, or use larger, more efficient DMAs.")
+        hint = (
+            "Prefetch: issue the load earlier (hoist it, or double-buffer so the next tile loads while this "
+            "one computes), load once and reuse, or use larger, more efficient DMAs."
+        )
     else:
         what = f"{g['what']} on the {g['waited_on'].capitalize()} Engine"
         hint = "Overlap it with matmuls (double-buffer its output) or move it to a less busy engine."
     issued = f" issued at {where}" if where else ""
-    summary = (f"the Tensor Engine sat idle {fmt_ns(g['idle_ns'])} ({pct(g['idle_ns'], ctx.total_ns)} of the "
-               f"kernel) in {plural(g['gaps'], 'gap')} waiting on {what}{issued}. {hint}")
+    summary = (
+        f"the Tensor Engine sat idle {fmt_ns(g['idle_ns'])} ({pct(g['idle_ns'], ctx.total_ns)} of the "
+        f"kernel) in {plural(g['gaps'], 'gap')} waiting on {what}{issued}. {hint}"
+    )
     evidence = _group(g)
-    return Finding(NAME, severity(g["idle_ns"], ctx.total_ns), float(g["idle_ns"]), summary,
-                   [where] if where else [], evidence)
+    return Finding(NAME, severity(g["idle_ns"], ctx.total_ns), float(g["idle_ns"]), summary, [where] if where else [], evidence)

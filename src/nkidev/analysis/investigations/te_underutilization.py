@@ -19,9 +19,14 @@ def run(ctx: Context) -> Outcome:
     rows = ctx.profile.rows(queries(NAME)["main"])
     te = ctx.target.tensor_engine
     kmax, mmax, nmax = te.rows, te.cols, te.moving_fmax_fp32_dst
-    details = {"utilization": ctx.inputs["te_utilization"], "max_k": kmax, "max_m": mmax, "max_n": nmax,
-               "unparsed_tiles": sum(r["tiles"] for r in rows if r["K"] is None or r["M"] is None),
-               "lines": [_line(r) for r in rows]}
+    details = {
+        "utilization": ctx.inputs["te_utilization"],
+        "max_k": kmax,
+        "max_m": mmax,
+        "max_n": nmax,
+        "unparsed_tiles": sum(r["tiles"] for r in rows if r["K"] is None or r["M"] is None),
+        "lines": [_line(r) for r in rows],
+    }
     out = Outcome(details=details)
     if not rows:
         out.status, out.reason = "not_applicable", "no MATMUL instructions"
@@ -36,16 +41,25 @@ def run(ctx: Context) -> Outcome:
 
 
 def _line(r: dict) -> dict:
-    return {"source_line": short_location(r["src"]), "K": r["K"], "M": r["M"], "N": r["N"], "tiles": r["tiles"],
-            "flops": r["flops"], "busy_ns": r["busy_ns"]}
+    return {
+        "source_line": short_location(r["src"]),
+        "K": r["K"],
+        "M": r["M"],
+        "N": r["N"],
+        "tiles": r["tiles"],
+        "flops": r["flops"],
+        "busy_ns": r["busy_ns"],
+    }
 
 
 def _finding(ctx: Context, r: dict, used: float, time_gap: float, limits: tuple[int, int, int]) -> Finding:
     kmax, mmax, nmax = limits
     small = [f"{name}={v} of {lim}" for name, v, lim in (("K", r["K"], kmax), ("M", r["M"], mmax)) if v < lim]
     where = short_location(r["src"])
-    summary = (f"{r['tiles']} matmuls at {where} use {', '.join(small)} (N={r['N']} of {nmax}): "
-               f"{100 * used:.0f}% of the Tensor Engine's {kmax}x{mmax} array, ~{fmt_ns(time_gap)} lost. "
-               f"Tile the contraction dim to {kmax} partitions and the stationary free dim to {mmax}.")
+    summary = (
+        f"{r['tiles']} matmuls at {where} use {', '.join(small)} (N={r['N']} of {nmax}): "
+        f"{100 * used:.0f}% of the Tensor Engine's {kmax}x{mmax} array, ~{fmt_ns(time_gap)} lost. "
+        f"Tile the contraction dim to {kmax} partitions and the stationary free dim to {mmax}."
+    )
     evidence = {**_line(r), "array_fraction_used": used, "utilization": ctx.inputs["te_utilization"]}
     return Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, [where] if r["src"] else [], evidence)

@@ -1,4 +1,3 @@
 """ISA op declarations, one module per family; importing the package registers them all."""
 
 from nkidev.emulator.ops import dma, gpsimd, misc, scalar, select, tensor_engine, vector  # noqa: F401
-

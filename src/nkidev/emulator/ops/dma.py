@@ -20,8 +20,11 @@ def _count_equal(x: str, y: str):
     def check(a, ctx):
         tx, ty = getattr(a, x, None), getattr(a, y, None)
         if isinstance(tx, NkiTensor) and isinstance(ty, NkiTensor) and tx.size != ty.size:
-            return (f"{x} {tx.shape} has {tx.size} elements but {y} {ty.shape} has {ty.size}",
-                    "slice both sides to the same number of elements")
+            return (
+                f"{x} {tx.shape} has {tx.size} elements but {y} {ty.shape} has {ty.size}",
+                "slice both sides to the same number of elements",
+            )
+
     return R.custom("err_element_count_mismatch", f"{x} and {y} hold the same number of elements", check)
 
 
@@ -31,8 +34,7 @@ def _hwdge(a, ctx):
         if ctx.target.nc_version < 3:
             return "dge_mode=hwdge needs NeuronCore-v3 (trn2) or newer", "use dge_mode=nisa.dge_mode.unknown"
         if isinstance(a.dst, NkiTensor) and isinstance(a.src, NkiTensor) and a.dst.dtype != a.src.dtype:
-            return (f"dge_mode=hwdge cannot cast {a.src.dtype} -> {a.dst.dtype}",
-                    "use equal dtypes or dge_mode=nisa.dge_mode.unknown")
+            return (f"dge_mode=hwdge cannot cast {a.src.dtype} -> {a.dst.dtype}", "use equal dtypes or dge_mode=nisa.dge_mode.unknown")
 
 
 def _dma_attrs(a) -> dict:
@@ -41,22 +43,33 @@ def _dma_attrs(a) -> dict:
         mode = "swdge" if mode == "unknown" else mode
     trigger = getattr(getattr(a, "engine", None), "name", "unknown")
     dynamic = a.src.dyn is not None or a.dst.dyn is not None
-    return {"dge_mode": mode, "src_dtype": a.src.dtype.name, "dst_dtype": a.dst.dtype.name,
-            "queue": getattr(a, "name", None), "trigger_engine": trigger, "dynamic": dynamic}
+    return {
+        "dge_mode": mode,
+        "src_dtype": a.src.dtype.name,
+        "dst_dtype": a.dst.dtype.name,
+        "queue": getattr(a, "name", None),
+        "trigger_engine": trigger,
+        "dynamic": dynamic,
+    }
 
 
 DMA_COPY = declare(
-    "dma_copy", "dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown, "
-    "engine=engine.unknown, name=None",
+    "dma_copy",
+    "dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown, engine=engine.unknown, name=None",
     ("dma",),
     "Copy src to dst with the DMA engines (HBM<->SBUF, HBM<->HBM, SBUF<->SBUF), casting through fp32.",
     semantics="dst = src (element order preserved; dtype converted src -> fp32 -> dst).",
     rules=(
-        R.tensor_required("dst"), R.tensor_required("src"),
+        R.tensor_required("dst"),
+        R.tensor_required("src"),
         R.in_memory("dst", ("hbm", "sbuf")),
-        R.custom("err_dma_from_psum", "src is not in PSUM (DMA cannot read PSUM)",
-                 lambda a, ctx: (f"src {a.src.name!r} is in PSUM",
-                                 "copy it to SBUF with nisa.tensor_copy first") if a.src.storage.kind == "psum" else None),
+        R.custom(
+            "err_dma_from_psum",
+            "src is not in PSUM (DMA cannot read PSUM)",
+            lambda a, ctx: (
+                (f"src {a.src.name!r} is in PSUM", "copy it to SBUF with nisa.tensor_copy first") if a.src.storage.kind == "psum" else None
+            ),
+        ),
         _count_equal("dst", "src"),
         R.custom("err_invalid_argument", "dge_mode=hwdge needs trn2+ and equal dtypes", _hwdge),
     ),
@@ -69,8 +82,15 @@ DMA_COPY = declare(
 @DMA_COPY.semantics_impl
 def _dma_copy(a, ctx, engine):
     src, dst = a.src, a.dst
-    if (src.dyn is None and dst.dyn is None and src.dtype is dst.dtype and src._data.shape == dst._data.shape
-            and src.storage.pending is None and dst.storage.pending is None and dst.storage.acc is None):
+    if (
+        src.dyn is None
+        and dst.dyn is None
+        and src.dtype is dst.dtype
+        and src._data.shape == dst._data.shape
+        and src.storage.pending is None
+        and dst.storage.pending is None
+        and dst.storage.acc is None
+    ):
         dst._data[...] = src._data  # the common case: one copy, no reshape or cast
         return
     skip = _skip(a)
@@ -92,8 +112,7 @@ def _dma_transpose_check(a, ctx):
         return (f"axes={axes} for a {a.src.ndim}-d source", "use (1, 0), (2, 1, 0) or (3, 1, 2, 0)")
     want = tuple(a.src.shape[i] for i in axes)
     if tuple(a.dst.shape) != want:
-        return (f"dst shape {a.dst.shape} must equal the transposed source shape {want}",
-                f"allocate dst with shape {want}")
+        return (f"dst shape {a.dst.shape} must equal the transposed source shape {want}", f"allocate dst with shape {want}")
     if getattr(getattr(a, "dge_mode", None), "name", "") == "hwdge":
         s = a.src.shape
         if a.src.dtype.itemsize != 2:
@@ -101,19 +120,24 @@ def _dma_transpose_check(a, ctx):
         if s[-1] > 128:
             return f"hwdge transpose needs src.shape[-1] <= 128, got {s[-1]}", "tile the last dim to 128"
         if len(s) == 2 and s[0] != 16 or len(s) > 2 and (s[0] not in (1, 2, 4, 8, 16) or (s[0] * s[-2]) % 16):
-            return (f"hwdge transpose source shape {s} is not supported",
-                    "2-d: src.shape[0] == 16; 3/4-d: src.shape[0] in {1,2,4,8,16} and src.shape[0]*src.shape[-2] % 16 == 0")
+            return (
+                f"hwdge transpose source shape {s} is not supported",
+                "2-d: src.shape[0] == 16; 3/4-d: src.shape[0] in {1,2,4,8,16} and src.shape[0]*src.shape[-2] % 16 == 0",
+            )
 
 
 DMA_TRANSPOSE = declare(
-    "dma_transpose", "dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown, oob_mode=oob_mode.error, name=None",
+    "dma_transpose",
+    "dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown, oob_mode=oob_mode.error, name=None",
     ("dma",),
     "Transpose src into dst with the DMA engines (2-d [1,0], 3-d [2,1,0], 4-d [3,1,2,0]).",
     semantics="dst = np.transpose(src, axes)",
     min_nc=3,
     rules=(
-        R.tensor_required("dst"), R.tensor_required("src"),
-        R.in_memory("dst", ("sbuf",)), R.in_memory("src", ("hbm", "sbuf")),
+        R.tensor_required("dst"),
+        R.tensor_required("src"),
+        R.in_memory("dst", ("sbuf",)),
+        R.in_memory("src", ("hbm", "sbuf")),
         R.same_dtype("dst", "src"),
         R.custom("err_shape_mismatch", "dst is the transposed src (same rank); hwdge shape limits", _dma_transpose_check),
     ),
@@ -142,12 +166,15 @@ def _compute_check(a, ctx):
 
 
 DMA_COMPUTE = declare(
-    "dma_compute", "dst, srcs, reduce_op, scales=None, unique_indices=True, oob_mode=oob_mode.error, name=None",
+    "dma_compute",
+    "dst, srcs, reduce_op, scales=None, unique_indices=True, oob_mode=oob_mode.error, name=None",
     ("dma",),
     "Element-wise reduction of several sources inside the DMA engines: dst = srcs[0] + srcs[1] + ...",
     semantics="dst = sum(src * scale for src, scale in zip(srcs, scales)) in fp32",
-    rules=(R.tensor_required("dst"), R.custom("err_invalid_argument", "reduce_op is nl.add, scales are 1.0, "
-                                              "1-16 sources of dst's size", _compute_check)),
+    rules=(
+        R.tensor_required("dst"),
+        R.custom("err_invalid_argument", "reduce_op is nl.add, scales are 1.0, 1-16 sources of dst's size", _compute_check),
+    ),
     attrs=lambda a: {"dge_mode": "none", "dst_dtype": a.dst.dtype.name, "sources": len(a.srcs)},
     flops=lambda a: a.dst.size * max(0, len(a.srcs) - 1),
 )
@@ -159,4 +186,3 @@ def _dma_compute(a, ctx, engine):
     for s in a.srcs:
         total += to_f32(np.asarray(raw(s)), s.dtype).reshape(-1)
     store_raw(a.dst, from_f32(total, a.dst.dtype))
-

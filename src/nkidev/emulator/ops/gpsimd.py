@@ -36,19 +36,24 @@ def _pattern_check(name_of_tile: str):
             return f"pattern has {len(pattern)} dims; at most 4 are supported", None
         count = math.prod(n for _, n in pattern)
         if count != free_size(getattr(a, name_of_tile)):
-            return (f"pattern covers {count} elements but the tile holds {free_size(getattr(a, name_of_tile))} per "
-                    "partition", "make prod(num) equal the elements per partition")
+            return (
+                f"pattern covers {count} elements but the tile holds {free_size(getattr(a, name_of_tile))} per partition",
+                "make prod(num) equal the elements per partition",
+            )
+
     return check
 
 
 IOTA = declare(
-    "iota", "dst, pattern, offset=0, channel_multiplier=0, name=None",
+    "iota",
+    "dst, pattern, offset=0, channel_multiplier=0, name=None",
     ("gpsimd",),
     "Generate offset + partition*channel_multiplier + sum(i_d*step_d) (int32 math, cast to dst) on GpSimd.",
     tiles=("dst",),
-    rules=(R.in_memory("dst", ("sbuf",)),
-           R.custom("err_shape_mismatch", "pattern is up to 4-d and covers the tile's elements per partition",
-                    _pattern_check("dst"))),
+    rules=(
+        R.in_memory("dst", ("sbuf",)),
+        R.custom("err_shape_mismatch", "pattern is up to 4-d and covers the tile's elements per partition", _pattern_check("dst")),
+    ),
     cost=costs.gpsimd,
     cost_doc="GPSIMD_START (~150) + N cycles",
 )
@@ -66,14 +71,19 @@ def _iota(a, ctx, engine):
 
 
 AFFINE_SELECT = declare(
-    "affine_select", "dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op=equal, offset=0, name=None",
+    "affine_select",
+    "dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op=equal, offset=0, name=None",
     ("gpsimd",),
     "dst = on_true_tile where cmp_op(affine_value, 0) else on_false_value; affine_value as in iota (causal masks).",
     tiles=("dst", "on_true_tile"),
-    rules=(R.in_memory("dst", ("sbuf",)), R.in_memory("on_true_tile", ("sbuf",)),
-           R.same_partitions("dst", "on_true_tile"), R.same_free_size("dst", "on_true_tile"),
-           R.alu_op("cmp_op", ("arith",)),
-           R.custom("err_shape_mismatch", "pattern covers the tile's elements per partition", _pattern_check("dst"))),
+    rules=(
+        R.in_memory("dst", ("sbuf",)),
+        R.in_memory("on_true_tile", ("sbuf",)),
+        R.same_partitions("dst", "on_true_tile"),
+        R.same_free_size("dst", "on_true_tile"),
+        R.alu_op("cmp_op", ("arith",)),
+        R.custom("err_shape_mismatch", "pattern covers the tile's elements per partition", _pattern_check("dst")),
+    ),
     cost=costs.gpsimd,
     cost_doc="GPSIMD_START (~150) + N cycles",
     attrs=lambda a: {"cmp_op": op_name(a.cmp_op)},
@@ -88,13 +98,20 @@ def _affine_select(a, ctx, engine):
 
 
 N_GATHER = declare(
-    "nc_n_gather", "dst, data, indices, name=None",
+    "nc_n_gather",
+    "dst, data, indices, name=None",
     ("gpsimd",),
     "Gather within each partition: dst[p, j] = data[p].flatten()[indices[p, j]].",
     tiles=("dst", "data", "indices"),
-    rules=(R.in_memory("dst", ("sbuf",)), R.in_memory("data", ("sbuf",)), R.in_memory("indices", ("sbuf",)),
-           R.same_partitions("dst", "data", "indices"), R.same_free_size("dst", "indices"),
-           R.same_dtype("dst", "data"), R.dtype_in("indices", ("uint32",))),
+    rules=(
+        R.in_memory("dst", ("sbuf",)),
+        R.in_memory("data", ("sbuf",)),
+        R.in_memory("indices", ("sbuf",)),
+        R.same_partitions("dst", "data", "indices"),
+        R.same_free_size("dst", "indices"),
+        R.same_dtype("dst", "data"),
+        R.dtype_in("indices", ("uint32",)),
+    ),
     cost=costs.gpsimd_streaming,
     cost_doc="GPSIMD_START + max(MIN_II, N)",
 )
@@ -107,22 +124,33 @@ def _n_gather(a, ctx, engine):
     if (idx >= data.shape[1]).any():
         from nkidev.emulator.tensor import rule_error
 
-        raise rule_error("err_tensor_access_out_of_bound",
-                         f"nc_n_gather index {int(idx.max())} >= {data.shape[1]} elements per partition", None)
+        raise rule_error(
+            "err_tensor_access_out_of_bound", f"nc_n_gather index {int(idx.max())} >= {data.shape[1]} elements per partition", None
+        )
     store_raw(a.dst, np.take_along_axis(data, idx, axis=1))
 
 
 NONZERO = declare(
-    "nonzero_with_count", "dst, src, index_offset=0, padding_val=-1, name=None",
+    "nonzero_with_count",
+    "dst, src, index_offset=0, padding_val=-1, name=None",
     ("gpsimd",),
     "Indices of nonzero elements (+index_offset), padded, then the count; reads/writes partitions 0, 16, ..., 112.",
     tiles=("dst", "src"),
     min_nc=3,
-    rules=(R.dtype_in("src", ("float32", "int32")), R.dtype_in("dst", ("int32",)),
-           R.same_partitions("dst", "src"),
-           R.custom("err_shape_mismatch", "dst has one more element per partition than src",
-                    lambda a, ctx: None if free_size(a.dst) == free_size(a.src) + 1 else
-                    f"dst {a.dst.shape} must hold {free_size(a.src) + 1} elements per partition")),
+    rules=(
+        R.dtype_in("src", ("float32", "int32")),
+        R.dtype_in("dst", ("int32",)),
+        R.same_partitions("dst", "src"),
+        R.custom(
+            "err_shape_mismatch",
+            "dst has one more element per partition than src",
+            lambda a, ctx: (
+                None
+                if free_size(a.dst) == free_size(a.src) + 1
+                else f"dst {a.dst.shape} must hold {free_size(a.src) + 1} elements per partition"
+            ),
+        ),
+    ),
     cost=costs.gpsimd_streaming,
     cost_doc="GPSIMD_START + max(MIN_II, N)",
 )
@@ -143,15 +171,24 @@ def _nonzero(a, ctx, engine):
 
 
 TOPK = declare(
-    "topk", "val_dst, idx_dst, src, n, name=None",
+    "topk",
+    "val_dst, idx_dst, src, n, name=None",
     ("gpsimd",),
     "The n largest values of each partition (descending) and their indices.",
     writes=("val_dst", "idx_dst"),
     tiles=("val_dst", "idx_dst", "src"),
-    rules=(R.same_partitions("val_dst", "idx_dst", "src"),
-           R.custom("err_shape_mismatch", "val_dst and idx_dst hold n elements per partition",
-                    lambda a, ctx: None if free_size(a.val_dst) == int(a.n) == free_size(a.idx_dst) else
-                    f"val_dst/idx_dst must hold n={a.n} elements per partition")),
+    rules=(
+        R.same_partitions("val_dst", "idx_dst", "src"),
+        R.custom(
+            "err_shape_mismatch",
+            "val_dst and idx_dst hold n elements per partition",
+            lambda a, ctx: (
+                None
+                if free_size(a.val_dst) == int(a.n) == free_size(a.idx_dst)
+                else f"val_dst/idx_dst must hold n={a.n} elements per partition"
+            ),
+        ),
+    ),
     cost=lambda ins, hw: 4.0 * ins.free_elems + ins.attrs.get("n", 0),
     cost_doc="4*N + K cycles per partition",
     attrs=lambda a: {"n": int(a.n)},
@@ -167,15 +204,19 @@ def _topk(a, ctx, engine):
 
 
 LOCAL_GATHER = declare(
-    "local_gather", "dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, name=None",
+    "local_gather",
+    "dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, name=None",
     ("gpsimd",),
     "Gather across the 16 partitions each GpSimd core serves, using uint16 partition offsets.",
-    emulated=False, cost=costs.gpsimd_streaming,
+    emulated=False,
+    cost=costs.gpsimd_streaming,
 )
 
 SEQUENCE_BOUNDS = declare(
-    "sequence_bounds", "dst, segment_ids, name=None",
+    "sequence_bounds",
+    "dst, segment_ids, name=None",
     ("gpsimd",),
     "Start and end index of the segment each element belongs to (padding id 0 gives [n, -1]).",
-    emulated=False, cost=costs.gpsimd_streaming,
+    emulated=False,
+    cost=costs.gpsimd_streaming,
 )

@@ -19,12 +19,12 @@ def _rng_engine_on_target(a, ctx):
 
 
 RNG = declare(
-    "rng", "dst, engine=engine.vector, name=None",
+    "rng",
+    "dst, engine=engine.vector, name=None",
     ("vector", "gpsimd"),
     "Fill an integer tile with pseudo-random bits (low bits of 32-bit values).",
     tiles=("dst",),
-    rules=(R.dtype_in("dst", INT_TYPES),
-           R.custom("err_unsupported_on_target", "GpSimd rng needs NeuronCore-v3+", _rng_engine_on_target)),
+    rules=(R.dtype_in("dst", INT_TYPES), R.custom("err_unsupported_on_target", "GpSimd rng needs NeuronCore-v3+", _rng_engine_on_target)),
     cost=costs.streaming,
     cost_doc="max(MIN_II, N)",
 )
@@ -33,12 +33,12 @@ RNG = declare(
 @RNG.semantics_impl
 def _rng(a, ctx, engine):
     bits = ctx.rng.integers(0, 2**32, size=a.dst.shape, dtype=np.uint64).astype(np.uint32)
-    store_raw(a.dst, bits.view(np.int32).astype(a.dst.dtype.storage) if a.dst.dtype.kind == "int"
-              else bits.astype(a.dst.dtype.storage))
+    store_raw(a.dst, bits.view(np.int32).astype(a.dst.dtype.storage) if a.dst.dtype.kind == "int" else bits.astype(a.dst.dtype.storage))
 
 
 RAND2 = declare(
-    "rand2", "dst, min, max, name=None",
+    "rand2",
+    "dst, min, max, name=None",
     ("vector",),
     "Uniform pseudo-random values in [min, max] (NeuronCore-v4).",
     tiles=("dst",),
@@ -58,12 +58,12 @@ def _rand2(a, ctx, engine):
 
 
 DROPOUT = declare(
-    "dropout", "dst, data, prob, name=None",
+    "dropout",
+    "dst, data, prob, name=None",
     ("vector",),
     "Zero each element with probability prob (scalar or [P, 1]); dst dtype equals data dtype.",
     tiles=("dst", "data"),
-    rules=(R.same_partitions("dst", "data"), R.same_free_size("dst", "data"), R.same_dtype("dst", "data"),
-           R.vector_operand("prob")),
+    rules=(R.same_partitions("dst", "data"), R.same_free_size("dst", "data"), R.same_dtype("dst", "data"), R.vector_operand("prob")),
     cost=costs.streaming,
     cost_doc="max(MIN_II, N)",
 )
@@ -77,7 +77,8 @@ def _dropout(a, ctx, engine):
 
 
 SET_RNG_SEED = declare(
-    "set_rng_seed", "src_seeds, name=None",
+    "set_rng_seed",
+    "src_seeds, name=None",
     ("vector",),
     "Seed the Vector Engine PRNG from a [1, 1] 32-bit tile.",
     writes=(),
@@ -94,10 +95,15 @@ def _set_seed(a, ctx, engine):
 
 
 RAND_SET_STATE = declare(
-    "rand_set_state", "src_seeds, engine=engine.gpsimd, name=None",
+    "rand_set_state",
+    "src_seeds, engine=engine.gpsimd, name=None",
     ("gpsimd", "vector"),
     "Seed the per-lane XORWOW PRNG states (NeuronCore-v3+).",
-    min_nc=3, writes=(), tiles=("src_seeds",), cost=costs.streaming, cost_doc="max(MIN_II, N)",
+    min_nc=3,
+    writes=(),
+    tiles=("src_seeds",),
+    cost=costs.streaming,
+    cost_doc="max(MIN_II, N)",
 )
 
 
@@ -108,17 +114,23 @@ def _rand_set_state(a, ctx, engine):
 
 
 RAND_GET_STATE = declare(
-    "rand_get_state", "dst, engine=engine.gpsimd, name=None",
+    "rand_get_state",
+    "dst, engine=engine.gpsimd, name=None",
     ("gpsimd", "vector"),
     "Store the PRNG states (NeuronCore-v3+); the emulator's generator is not XORWOW, so values differ from hardware.",
-    min_nc=3, emulated=False, cost=costs.streaming,
+    min_nc=3,
+    emulated=False,
+    cost=costs.streaming,
 )
 
 QUANTIZE_MX = declare(
-    "quantize_mx", "dst, src, dst_scale, name=None",
+    "quantize_mx",
+    "dst, src, dst_scale, name=None",
     ("vector",),
     "Quantize fp16/bf16 to MXFP8 data and e8m0 scales (NeuronCore-v4).",
-    min_nc=4, emulated=False, cost=costs.streaming,
+    min_nc=4,
+    emulated=False,
+    cost=costs.streaming,
 )
 
 
@@ -128,7 +140,8 @@ def _barrier_check(a, ctx):
 
 
 CORE_BARRIER = declare(
-    "core_barrier", "data, cores, engine=engine.gpsimd, name=None",
+    "core_barrier",
+    "data, cores, engine=engine.gpsimd, name=None",
     ("gpsimd", "vector", "scalar", "sync"),
     "Wait until every listed NeuronCore reaches this barrier (LNC=2, NeuronCore-v3+).",
     writes=(),
@@ -155,13 +168,17 @@ def _sendrecv_check(a, ctx):
 
 
 SENDRECV = declare(
-    "sendrecv", "src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=dma_engine.dma, name=None",
+    "sendrecv",
+    "src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=dma_engine.dma, name=None",
     ("dma",),
     "Send src to another NeuronCore of the LNC group and receive its data into dst.",
     writes=("dst",),
     tiles=("src", "dst"),
-    rules=(R.in_memory("src", ("sbuf",)), R.in_memory("dst", ("sbuf",)),
-           R.custom("err_shape_mismatch", "src and dst have the same shape and dtype", _sendrecv_check)),
+    rules=(
+        R.in_memory("src", ("sbuf",)),
+        R.in_memory("dst", ("sbuf",)),
+        R.custom("err_shape_mismatch", "src and dst have the same shape and dtype", _sendrecv_check),
+    ),
     cost_doc="a DMA of src's bytes",
     attrs=lambda a: {"dge_mode": "none", "sync": True},
     flops=lambda a: 0,
@@ -171,8 +188,11 @@ SENDRECV = declare(
 @SENDRECV.semantics_impl
 def _sendrecv(a, ctx, engine):
     if ctx.barrier is None:
-        raise rule_error("err_invalid_argument", "sendrecv needs an LNC=2 launch (kernel[2])",
-                         "launch the kernel with nki.simulate(kernel[2]) or kernel[2](...)")
+        raise rule_error(
+            "err_invalid_argument",
+            "sendrecv needs an LNC=2 launch (kernel[2])",
+            "launch the kernel with nki.simulate(kernel[2]) or kernel[2](...)",
+        )
     data = np.array(raw(a.src))
     got = ctx.barrier.sendrecv(int(a.send_to_rank), int(a.recv_from_rank), a.pipe_id, data)
     store_raw(a.dst, got)

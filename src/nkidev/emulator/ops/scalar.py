@@ -22,21 +22,24 @@ def _bias_check(a, ctx):
         if b.dtype.name == "tfloat32" or not b.dtype.is_float:
             return f"bias dtype {b.dtype} is not supported", "use a float32/bfloat16/float16 bias vector"
         if free_size(b) != 1 or partitions(b) != partitions(a.data):
-            return (f"bias {b.shape} must be a [{partitions(a.data)}, 1] vector",
-                    f"pass a ({partitions(a.data)}, 1) tile (one value per partition)")
+            return (
+                f"bias {b.shape} must be a [{partitions(a.data)}, 1] vector",
+                f"pass a ({partitions(a.data)}, 1) tile (one value per partition)",
+            )
         return None
     if not isinstance(b, int | float):
         return f"bias must be a [P, 1] tile or a number, got {type(b).__name__}", None
     if ctx.target.nc_version < 3:
-        return "a scalar bias needs NeuronCore-v3 (trn2) or newer; trn1 takes a [P, 1] vector", \
-            "pass bias as a (P, 1) tile"
+        return "a scalar bias needs NeuronCore-v3 (trn2) or newer; trn1 takes a [P, 1] vector", "pass bias as a (P, 1) tile"
 
 
 def _scale_shape(a, ctx):
     s = a.scale
     if isinstance(s, NkiTensor) and (free_size(s) != 1 or partitions(s) != partitions(a.data)):
-        return (f"scale {s.shape} must be a scalar or a [{partitions(a.data)}, 1] vector",
-                f"pass a Python float or a ({partitions(a.data)}, 1) float32 tile")
+        return (
+            f"scale {s.shape} must be a scalar or a [{partitions(a.data)}, 1] vector",
+            f"pass a Python float or a ({partitions(a.data)}, 1) float32 tile",
+        )
     if not isinstance(s, NkiTensor | int | float):
         return f"scale must be a number or a [P, 1] tile, got {type(s).__name__}", None
 
@@ -57,9 +60,13 @@ def _reduce_check(a, ctx):
 
 ACT_RULES = (
     R.activation_op("op"),
-    R.same_partitions("dst", "data"), R.same_free_size("dst", "data"),
-    R.custom("err_activation_bias_invalid_type", "bias is a [P, 1] vector of a float dtype other than tfloat32 "
-             "(or a scalar on trn2+)", _bias_check),
+    R.same_partitions("dst", "data"),
+    R.same_free_size("dst", "data"),
+    R.custom(
+        "err_activation_bias_invalid_type",
+        "bias is a [P, 1] vector of a float dtype other than tfloat32 (or a scalar on trn2+)",
+        _bias_check,
+    ),
     R.custom("err_activation_scale_scalar_or_vector", "scale is a scalar or a [P, 1] vector", _scale_shape),
     R.custom("err_activation_scale_invalid_type", "a scale vector is float32", _scale_type),
     R.custom("err_invalid_op", "reduce_op is nl.add; reduce_res is [P, 1]", _reduce_check),
@@ -67,8 +74,12 @@ ACT_RULES = (
 
 
 def _act_attrs(a) -> dict:
-    return {"func": op_name(a.op), "reads_accumulator": getattr(a, "reduce_res", None) is not None,
-            "dtype": a.data.dtype.name, "dst_dtype": a.dst.dtype.name}
+    return {
+        "func": op_name(a.op),
+        "reads_accumulator": getattr(a, "reduce_res", None) is not None,
+        "dtype": a.data.dtype.name,
+        "dst_dtype": a.dst.dtype.name,
+    }
 
 
 def _activate(a, ctx) -> np.ndarray:
@@ -81,12 +92,12 @@ def _activate(a, ctx) -> np.ndarray:
 
 
 ACTIVATION = declare(
-    "activation", "dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, "
-    "reduce_cmd=reduce_cmd.idle, name=None",
+    "activation",
+    "dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=reduce_cmd.idle, name=None",
     ("scalar",),
     "dst = op(data * scale + bias) on the Scalar Engine, with an optional add-reduction into its accumulators.",
     semantics="reduce_cmd: reset/reset_reduce zero the registers; reduce/reset_reduce add this output's row sums; "
-              "reduce_res (if given) receives the registers. All math in fp32.",
+    "reduce_res (if given) receives the registers. All math in fp32.",
     writes=("dst", "reduce_res"),
     tiles=("dst", "data", "reduce_res"),
     rules=ACT_RULES,
@@ -104,15 +115,19 @@ def _activation(a, ctx, engine):
     p = y.shape[0]
     if cmd != "idle" or a.reduce_res is not None:
         if cmd == "idle" and a.reduce_res is not None and a.reduce_op is not None:
-            warn("warn_reduce_cmd_idle", "activation with reduce_res and reduce_cmd=idle reads the accumulator "
-                 "without adding this instruction's output; pass reduce_cmd=nisa.reduce_cmd.reset_reduce")
+            warn(
+                "warn_reduce_cmd_idle",
+                "activation with reduce_res and reduce_cmd=idle reads the accumulator "
+                "without adding this instruction's output; pass reduce_cmd=nisa.reduce_cmd.reset_reduce",
+            )
         acc = accumulate(ctx.act_acc, p, "add", cmd, y)
         if a.reduce_res is not None:
             store(a.reduce_res, acc)
 
 
 ACTIVATION_REDUCE = declare(
-    "activation_reduce", "dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0, name=None",
+    "activation_reduce",
+    "dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0, name=None",
     ("scalar",),
     "activation plus an add-reduction of its output along the free dims into reduce_res (reset_reduce semantics).",
     writes=("dst", "reduce_res"),
@@ -131,12 +146,19 @@ def _activation_reduce(a, ctx, engine):
     store(a.reduce_res, accumulate(ctx.act_acc, y.shape[0], "add", "reset_reduce", y))
 
 
-ACT2_PAIRS = {("multiply", "add"), ("multiply", "subtract"), ("multiply", "bypass"), ("add", "bypass"),
-              ("subtract", "bypass"), ("bypass", "bypass")}
+ACT2_PAIRS = {
+    ("multiply", "add"),
+    ("multiply", "subtract"),
+    ("multiply", "bypass"),
+    ("add", "bypass"),
+    ("subtract", "bypass"),
+    ("bypass", "bypass"),
+}
 
 
 ACTIVATE2 = declare(
-    "activate2", "dst, op, data, imm0, imm1, op0, op1, relu_param=0.0, reverse0=False, reverse1=False, "
+    "activate2",
+    "dst, op, data, imm0, imm1, op0, op1, relu_param=0.0, reverse0=False, reverse1=False, "
     "reduce_op=None, reduce_res=None, reduce_cmd=reduce_cmd.idle, name=None",
     ("scalar",),
     "op((data op0 imm0) op1 imm1) on the Scalar Engine with an optional reduction (NeuronCore-v4).",
@@ -144,11 +166,20 @@ ACTIVATE2 = declare(
     tiles=("dst", "data", "reduce_res"),
     min_nc=4,
     rules=(
-        R.activation_op("op"), R.same_partitions("dst", "data"), R.same_free_size("dst", "data"),
-        R.vector_operand("imm0"), R.vector_operand("imm1"),
-        R.custom("err_invalid_op", "(op0, op1) is one of the six documented combinations",
-                 lambda a, ctx: None if (op_name(a.op0), op_name(a.op1)) in ACT2_PAIRS else
-                 f"(op0, op1) = ({op_name(a.op0)}, {op_name(a.op1)}) is not supported"),
+        R.activation_op("op"),
+        R.same_partitions("dst", "data"),
+        R.same_free_size("dst", "data"),
+        R.vector_operand("imm0"),
+        R.vector_operand("imm1"),
+        R.custom(
+            "err_invalid_op",
+            "(op0, op1) is one of the six documented combinations",
+            lambda a, ctx: (
+                None
+                if (op_name(a.op0), op_name(a.op1)) in ACT2_PAIRS
+                else f"(op0, op1) = ({op_name(a.op0)}, {op_name(a.op1)}) is not supported"
+            ),
+        ),
     ),
     cost=costs.activation,
     cost_doc="max(MIN_II, N)",

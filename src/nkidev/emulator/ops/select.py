@@ -29,7 +29,8 @@ def _cmp_check(a, ctx):
 
 
 RANGE_SELECT = declare(
-    "range_select", "dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd=reduce_cmd.reset_reduce, "
+    "range_select",
+    "dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd=reduce_cmd.reset_reduce, "
     "reduce_res=None, reduce_op=maximum, range_start=0, on_false_value=_FP32_MIN, name=None",
     ("vector",),
     "Keep elements whose free index + range_start satisfies comp_op0(., bound0) and comp_op1(., bound1), else FP32_MIN; "
@@ -37,10 +38,18 @@ RANGE_SELECT = declare(
     writes=("dst", "reduce_res"),
     tiles=("dst", "on_true_tile", "bound0", "bound1", "reduce_res"),
     min_nc=3,
-    rules=(R.same_partitions("dst", "on_true_tile", "bound0", "bound1"), R.same_free_size("dst", "on_true_tile"),
-           R.vector_operand("bound0"), R.vector_operand("bound1"),
-           R.custom("err_invalid_op", "comparisons are equal/less/less_equal/greater/greater_equal; reduce_op is "
-                    "maximum; on_false_value is FP32_MIN; on_true_tile is a float tile", _cmp_check)),
+    rules=(
+        R.same_partitions("dst", "on_true_tile", "bound0", "bound1"),
+        R.same_free_size("dst", "on_true_tile"),
+        R.vector_operand("bound0"),
+        R.vector_operand("bound1"),
+        R.custom(
+            "err_invalid_op",
+            "comparisons are equal/less/less_equal/greater/greater_equal; reduce_op is "
+            "maximum; on_false_value is FP32_MIN; on_true_tile is a float tile",
+            _cmp_check,
+        ),
+    ),
     cost=costs.streaming,
     cost_doc="max(MIN_II, N)",
 )
@@ -74,16 +83,22 @@ def _sr_check(a, ctx):
 
 
 SELECT_REDUCE = declare(
-    "select_reduce", "dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd=reduce_cmd.idle, "
-    "reduce_op=maximum, reverse_pred=False, name=None",
+    "select_reduce",
+    "dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd=reduce_cmd.idle, reduce_op=maximum, reverse_pred=False, name=None",
     ("vector",),
     "dst = where(predicate, on_true, on_false) with an optional max-reduction per partition.",
     writes=("dst", "reduce_res"),
     tiles=("dst", "predicate", "on_true", "reduce_res"),
-    rules=(R.same_partitions("dst", "predicate", "on_true"), R.same_free_size("dst", "predicate", "on_true"),
-           R.vector_operand("on_false"),
-           R.custom("err_invalid_argument", "reduce_op is maximum; predicate is an integer tile; on_true and "
-                    "predicate not both in PSUM; reduce_res is [P, 1]", _sr_check)),
+    rules=(
+        R.same_partitions("dst", "predicate", "on_true"),
+        R.same_free_size("dst", "predicate", "on_true"),
+        R.vector_operand("on_false"),
+        R.custom(
+            "err_invalid_argument",
+            "reduce_op is maximum; predicate is an integer tile; on_true and predicate not both in PSUM; reduce_res is [P, 1]",
+            _sr_check,
+        ),
+    ),
     cost=costs.streaming,
     cost_doc="max(MIN_II, N)",
 )
@@ -96,8 +111,7 @@ def _select_reduce(a, ctx, engine):
     pred = np.asarray(raw(a.predicate)).reshape(p, -1) != 0
     if a.reverse_pred:
         pred = ~pred
-    other = scalar_or_vector(a.on_false, p) if not isinstance(a.on_false, NkiTensor) or free_size(a.on_false) == 1 \
-        else rows(a.on_false)
+    other = scalar_or_vector(a.on_false, p) if not isinstance(a.on_false, NkiTensor) or free_size(a.on_false) == 1 else rows(a.on_false)
     out = np.where(pred, x, other).astype(np.float32)
     store(a.dst, out)
     cmd = _reduce_cmd(a)

@@ -51,20 +51,25 @@ def _matmul_check(a, ctx):
         if any(int(p) % sz or int(p) >= 128 for p, sz in zip(a.tile_position, (row, col))):
             return f"tile_position {a.tile_position} must be multiples of tile_size {a.tile_size} below 128", None
     if partitions(s) != partitions(m):
-        return (f"stationary has {partitions(s)} partitions, moving has {partitions(m)}: the contraction (partition) "
-                "dims must match", "slice both operands to the same K")
+        return (
+            f"stationary has {partitions(s)} partitions, moving has {partitions(m)}: the contraction (partition) dims must match",
+            "slice both operands to the same K",
+        )
     if partitions(s) > row:
         return f"contraction size {partitions(s)} exceeds the {row}-row tile", f"tile K to {row}"
     if mm > min(col, te.stationary_fmax):
-        return (f"stationary free size {mm} exceeds {min(col, te.stationary_fmax)}",
-                "tile the stationary free dim (M) to 128 (nl.tile_size.gemm_stationary_fmax)")
+        return (
+            f"stationary free size {mm} exceeds {min(col, te.stationary_fmax)}",
+            "tile the stationary free dim (M) to 128 (nl.tile_size.gemm_stationary_fmax)",
+        )
     fmax = te.moving_fmax_bf16_dst if d.dtype.name == "bfloat16" else te.moving_fmax_fp32_dst
     if n > fmax:
-        return (f"moving free size {n} exceeds {fmax} on {ctx.target.name}",
-                f"tile the moving free dim (N) to {fmax} (nl.tile_size.gemm_moving_fmax)")
+        return (
+            f"moving free size {n} exceeds {fmax} on {ctx.target.name}",
+            f"tile the moving free dim (N) to {fmax} (nl.tile_size.gemm_moving_fmax)",
+        )
     if partitions(d) != mm or free_size(d) != n:
-        return (f"dst {d.shape} must be [{mm}, {n}] (stationary free x moving free)",
-                f"allocate the PSUM tile as ({mm}, {n})")
+        return (f"dst {d.shape} must be [{mm}, {n}] (stationary free x moving free)", f"allocate the PSUM tile as ({mm}, {n})")
 
 
 def _dtype_check(a, ctx):
@@ -76,8 +81,7 @@ def _dtype_check(a, ctx):
             return "float8_e4m3fn needs NeuronCore-v4 (trn3)", "use float8_e4m3 on trn1/trn2"
     wide = {"float32", "tfloat32"}
     if (s in wide) != (m in wide):
-        return f"stationary {s} and moving {m}: an fp32/tf32 operand needs an fp32/tf32 partner", \
-            "cast both operands to the same family"
+        return f"stationary {s} and moving {m}: an fp32/tf32 operand needs an fp32/tf32 partner", "cast both operands to the same family"
     if {s, m} == {"float8_e4m3", "float8_e4m3fn"}:
         return "legacy float8_e4m3 and OCP float8_e4m3fn cannot be mixed", "use one fp8 flavour"
     if _double(a):
@@ -103,17 +107,29 @@ def _bank_check(a, ctx):
     _, _, lo, hi, _, _ = region(d)  # byte range of the view within each partition
     bank = ctx.target.psum.bank_bytes
     if lo // bank != (hi - 1) // bank:
-        return (f"dst {d.shape} {d.dtype} covers bytes {lo}..{hi} of each partition, crossing a "
-                f"{bank}-byte PSUM bank boundary", "write each nc_matmul into at most 512 fp32 columns of one bank")
+        return (
+            f"dst {d.shape} {d.dtype} covers bytes {lo}..{hi} of each partition, crossing a {bank}-byte PSUM bank boundary",
+            "write each nc_matmul into at most 512 fp32 columns of one bank",
+        )
 
 
 def _matmul_attrs(a) -> dict:
     k, m, n = _km(a)
     s, mv = a.stationary.dtype.name, a.moving.dtype.name
-    return {"K": k, "M": m, "N": n, "dtype": s, "moving_dtype": mv, "dst_dtype": a.dst.dtype.name,
-            "fp32": s in ("float32",) or mv in ("float32",), "onezero": bool(a.is_stationary_onezero or a.is_moving_onezero),
-            "is_transpose": bool(a.is_transpose), "perf_mode": "double_row" if _double(a) else "none",
-            "accumulate": a.accumulate, "tile_size": tuple(a.tile_size or ())}
+    return {
+        "K": k,
+        "M": m,
+        "N": n,
+        "dtype": s,
+        "moving_dtype": mv,
+        "dst_dtype": a.dst.dtype.name,
+        "fp32": s in ("float32",) or mv in ("float32",),
+        "onezero": bool(a.is_stationary_onezero or a.is_moving_onezero),
+        "is_transpose": bool(a.is_transpose),
+        "perf_mode": "double_row" if _double(a) else "none",
+        "accumulate": a.accumulate,
+        "tile_size": tuple(a.tile_size or ()),
+    }
 
 
 NC_MATMUL = declare(
@@ -123,20 +139,26 @@ NC_MATMUL = declare(
     ("tensor",),
     "dst = stationary.T @ moving on the Tensor Engine: SBUF inputs, fp32 accumulation into PSUM.",
     semantics="Contraction over the partition dim of both inputs; accumulate=False overwrites, True adds to the "
-              "PSUM contents, None overwrites on the first write of an accumulation group and adds afterwards.",
+    "PSUM contents, None overwrites on the first write of an accumulation group and adds afterwards.",
     tiles=("dst", "stationary", "moving"),
     rules=(
-        R.in_memory("stationary", ("sbuf",)), R.in_memory("moving", ("sbuf",)), R.in_memory("dst", ("psum",)),
-        R.custom("err_size_of_dimension_exceed_arch_limit",
-                 "K = partitions <= 128 (or tile rows), M <= 128, N <= 512 (4096/8192 on trn3); dst is [M, N]",
-                 _matmul_check),
-        R.custom("err_matmul_dtype_mismatch", "input dtypes are Tensor Engine types; fp32/tf32 pair with fp32/tf32; "
-                 "dst fp32 (fp32/bf16 on trn3)", _dtype_check),
+        R.in_memory("stationary", ("sbuf",)),
+        R.in_memory("moving", ("sbuf",)),
+        R.in_memory("dst", ("psum",)),
+        R.custom(
+            "err_size_of_dimension_exceed_arch_limit",
+            "K = partitions <= 128 (or tile rows), M <= 128, N <= 512 (4096/8192 on trn3); dst is [M, N]",
+            _matmul_check,
+        ),
+        R.custom(
+            "err_matmul_dtype_mismatch",
+            "input dtypes are Tensor Engine types; fp32/tf32 pair with fp32/tf32; dst fp32 (fp32/bf16 on trn3)",
+            _dtype_check,
+        ),
         R.custom("err_psum_bank_overflow", "on trn1/trn2 the output stays within one 2 KiB PSUM bank", _bank_check),
     ),
     cost=costs.matmul,
-    cost_doc="max(min(64, M), N) TensorE cycles (x4 for fp32, x0.5 for fp8 double_row), plus a LoadStationary "
-             "of ~M/4 cycles",
+    cost_doc="max(min(64, M), N) TensorE cycles (x4 for fp32, x0.5 for fp8 double_row), plus a LoadStationary of ~M/4 cycles",
     attrs=_matmul_attrs,
     flops=lambda a: 2 * math.prod(_km(a)),
 )
@@ -154,8 +176,11 @@ def _nc_matmul(a, ctx, engine):
     if mode is None:  # auto: accumulate where this PSUM accumulation group is open, overwrite elsewhere
         mode = True if mask.all() else (False if not mask.any() else None)
     if mode is True and not mask.all():
-        warn("warn_accumulate_uninitialized_psum", f"nc_matmul accumulate=True into PSUM {d.name!r} that no matmul "
-             "initialized; undefined on hardware (start the group with accumulate=False or None)")
+        warn(
+            "warn_accumulate_uninitialized_psum",
+            f"nc_matmul accumulate=True into PSUM {d.name!r} that no matmul "
+            "initialized; undefined on hardware (start the group with accumulate=False or None)",
+        )
     direct = _direct_view(d, m, n)
     if direct is not None and not transpose_mode and mode is not None:
         psum.matmul(d, direct, s_raw, mv_raw, k, m, n, accumulate=mode)  # fp32 PSUM view: deferred, batched
@@ -207,24 +232,22 @@ def _transpose_check(a, ctx):
     eng = _engine_of(a, ctx)
     limit = ctx.target.vector_engine.transpose_max if eng == "vector" else ctx.target.tensor_engine.transpose_engine_max
     if p > limit or f > limit:
-        return (f"{eng} engine transposes up to {limit}x{limit}, data is {p}x{f}",
-                "tile the transpose (TensorE 128x128, VectorE 32x32)")
+        return (f"{eng} engine transposes up to {limit}x{limit}, data is {p}x{f}", "tile the transpose (TensorE 128x128, VectorE 32x32)")
     if eng == "tensor":
         if a.data.storage.kind != "sbuf" or a.dst.storage.kind != "psum":
-            return ("TensorE transpose reads SBUF and writes PSUM",
-                    "put data in SBUF and dst in PSUM, or use engine=nisa.engine.vector")
+            return ("TensorE transpose reads SBUF and writes PSUM", "put data in SBUF and dst in PSUM, or use engine=nisa.engine.vector")
 
 
 NC_TRANSPOSE = declare(
-    "nc_transpose", "dst, data, engine=engine.unknown, name=None",
+    "nc_transpose",
+    "dst, data, engine=engine.unknown, name=None",
     ("tensor", "vector"),
     "2-d transpose between the partition dim and the (flattened) free dims, on TensorE or VectorE.",
     semantics="dst[f, p] = data[p, f]; dst dtype equals data dtype.",
     tiles=("dst", "data"),
     rules=(
         R.same_dtype("dst", "data"),
-        R.custom("err_transpose_too_large", "dst is [F, P]; TensorE <= 128x128 SBUF->PSUM, VectorE <= 32x32",
-                 _transpose_check),
+        R.custom("err_transpose_too_large", "dst is [F, P]; TensorE <= 128x128 SBUF->PSUM, VectorE <= 32x32", _transpose_check),
     ),
     choose_engine=_transpose_engine,
     cost=costs.pe_transpose,
@@ -241,9 +264,11 @@ def _nc_transpose(a, ctx, engine):
 
 
 NC_MATMUL_MX = declare(
-    "nc_matmul_mx", "dst, stationary, moving, stationary_scale, moving_scale, tile_position=None, tile_size=None, "
-    "accumulate=None, name=None",
+    "nc_matmul_mx",
+    "dst, stationary, moving, stationary_scale, moving_scale, tile_position=None, tile_size=None, accumulate=None, name=None",
     ("tensor",),
     "MXFP8/MXFP4 matmul with integrated dequantization (NeuronCore-v4).",
-    min_nc=4, emulated=False, cost=costs.matmul,
+    min_nc=4,
+    emulated=False,
+    cost=costs.matmul,
 )

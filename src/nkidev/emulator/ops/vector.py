@@ -41,6 +41,7 @@ def _int_operand(v, p: int, like: np.ndarray):
 
 # ---------------------------------------------------------------- tensor_tensor
 
+
 def _tt_engine(a, ctx) -> str:
     if op_name(a.op) == "power":
         return "gpsimd"
@@ -51,15 +52,18 @@ def _tt_engine(a, ctx) -> str:
 
 
 TENSOR_TENSOR = declare(
-    "tensor_tensor", "dst, data1, data2, op, engine=engine.unknown, name=None",
+    "tensor_tensor",
+    "dst, data1, data2, op, engine=engine.unknown, name=None",
     ("vector", "gpsimd"),
     "Element-wise binary op of two tiles with equal partitions and elements per partition.",
     semantics="dst = op(data1, data2), in fp32 for arithmetic ops, on bit patterns for bitvec ops.",
     tiles=("dst", "data1", "data2"),
     rules=(
         R.alu_op("op", ("arith", "bitvec")),
-        R.same_partitions("dst", "data1", "data2"), R.same_free_size("dst", "data1", "data2"),
-        R.not_both_psum("data1", "data2"), R.bitvec_needs_int(("op",), ("dst", "data1", "data2")),
+        R.same_partitions("dst", "data1", "data2"),
+        R.same_free_size("dst", "data1", "data2"),
+        R.not_both_psum("data1", "data2"),
+        R.bitvec_needs_int(("op",), ("dst", "data1", "data2")),
     ),
     choose_engine=_tt_engine,
     cost=costs.tensor_tensor,
@@ -86,6 +90,7 @@ def _tensor_tensor(a, ctx, engine):
 
 # ---------------------------------------------------------------- tensor_scalar
 
+
 def _ts_check(a, ctx):
     ops = [op_name(a.op0)] + ([op_name(a.op1)] if a.op1 is not None else [])
     kinds = {ALU[o].kind.startswith("bitvec") for o in ops if o in ALU}
@@ -96,10 +101,12 @@ def _ts_check(a, ctx):
     eng = getattr(getattr(a, "engine", None), "name", "unknown")
     if eng == "gpsimd" and ops != ["rsqrt"]:
         return "engine=gpsimd is only allowed for rsqrt", "use the vector or scalar engine"
-    if eng == "scalar" and ctx.target.nc_version == 3 and (ops[0], ops[1] if len(ops) > 1 else None) not in (
-            ("multiply", "add"), ("multiply", None), ("add", None)):
-        return ("ScalarE on trn2 supports only multiply+add, multiply or add in tensor_scalar",
-                "run it on the vector engine")
+    if (
+        eng == "scalar"
+        and ctx.target.nc_version == 3
+        and (ops[0], ops[1] if len(ops) > 1 else None) not in (("multiply", "add"), ("multiply", None), ("add", None))
+    ):
+        return ("ScalarE on trn2 supports only multiply+add, multiply or add in tensor_scalar", "run it on the vector engine")
     if eng == "scalar" and True in kinds:
         return "bitvec operators run on the Vector Engine only", "use engine=nisa.engine.vector"
     if False in kinds:
@@ -110,18 +117,24 @@ def _ts_check(a, ctx):
 
 
 TENSOR_SCALAR = declare(
-    "tensor_scalar", "dst, data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, "
-    "engine=engine.unknown, name=None",
+    "tensor_scalar",
+    "dst, data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, engine=engine.unknown, name=None",
     ("vector", "scalar", "gpsimd"),
     "Apply up to two ops with scalar or [P, 1] operands broadcast along the free dims: (data op0 operand0) op1 operand1.",
     semantics="reverse0/reverse1 swap the operand order of op0/op1; one or two ops cost the same.",
     tiles=("dst", "data"),
     rules=(
-        R.alu_op("op0"), R.alu_op("op1", optional=True),
-        R.same_partitions("dst", "data"), R.same_free_size("dst", "data"),
-        R.vector_operand("operand0"), R.vector_operand("operand1"),
-        R.custom("err_invalid_op", "op0/op1 of one kind; engine limits (gpsimd only rsqrt; trn2 ScalarE only "
-                 "multiply/add); arithmetic operands are float32", _ts_check),
+        R.alu_op("op0"),
+        R.alu_op("op1", optional=True),
+        R.same_partitions("dst", "data"),
+        R.same_free_size("dst", "data"),
+        R.vector_operand("operand0"),
+        R.vector_operand("operand1"),
+        R.custom(
+            "err_invalid_op",
+            "op0/op1 of one kind; engine limits (gpsimd only rsqrt; trn2 ScalarE only multiply/add); arithmetic operands are float32",
+            _ts_check,
+        ),
         R.bitvec_needs_int(("op0", "op1"), ("dst", "data")),
     ),
     cost=costs.streaming,
@@ -150,6 +163,7 @@ def _tensor_scalar(a, ctx, engine):
 
 # ---------------------------------------------------------------- reductions
 
+
 def _axes(a) -> tuple[int, ...]:
     axis = a.axis
     axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
@@ -163,15 +177,18 @@ def _reduce_check(a, ctx):
     except (TypeError, ValueError):
         return f"axis={a.axis!r}", "pass an int or a tuple of ints"
     if not axes or 0 in axes or axes != tuple(range(axes[0], nd)):
-        return (f"axis={a.axis} on a {nd}-d tile; reduction axes must be the last contiguous free dims and never "
-                f"axis 0", f"use axis={nd - 1} or a tuple ending at {nd - 1}")
+        return (
+            f"axis={a.axis} on a {nd}-d tile; reduction axes must be the last contiguous free dims and never axis 0",
+            f"use axis={nd - 1} or a tuple ending at {nd - 1}",
+        )
     kept = int(np.prod([a.data.shape[i] for i in range(1, nd) if i not in axes]))
     if free_size(a.dst) != kept:
         return f"dst {a.dst.shape} must hold {kept} elements per partition after reducing {axes}", None
 
 
 TENSOR_REDUCE = declare(
-    "tensor_reduce", "dst, op, data, axis, negate=False, keepdims=False, name=None",
+    "tensor_reduce",
+    "dst, op, data, axis, negate=False, keepdims=False, name=None",
     ("vector",),
     "Reduce the trailing free axes of a tile on the Vector Engine.",
     semantics="dst = op.reduce(data, axis) (x -1 if negate), fp32 for arithmetic ops.",
@@ -179,8 +196,7 @@ TENSOR_REDUCE = declare(
     rules=(
         R.alu_op("op", ("arith", "bitvec"), reducible=True),
         R.same_partitions("dst", "data"),
-        R.custom("err_reduce_axis_invalid", "axis lists the last contiguous free dims (never 0); dst holds the rest",
-                 _reduce_check),
+        R.custom("err_reduce_axis_invalid", "axis lists the last contiguous free dims (never 0); dst holds the rest", _reduce_check),
     ),
     cost=costs.tensor_reduce,
     cost_doc="N/2 cycles for bf16 add/max, else N",
@@ -202,18 +218,28 @@ def _tensor_reduce(a, ctx, engine):
 PARTITION_OPS = ("add", "average", "maximum", "bitwise_or", "bitwise_and")
 
 TENSOR_PARTITION_REDUCE = declare(
-    "tensor_partition_reduce", "dst, op, data, name=None",
+    "tensor_partition_reduce",
+    "dst, op, data, name=None",
     ("gpsimd",),
     "Reduce across partitions with the GpSimd Engine (add, average, max, bitwise_or, bitwise_and).",
     semantics="dst[0, ...] = op.reduce(data, axis=0)",
     tiles=("dst", "data"),
     rules=(
-        R.custom("err_invalid_op", f"op is one of {', '.join(PARTITION_OPS)}",
-                 lambda a, ctx: None if op_name(a.op) in PARTITION_OPS else
-                 (f"op {op_name(a.op)} cannot reduce partitions", f"use one of nl.{', nl.'.join(PARTITION_OPS)}")),
+        R.custom(
+            "err_invalid_op",
+            f"op is one of {', '.join(PARTITION_OPS)}",
+            lambda a, ctx: (
+                None
+                if op_name(a.op) in PARTITION_OPS
+                else (f"op {op_name(a.op)} cannot reduce partitions", f"use one of nl.{', nl.'.join(PARTITION_OPS)}")
+            ),
+        ),
         R.same_free_size("dst", "data"),
-        R.custom("err_shape_mismatch", "dst has one partition",
-                 lambda a, ctx: None if partitions(a.dst) == 1 else f"dst {a.dst.shape} must have 1 partition"),
+        R.custom(
+            "err_shape_mismatch",
+            "dst has one partition",
+            lambda a, ctx: None if partitions(a.dst) == 1 else f"dst {a.dst.shape} must have 1 partition",
+        ),
     ),
     cost=costs.gpsimd_streaming,
     cost_doc="GPSIMD_START + max(MIN_II, N)",
@@ -233,15 +259,19 @@ def _partition_reduce(a, ctx, engine):
 # ---------------------------------------------------------------- scans and fused ops
 
 TENSOR_TENSOR_SCAN = declare(
-    "tensor_tensor_scan", "dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False, name=None",
+    "tensor_tensor_scan",
+    "dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False, name=None",
     ("vector",),
     "Scan along the free dim: out[i] = op1(op0(data0[i], out[i-1]), data1[i]), out[-1] = initial.",
     semantics="reverse0 makes data0 the rhs of op0; reverse1 makes data1 the lhs of op1.",
     tiles=("dst", "data0", "data1"),
     rules=(
-        R.alu_op("op0", ("arith",)), R.alu_op("op1", ("arith",)),
-        R.same_partitions("dst", "data0", "data1"), R.same_free_size("dst", "data0", "data1"),
-        R.not_both_psum("data0", "data1"), R.vector_operand("initial"),
+        R.alu_op("op0", ("arith",)),
+        R.alu_op("op1", ("arith",)),
+        R.same_partitions("dst", "data0", "data1"),
+        R.same_free_size("dst", "data0", "data1"),
+        R.not_both_psum("data0", "data1"),
+        R.vector_operand("initial"),
     ),
     cost=costs.scan,
     cost_doc="max(MIN_II, 2N)",
@@ -264,15 +294,19 @@ def _scan(a, ctx, engine):
 
 
 SCALAR_TENSOR_TENSOR = declare(
-    "scalar_tensor_tensor", "dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, name=None",
+    "scalar_tensor_tensor",
+    "dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, name=None",
     ("vector",),
     "(data op0 operand0) op1 operand1 with a scalar/[P, 1] operand0 and a full-tile operand1.",
     tiles=("dst", "data", "operand1"),
     rules=(
-        R.alu_op("op0", ("arith", "unary")), R.alu_op("op1", ("arith",)),
+        R.alu_op("op0", ("arith", "unary")),
+        R.alu_op("op1", ("arith",)),
         R.tensor_required("operand1"),
-        R.same_partitions("dst", "data", "operand1"), R.same_free_size("dst", "data", "operand1"),
-        R.not_both_psum("data", "operand1"), R.vector_operand("operand0"),
+        R.same_partitions("dst", "data", "operand1"),
+        R.same_free_size("dst", "data", "operand1"),
+        R.not_both_psum("data", "operand1"),
+        R.vector_operand("operand0"),
     ),
     cost=costs.scalar_tensor_tensor,
     cost_doc="N for bf16 subtract-multiply with even N, else 2N",
@@ -307,7 +341,8 @@ def accumulate(acc: np.ndarray, p: int, op: str, cmd: str, values: np.ndarray | 
 
 
 TENSOR_SCALAR_REDUCE = declare(
-    "tensor_scalar_reduce", "dst, data, op0, operand0, reduce_op, reduce_res=None, reverse0=False, "
+    "tensor_scalar_reduce",
+    "dst, data, op0, operand0, reduce_op, reduce_res=None, reverse0=False, "
     "reduce_cmd=reduce_cmd.reset_reduce, reduce_init=None, reduce_res_negate=False, name=None",
     ("vector",),
     "dst = data op0 operand0, and reduce the result along the free dims into the Vector accumulators.",
@@ -315,13 +350,21 @@ TENSOR_SCALAR_REDUCE = declare(
     tiles=("dst", "data", "reduce_res"),
     rules=(
         R.alu_op("op0", ("arith", "unary")),
-        R.custom("err_invalid_op", f"reduce_op is one of {', '.join(REDUCE_OPS)}",
-                 lambda a, ctx: None if op_name(a.reduce_op) in REDUCE_OPS else
-                 f"reduce_op {op_name(a.reduce_op)} is not one of {REDUCE_OPS}"),
-        R.same_partitions("dst", "data", "reduce_res"), R.same_free_size("dst", "data"),
+        R.custom(
+            "err_invalid_op",
+            f"reduce_op is one of {', '.join(REDUCE_OPS)}",
+            lambda a, ctx: None if op_name(a.reduce_op) in REDUCE_OPS else f"reduce_op {op_name(a.reduce_op)} is not one of {REDUCE_OPS}",
+        ),
+        R.same_partitions("dst", "data", "reduce_res"),
+        R.same_free_size("dst", "data"),
         R.vector_operand("operand0"),
-        R.custom("err_shape_mismatch", "reduce_res is [P, 1]", lambda a, ctx: None if a.reduce_res is None or
-                 free_size(a.reduce_res) == 1 else f"reduce_res {a.reduce_res.shape} must be [P, 1]"),
+        R.custom(
+            "err_shape_mismatch",
+            "reduce_res is [P, 1]",
+            lambda a, ctx: (
+                None if a.reduce_res is None or free_size(a.reduce_res) == 1 else f"reduce_res {a.reduce_res.shape} must be [P, 1]"
+            ),
+        ),
     ),
     cost=costs.plus_min_ii,
     cost_doc="max(MIN_II, N) + MIN_II",
@@ -341,16 +384,25 @@ def _ts_reduce(a, ctx, engine):
 
 
 TENSOR_SCALAR_CUMULATIVE = declare(
-    "tensor_scalar_cumulative", "dst, src, op0, op1, imm0, imm1=None, reduce_cmd=reduce_cmd.reset_reduce, name=None",
+    "tensor_scalar_cumulative",
+    "dst, src, op0, op1, imm0, imm1=None, reduce_cmd=reduce_cmd.reset_reduce, name=None",
     ("vector",),
     "Cumulative reduction: reg = op1(op0(src[i], imm0), reg); dst[i] = reg.",
     tiles=("dst", "src"),
     rules=(
         R.alu_op("op0", ("arith",)),
-        R.custom("err_invalid_op", "op1 is add, subtract, multiply, maximum or minimum",
-                 lambda a, ctx: None if op_name(a.op1) in ("add", "subtract", "multiply", "maximum", "minimum")
-                 else f"op1 {op_name(a.op1)} cannot accumulate"),
-        R.same_partitions("dst", "src"), R.same_free_size("dst", "src"), R.vector_operand("imm0"),
+        R.custom(
+            "err_invalid_op",
+            "op1 is add, subtract, multiply, maximum or minimum",
+            lambda a, ctx: (
+                None
+                if op_name(a.op1) in ("add", "subtract", "multiply", "maximum", "minimum")
+                else f"op1 {op_name(a.op1)} cannot accumulate"
+            ),
+        ),
+        R.same_partitions("dst", "src"),
+        R.same_free_size("dst", "src"),
+        R.vector_operand("imm0"),
     ),
     cost=costs.scan,
     cost_doc="max(MIN_II, 2N)",
@@ -377,19 +429,23 @@ def _ts_cumulative(a, ctx, engine):
 
 # ---------------------------------------------------------------- copies and fills
 
+
 def _scalar_copy_on_trn1(a, ctx):
     if getattr(a.engine, "name", "") == "scalar" and ctx.target.nc_version == 2:
-        return ("tensor_copy on the Scalar Engine is not supported on trn1",
-                "use nisa.activation(op=nl.copy, ...) or the vector engine")
+        return ("tensor_copy on the Scalar Engine is not supported on trn1", "use nisa.activation(op=nl.copy, ...) or the vector engine")
 
 
 TENSOR_COPY = declare(
-    "tensor_copy", "dst, src, engine=engine.unknown, name=None",
+    "tensor_copy",
+    "dst, src, engine=engine.unknown, name=None",
     ("vector", "scalar", "gpsimd"),
     "Copy a tile within SBUF/PSUM on Vector, Scalar or GpSimd; bit-exact when dtypes match, else cast via fp32.",
     tiles=("dst", "src"),
-    rules=(R.same_partitions("dst", "src"), R.same_free_size("dst", "src"),
-           R.custom("err_unsupported_on_target", "not on the Scalar Engine on trn1", _scalar_copy_on_trn1)),
+    rules=(
+        R.same_partitions("dst", "src"),
+        R.same_free_size("dst", "src"),
+        R.custom("err_unsupported_on_target", "not on the Scalar Engine on trn1", _scalar_copy_on_trn1),
+    ),
     cost=costs.streaming,
     cost_doc="max(MIN_II, N)",
     attrs=lambda a: {"dtype": a.src.dtype.name, "dst_dtype": a.dst.dtype.name},
@@ -413,12 +469,14 @@ def _pred_check(a, ctx):
 
 
 TENSOR_COPY_PREDICATED = declare(
-    "tensor_copy_predicated", "dst, src, predicate, reverse_pred=False, name=None",
+    "tensor_copy_predicated",
+    "dst, src, predicate, reverse_pred=False, name=None",
     ("vector",),
     "Copy src (tile or scalar) into dst where predicate is nonzero (zero with reverse_pred); other elements keep dst.",
     tiles=("dst", "predicate"),
     rules=(
-        R.same_partitions("dst", "src", "predicate"), R.same_free_size("dst", "src", "predicate"),
+        R.same_partitions("dst", "src", "predicate"),
+        R.same_free_size("dst", "src", "predicate"),
         R.dtype_in("predicate", ("uint8", "uint16", "uint32", "bool_")),
         R.custom("err_dtype_mismatch", "src and dst share a dtype; src and predicate not both in PSUM", _pred_check),
     ),
@@ -433,8 +491,7 @@ def _copy_pred(a, ctx, engine):
     if a.reverse_pred:
         pred = ~pred
     cur = np.array(_int_rows(a.dst))
-    src = _int_rows(a.src) if isinstance(a.src, NkiTensor) else \
-        np.broadcast_to(np.asarray(a.src).astype(a.dst.dtype.storage), cur.shape)
+    src = _int_rows(a.src) if isinstance(a.src, NkiTensor) else np.broadcast_to(np.asarray(a.src).astype(a.dst.dtype.storage), cur.shape)
     store_raw(a.dst, np.where(pred, src, cur))
 
 
@@ -454,12 +511,12 @@ def _memset_check(a, ctx):
 
 
 MEMSET = declare(
-    "memset", "dst, value, engine=engine.unknown, name=None",
+    "memset",
+    "dst, value, engine=engine.unknown, name=None",
     ("vector", "gpsimd"),
     "Fill a tile with a compile-time constant on the Vector or GpSimd Engine.",
     tiles=("dst",),
-    rules=(R.custom("err_memset_value_type", "value is a number representable in dst's dtype (x4 types: only 0)",
-                    _memset_check),),
+    rules=(R.custom("err_memset_value_type", "value is a number representable in dst's dtype (x4 types: only 0)", _memset_check),),
     cost=costs.memset,
     cost_doc="max(MIN_II, N/2) for zero into bf16/fp16, else max(MIN_II, N)",
     attrs=lambda a: {"value": a.value},
@@ -476,7 +533,8 @@ def _memset(a, ctx, engine):
 
 
 RECIPROCAL = declare(
-    "reciprocal", "dst, data, name=None",
+    "reciprocal",
+    "dst, data, name=None",
     ("vector",),
     "Element-wise 1/x on the Vector Engine (more precise, ~8x slower than activation(nl.reciprocal)).",
     tiles=("dst", "data"),
@@ -495,15 +553,19 @@ def _reciprocal(a, ctx, engine):
 # ---------------------------------------------------------------- statistics
 
 BN_STATS = declare(
-    "bn_stats", "dst, data, name=None",
+    "bn_stats",
+    "dst, data, name=None",
     ("vector",),
     "Per-partition statistics of up to 512 elements: (count, mean, var*count) of the even and of the odd elements.",
     tiles=("dst", "data"),
     rules=(
         R.same_partitions("dst", "data"),
         R.max_free("data", 512),
-        R.custom("err_shape_mismatch", "dst holds 6 elements per partition",
-                 lambda a, ctx: None if free_size(a.dst) == 6 else f"dst {a.dst.shape} must hold 6 elements per partition"),
+        R.custom(
+            "err_shape_mismatch",
+            "dst holds 6 elements per partition",
+            lambda a, ctx: None if free_size(a.dst) == 6 else f"dst {a.dst.shape} must hold 6 elements per partition",
+        ),
     ),
     cost=costs.streaming,
     cost_doc="max(MIN_II, N)",
@@ -529,16 +591,24 @@ def _bn_stats(a, ctx, engine):
 
 
 BN_AGGR = declare(
-    "bn_aggr", "dst, data, name=None",
+    "bn_aggr",
+    "dst, data, name=None",
     ("vector",),
     "Aggregate bn_stats (count, mean, var*count) triples into (mean, variance) per partition.",
     tiles=("dst", "data"),
     rules=(
         R.same_partitions("dst", "data"),
-        R.custom("err_shape_mismatch", "data holds a multiple of 3 elements per partition; dst holds 2",
-                 lambda a, ctx: (f"data has {free_size(a.data)} elements per partition, not a multiple of 3"
-                                 if free_size(a.data) % 3 else
-                                 None if free_size(a.dst) == 2 else f"dst {a.dst.shape} must hold 2 elements")),
+        R.custom(
+            "err_shape_mismatch",
+            "data holds a multiple of 3 elements per partition; dst holds 2",
+            lambda a, ctx: (
+                f"data has {free_size(a.data)} elements per partition, not a multiple of 3"
+                if free_size(a.data) % 3
+                else None
+                if free_size(a.dst) == 2
+                else f"dst {a.dst.shape} must hold 2 elements"
+            ),
+        ),
     ),
     cost=costs.bn_aggr,
     cost_doc="max(MIN_II, 13*(N/3))",
@@ -558,6 +628,7 @@ def _bn_aggr(a, ctx, engine):
 
 # ---------------------------------------------------------------- top-8 search
 
+
 def _top8_check(name):
     def check(a, ctx):
         n = free_size(getattr(a, name))
@@ -565,17 +636,20 @@ def _top8_check(name):
             return f"{name} has {n} elements per partition; 8 to 16384 are supported", None
         if free_size(a.dst) != 8:
             return f"dst {a.dst.shape} must hold 8 elements per partition", "allocate dst as (P, 8)"
+
     return check
 
 
 MAX8 = declare(
-    "max8", "dst, src, name=None",
+    "max8",
+    "dst, src, name=None",
     ("vector",),
     "The 8 largest values of each partition, in descending order.",
     tiles=("dst", "src"),
-    rules=(R.same_partitions("dst", "src"),
-           R.custom("err_size_of_dimension_exceed_arch_limit", "src has 8..16384 elements per partition, dst 8",
-                    _top8_check("src"))),
+    rules=(
+        R.same_partitions("dst", "src"),
+        R.custom("err_size_of_dimension_exceed_arch_limit", "src has 8..16384 elements per partition, dst 8", _top8_check("src")),
+    ),
     cost=costs.linear,
     cost_doc="N cycles",
 )
@@ -588,14 +662,16 @@ def _max8(a, ctx, engine):
 
 
 FIND_INDEX8 = declare(
-    "nc_find_index8", "dst, data, vals, name=None",
+    "nc_find_index8",
+    "dst, data, vals, name=None",
     ("vector",),
     "Index of the first occurrence of each of 8 values per partition; missing values give all-ones.",
     tiles=("dst", "data", "vals"),
-    rules=(R.same_partitions("dst", "data", "vals"),
-           R.dtype_in("dst", ("uint16", "uint32")),
-           R.custom("err_size_of_dimension_exceed_arch_limit", "data 8..16384 elements, vals and dst 8",
-                    _top8_check("data"))),
+    rules=(
+        R.same_partitions("dst", "data", "vals"),
+        R.dtype_in("dst", ("uint16", "uint32")),
+        R.custom("err_size_of_dimension_exceed_arch_limit", "data 8..16384 elements, vals and dst 8", _top8_check("data")),
+    ),
     cost=costs.linear,
     cost_doc="N cycles",
 )
@@ -612,14 +688,21 @@ def _find_index8(a, ctx, engine):
 
 
 MATCH_REPLACE8 = declare(
-    "nc_match_replace8", "dst, data, vals, imm, dst_idx=None, name=None",
+    "nc_match_replace8",
+    "dst, data, vals, imm, dst_idx=None, name=None",
     ("vector",),
     "Replace the first occurrence of each of 8 values with imm (vals processed 7..0); optional indices into dst_idx.",
     writes=("dst", "dst_idx"),
     tiles=("dst", "data", "vals", "dst_idx"),
-    rules=(R.same_partitions("dst", "data", "vals"), R.same_free_size("dst", "data"),
-           R.custom("err_size_of_dimension_exceed_arch_limit", "vals has 8 elements per partition",
-                    lambda a, ctx: None if free_size(a.vals) == 8 else f"vals {a.vals.shape} must hold 8 per partition")),
+    rules=(
+        R.same_partitions("dst", "data", "vals"),
+        R.same_free_size("dst", "data"),
+        R.custom(
+            "err_size_of_dimension_exceed_arch_limit",
+            "vals has 8 elements per partition",
+            lambda a, ctx: None if free_size(a.vals) == 8 else f"vals {a.vals.shape} must hold 8 per partition",
+        ),
+    ),
     cost=lambda ins, hw: float(min(hw.engines.min_ii_cycles, ins.free_elems)),
     cost_doc="min(MIN_II, N) (as documented)",
 )
@@ -634,7 +717,7 @@ def _match_replace8(a, ctx, engine):
     taken = np.zeros_like(work, dtype=bool)
     lanes = np.arange(p)
     for i in range(7, -1, -1):
-        hit = (work == v[:, i:i + 1]) & ~taken
+        hit = (work == v[:, i : i + 1]) & ~taken
         has = hit.any(axis=1)
         pos = hit.argmax(axis=1)
         idx[:, i] = np.where(has, pos, 0)
@@ -646,16 +729,24 @@ def _match_replace8(a, ctx, engine):
 
 
 EXPONENTIAL = declare(
-    "exponential", "dst, src, max_value=0.0, reduce_res=None, reduce_cmd=reduce_cmd.idle, reduce_init=0.0, name=None",
+    "exponential",
+    "dst, src, max_value=0.0, reduce_res=None, reduce_cmd=reduce_cmd.idle, reduce_init=0.0, name=None",
     ("vector",),
     "exp(src - max_value) on the Vector Engine, with an optional running sum in the accumulators (NeuronCore-v4).",
     writes=("dst", "reduce_res"),
     tiles=("dst", "src", "reduce_res"),
     min_nc=4,
-    rules=(R.same_partitions("dst", "src", "reduce_res"), R.same_free_size("dst", "src"),
-           R.vector_operand("max_value"), R.vector_operand("reduce_init"),
-           R.custom("err_exceed_max_supported_dimension", "src and dst are at most 4-d",
-                    lambda a, ctx: None if a.src.ndim <= 4 and a.dst.ndim <= 4 else "tiles must be at most 4-d")),
+    rules=(
+        R.same_partitions("dst", "src", "reduce_res"),
+        R.same_free_size("dst", "src"),
+        R.vector_operand("max_value"),
+        R.vector_operand("reduce_init"),
+        R.custom(
+            "err_exceed_max_supported_dimension",
+            "src and dst are at most 4-d",
+            lambda a, ctx: None if a.src.ndim <= 4 and a.dst.ndim <= 4 else "tiles must be at most 4-d",
+        ),
+    ),
     cost=lambda ins, hw: costs.streaming(ins, hw) / 4.0,
     cost_doc="max(MIN_II, N)/4: 4x the throughput of ScalarE exp",
 )
@@ -674,15 +765,24 @@ def _exponential(a, ctx, engine):
 
 
 STREAM_SHUFFLE = declare(
-    "nc_stream_shuffle", "dst, src, shuffle_mask, name=None",
+    "nc_stream_shuffle",
+    "dst, src, shuffle_mask, name=None",
     ("vector",),
     "Move partitions within each 32-partition quadrant: dst[i] = src[mask[i]]; 255 keeps dst[i].",
     tiles=("dst", "src"),
-    rules=(R.same_dtype("dst", "src"), R.same_free_size("dst", "src"),
-           R.custom("err_invalid_argument", "shuffle_mask has 32 entries in [0, 32) or 255",
-                    lambda a, ctx: None if len(a.shuffle_mask) == 32 and all(
-                        0 <= int(m) < 32 or int(m) == 255 for m in a.shuffle_mask) else
-                    "shuffle_mask must list 32 partition indices (0..31) or 255")),
+    rules=(
+        R.same_dtype("dst", "src"),
+        R.same_free_size("dst", "src"),
+        R.custom(
+            "err_invalid_argument",
+            "shuffle_mask has 32 entries in [0, 32) or 255",
+            lambda a, ctx: (
+                None
+                if len(a.shuffle_mask) == 32 and all(0 <= int(m) < 32 or int(m) == 255 for m in a.shuffle_mask)
+                else "shuffle_mask must list 32 partition indices (0..31) or 255"
+            ),
+        ),
+    ),
     cost=costs.streaming,
     cost_doc="max(MIN_II, N)",
 )
@@ -698,4 +798,3 @@ def _stream_shuffle(a, ctx, engine):
             if m != 255 and base + i < out.shape[0] and base + m < src.shape[0]:
                 out[base + i] = src[base + m]
     store_raw(a.dst, out)
-

@@ -22,8 +22,8 @@ def scaled_add_relu_kernel(x, y, scale=0.5):
 
         x_tile = nl.ndarray((P, cols), dtype=x.dtype, buffer=nl.sbuf)
         y_tile = nl.ndarray((P, cols), dtype=y.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=x_tile[:n], src=x[start:start + n, :])
-        nisa.dma_copy(dst=y_tile[:n], src=y[start:start + n, :])
+        nisa.dma_copy(dst=x_tile[:n], src=x[start : start + n, :])
+        nisa.dma_copy(dst=y_tile[:n], src=y[start : start + n, :])
 
         acc = nl.ndarray((P, cols), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=acc[:n], data=x_tile[:n], op0=nl.multiply, operand0=scale)
@@ -31,7 +31,7 @@ def scaled_add_relu_kernel(x, y, scale=0.5):
 
         result = nl.ndarray((P, cols), dtype=x.dtype, buffer=nl.sbuf)
         nisa.activation(dst=result[:n], op=nl.relu, data=acc[:n])
-        nisa.dma_copy(dst=out[start:start + n, :], src=result[:n])
+        nisa.dma_copy(dst=out[start : start + n, :], src=result[:n])
     return out
 
 

@@ -21,16 +21,16 @@ def matmul_kernel(lhsT, rhs):
     for m in nl.affine_range(M // TM):
         lhs = nl.ndarray((TK, K // TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
         for k in nl.affine_range(K // TK):
-            nisa.dma_copy(dst=lhs[:, k, :], src=lhsT[k * TK:(k + 1) * TK, m * TM:(m + 1) * TM])
+            nisa.dma_copy(dst=lhs[:, k, :], src=lhsT[k * TK : (k + 1) * TK, m * TM : (m + 1) * TM])
         for n in nl.affine_range(N // TN):
             acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
             for k in nl.affine_range(K // TK):
                 rhs_tile = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=rhs_tile, src=rhs[k * TK:(k + 1) * TK, n * TN:(n + 1) * TN])
+                nisa.dma_copy(dst=rhs_tile, src=rhs[k * TK : (k + 1) * TK, n * TN : (n + 1) * TN])
                 nisa.nc_matmul(dst=acc, stationary=lhs[:, k, :], moving=rhs_tile, accumulate=(k > 0))
             res = nl.ndarray((TM, TN), dtype=out.dtype, buffer=nl.sbuf)
             nisa.tensor_copy(dst=res, src=acc)
-            nisa.dma_copy(dst=out[m * TM:(m + 1) * TM, n * TN:(n + 1) * TN], src=res)
+            nisa.dma_copy(dst=out[m * TM : (m + 1) * TM, n * TN : (n + 1) * TN], src=res)
     return out
 
 

@@ -26,38 +26,37 @@ def rmsnorm_kernel(x, w, eps=1e-6):
         start = t * P
         n = min(P, rows - start)
         tile = nl.ndarray((P, hidden), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=tile[:n], src=x[start:start + n, :])
+        nisa.dma_copy(dst=tile[:n], src=x[start : start + n, :])
 
         # sum of squares per row, accumulated in fp32 by the activation instruction
         squares = nl.ndarray((P, hidden), dtype=nl.float32, buffer=nl.sbuf)
         sum_sq = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=squares[:n], op=nl.square, data=tile[:n], reduce_op=nl.add, reduce_res=sum_sq[:n],
-                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        nisa.activation(
+            dst=squares[:n], op=nl.square, data=tile[:n], reduce_op=nl.add, reduce_res=sum_sq[:n], reduce_cmd=nisa.reduce_cmd.reset_reduce
+        )
 
         # rstd = 1 / sqrt(sum_sq / hidden + eps)
         rstd = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_scalar(dst=rstd[:n], data=sum_sq[:n], op0=nl.multiply, operand0=1.0 / hidden,
-                           op1=nl.add, operand1=eps)
+        nisa.tensor_scalar(dst=rstd[:n], data=sum_sq[:n], op0=nl.multiply, operand0=1.0 / hidden, op1=nl.add, operand1=eps)
         nisa.activation(dst=rstd[:n], op=nl.rsqrt, data=rstd[:n])
 
         normed = nl.ndarray((P, hidden), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=normed[:n], data=tile[:n], op0=nl.multiply, operand0=rstd[:n])
         result = nl.ndarray((P, hidden), dtype=x.dtype, buffer=nl.sbuf)
         nisa.tensor_tensor(dst=result[:n], data1=normed[:n], data2=w_tile[:n], op=nl.multiply)
-        nisa.dma_copy(dst=out[start:start + n, :], src=result[:n])
+        nisa.dma_copy(dst=out[start : start + n, :], src=result[:n])
     return out
 
 
 def reference(x, w, eps=1e-6):
     x64 = np.asarray(x, dtype=np.float64)
-    return x64 / np.sqrt((x64 ** 2).mean(axis=-1, keepdims=True) + eps) * np.asarray(w, dtype=np.float64)
+    return x64 / np.sqrt((x64**2).mean(axis=-1, keepdims=True) + eps) * np.asarray(w, dtype=np.float64)
 
 
 def cases(seed=0):
     rng = np.random.default_rng(seed)
     shapes = [(128, 512), (300, 1024), (5, 2048)]
-    return [(rng.standard_normal(s).astype(np.float32), rng.standard_normal((1, s[1])).astype(np.float32))
-            for s in shapes]
+    return [(rng.standard_normal(s).astype(np.float32), rng.standard_normal((1, s[1])).astype(np.float32)) for s in shapes]
 
 
 TOLERANCE = dict(atol=1e-4, rtol=1e-4)
