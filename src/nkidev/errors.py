@@ -263,7 +263,12 @@ _CATALOGUE = [
         "call the inner function without @nki.jit (plain Python helper)",
     ),
     # --- errors about nkidev's own inputs (CLI and API), not kernels ---
-    _e("err_unknown_target", "Unknown hardware target.", "use trn1, trn2 or trn3"),
+    _e("err_unknown_target", "Unknown hardware target.", "use trn1, trn2 or trn3 (or a target of NKIDEV_HARDWARE_PATH)"),
+    _e(
+        "err_bad_hardware_file",
+        "A hardware file (<target>.toml) has an unknown or missing key, or a value of the wrong type.",
+        "fix the key named in the message; every key of the bundled trn2.toml is required",
+    ),
     _e("err_bad_task_file", "The task file could not be loaded.", "fix the file named in the message"),
     _e("err_kernel_not_found", "No kernel with that name in the file.", "use FILE::KERNEL with a @nki.jit function name"),
     _e(

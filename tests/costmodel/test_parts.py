@@ -8,7 +8,7 @@ import pytest
 from nkidev.costmodel.buffers import reuse_edges
 from nkidev.costmodel.dma import plan_transfer
 from nkidev.costmodel.intervals import merge, merged_length
-from nkidev.emulator import costs
+from nkidev.emulator.ops import OPS
 from nkidev.hardware import get_target
 from tests.costmodel.synth import TraceBuilder
 
@@ -100,18 +100,20 @@ def test_vector_performance_modes():
     tt16 = b.add("tensor_tensor", "vector", [b.access(t, "data1"), b.access(u, "data2")], [b.access(u, "dst")], op="add")
     hw2, hw1 = get_target("trn2"), get_target("trn1")
     ins = b.trace.instructions
-    assert [costs.perf_mode(ins[i], hw2) for i in (copy16, copy32, tt16)] == [4.0, 1.0, 2.0]
-    assert costs.perf_mode(ins[copy16], hw1) == 1.0
-    assert costs.streaming(ins[copy16], hw2) == 1024 / 4
-    assert costs.tensor_tensor(ins[tt16], hw2) == 1024 / 2  # all-bf16 add in SBUF: max(MIN_II, N), 2x mode
+
+    def rate(i, hw):
+        return OPS[ins[i].opcode].perf_rate(ins[i], hw)
+
+    assert [rate(i, hw2) for i in (copy16, copy32, tt16)] == [4.0, 1.0, 2.0]
+    assert rate(copy16, hw1) == 1.0
+    assert OPS["tensor_copy"].cycles(ins[copy16], hw2) == 1024 / 4
+    assert OPS["tensor_tensor"].cycles(ins[tt16], hw2) == 1024 / 2  # all-bf16 add in SBUF: max(MIN_II, N), 2x mode
 
 
 def test_every_traced_op_has_a_cost():
-    from nkidev.emulator.opdef import OPS
-
-    missing = [n for n, op in OPS.items() if op.traced and op.cost is None and "dma" not in op.engines]
+    missing = [n for n, op in OPS.items() if op.cost is None]
     assert missing == []
-    assert np.isfinite(costs.matmul(_fake_matmul(), get_target()))
+    assert np.isfinite(OPS["nc_matmul"].cycles(_fake_matmul(), get_target()))
 
 
 def _fake_matmul():

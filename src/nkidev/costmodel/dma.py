@@ -16,10 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from nkidev.emulator.ops import OPS
 from nkidev.emulator.trace import Access, Instruction, Trace
 from nkidev.hardware import Target
-
-DMA_OPS = ("dma_copy", "dma_transpose", "dma_compute", "sendrecv")
 
 # queue name -> (queue_type, queue index): our own naming in neuron-explorer's style
 QUEUES = {
@@ -67,11 +66,11 @@ def _label(acc: Access, trace: Trace) -> str:
 
 def _queue(ins: Instruction, src: Access, dst: Access, hw: Target) -> str:
     mode = ins.attrs.get("dge_mode", "unknown")
-    if ins.opcode == "sendrecv":
+    if OPS[ins.opcode].rendezvous:  # a core-to-core transfer (sendrecv)
         return "qSyncCC0"
     if mode == "swdge":
         return "qGpSimdDynamic"
-    if mode == "hwdge" and hw.nc_version >= 3:
+    if mode == "hwdge" and hw.features.hwdge:
         return "qSyncHwdge0"
     if src.buffer == "hbm" and dst.buffer != "hbm":
         return "qSyncIO0"
@@ -119,11 +118,8 @@ def plan_transfer(ins: Instruction, trace: Trace, hw: Target) -> Transfer:
     rate = d.bytes_per_ns_per_engine * eff
     packet_ns = tuple(b / rate + math.ceil(b / desc) * d.descriptor_overhead_ns for b in shares)
     queue = _queue(ins, src, dst, hw)
-    mode = ins.attrs.get("dge_mode", "unknown")
     issue_engine = "gpsimd" if queue == "qGpSimdDynamic" else "sync"
     issue_ns = {"qGpSimdDynamic": d.swdge_cost_ns, "qSyncHwdge0": d.hwdge_cost_ns}.get(queue, d.trigger_ns)
-    if mode == "swdge" and hw.nc_version < 3:
-        issue_ns = d.swdge_cost_ns
     hbm_side = src if src.buffer == "hbm" else dst
     variable = trace.tensors[hbm_side.tensor].name if hbm_side.tensor in trace.tensors else ""
     op = "read" if src.buffer == "hbm" and dst.buffer != "hbm" else "write" if dst.buffer == "hbm" else "copy"

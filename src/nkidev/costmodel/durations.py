@@ -1,33 +1,19 @@
-"""Per-instruction engine time: the op table's documented cycle formulas converted to ns.
+"""Per-instruction engine time: the op table's cost expressions converted to ns.
 
-`OpDef.cost(ins, target)` (nkidev/emulator/costs.py) gives engine cycles; the engine clock from the
-target turns them into ns. A Tensor Engine matmul or transpose becomes two profile rows, LDWEIGHTS
-(LoadStationary) and MATMUL, as neuron-explorer shows them.
+`OPS[opcode].cycles(ins, target)` gives engine cycles; the engine clock from the target turns them into
+ns. Every Tensor Engine instruction (matmul, transpose) becomes two profile rows, LDWEIGHTS (LoadStationary,
+`OpDef.load_cost`) and MATMUL, as neuron-explorer shows them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nkidev.emulator import costs
-from nkidev.emulator import ops as _ops  # noqa: F401 - fills OPS, so a trace can be scheduled on its own
-from nkidev.emulator.opdef import OPS
+from nkidev.emulator.ops import OPS
 from nkidev.emulator.trace import Instruction
 from nkidev.hardware import Target
 
-# nki.isa name -> profiler opcode where neuron-explorer's glossary names it differently ("Common instruction
-# opcodes"); everything else is the upper-cased nki.isa name
-OPCODE_NAMES = {
-    "activation": "ACTIVATE",
-    "activation_reduce": "ACTIVATE",
-    "activate2": "ACTIVATE",
-    "tensor_scalar": "SCALAR",
-    "tensor_reduce": "REDUCE",
-    "nc_transpose": "TRANSPOSE",
-    "core_barrier": "BARRIER",
-}
 LOAD_STATIONARY, MATMUL, DMA_TRIGGER = "LDWEIGHTS", "MATMUL", "DMA_TRIGGER"  # profile row opcodes
-TENSOR_MATMUL_OPS = ("nc_matmul", "nc_transpose", "nc_matmul_mx")
 
 
 @dataclass(slots=True)
@@ -41,11 +27,13 @@ class EngineWork:
 
 
 def opcode_name(nki_name: str) -> str:
-    return OPCODE_NAMES.get(nki_name, nki_name.upper())
+    """The profile opcode of an instruction's engine row (neuron-explorer's name, from the op table)."""
+    return OPS[nki_name].opcode
 
 
 def is_tensor_matmul(ins: Instruction) -> bool:
-    return ins.engine == "tensor" and ins.opcode in TENSOR_MATMUL_OPS
+    """Every Tensor Engine instruction loads a stationary operand, then streams the moving one."""
+    return ins.engine == "tensor"
 
 
 def clock_ghz(engine: str, hw: Target) -> float:
@@ -57,14 +45,13 @@ def clock_ghz(engine: str, hw: Target) -> float:
 
 
 def engine_work(ins: Instruction, hw: Target) -> EngineWork:
-    """Engine time of a non-DMA instruction, from its op's documented cost formula."""
+    """Engine time of a non-DMA instruction, from its op's cost expression."""
+    op = OPS[ins.opcode]
     clock = clock_ghz(ins.engine, hw)
+    busy = float(op.cycles(ins, hw)) / clock
     if is_tensor_matmul(ins):
-        mm = costs.pe_transpose(ins, hw) if ins.opcode == "nc_transpose" else costs.matmul(ins, hw)
-        return EngineWork("tensor", mm / clock, costs.load_stationary(ins, hw) / clock)
-    op = OPS.get(ins.opcode)
-    cycles = op.cost(ins, hw) if op is not None and op.cost is not None else costs.streaming(ins, hw)
-    return EngineWork(ins.engine, float(cycles) / clock, 0.0, costs.perf_mode(ins, hw))
+        return EngineWork("tensor", busy, op.load_cycles(ins, hw) / clock)
+    return EngineWork(ins.engine, busy, 0.0, op.perf_rate(ins, hw))
 
 
 def dependent_latency_ns(engine: str, hw: Target) -> float:

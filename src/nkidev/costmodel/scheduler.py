@@ -29,7 +29,7 @@ import numpy as np
 
 from nkidev.costmodel.buffers import reuse_edges
 from nkidev.costmodel.deps import dependencies
-from nkidev.costmodel.dma import DMA_OPS, Transfer, plan_transfer
+from nkidev.costmodel.dma import Transfer, plan_transfer
 from nkidev.costmodel.durations import (
     DMA_TRIGGER,
     LOAD_STATIONARY,
@@ -41,6 +41,7 @@ from nkidev.costmodel.durations import (
     opcode_name,
 )
 from nkidev.costmodel.timeline import Packets, Rows, Timeline, Transfers
+from nkidev.emulator.ops import OPS
 from nkidev.emulator.trace import Trace
 from nkidev.hardware import Target, get_target
 
@@ -74,7 +75,7 @@ class _Plan:
 
         for i, ins in enumerate(trace.instructions):
             self.first_row[i] = len(row_ins)
-            if ins.engine == "dma" or ins.opcode in DMA_OPS:
+            if ins.engine == "dma":
                 t = plan_transfer(ins, trace, hw)
                 self.kind[i], self.transfer[i] = DMA, t
                 self.transfer_index[i] = n_transfers
@@ -123,18 +124,15 @@ def _shared_ports(ins, hw: Target) -> tuple[tuple[int, str], ...]:
     return tuple(ports)
 
 
-SYNC_OPS = ("core_barrier", "sendrecv")
-
-
 def _barrier_groups(trace: Trace) -> dict[int, list[int]]:
-    """k-th core_barrier (or sendrecv) of every program -> the positions of that group (multi-core runs only):
-    the group starts together, once every core has reached it."""
+    """k-th rendezvous instruction (core_barrier, sendrecv: OpDef.rendezvous) of every program -> the positions
+    of that group (multi-core runs only): the group starts together, once every core has reached it."""
     if trace.programs <= 1:
         return {}
     seen: dict[tuple[str, int], int] = {}
     groups: dict[tuple[str, int], list[int]] = {}
     for i, ins in enumerate(trace.instructions):
-        if ins.opcode in SYNC_OPS:
+        if OPS[ins.opcode].rendezvous:
             k = seen.get((ins.opcode, ins.program), 0)
             seen[(ins.opcode, ins.program)] = k + 1
             groups.setdefault((ins.opcode, k), []).append(i)

@@ -46,20 +46,15 @@ def all_pages() -> tuple[Page, ...]:
 
 
 def _ops() -> dict:
-    import nkidev.emulator.isa  # noqa: F401  (populates OPS)
-    from nkidev.emulator.opdef import OPS
+    from nkidev.emulator.ops import OPS
 
     return OPS
 
 
-# Checks the dispatcher applies to every on-chip operand of a compute instruction (opdef._check_operands).
-OPERAND_CHECKS = (
-    ("err_failed_to_infer_tile_from_local_tensor", "every tile operand is an NKI tensor"),
-    ("err_unsupported_memory", "tile operands are in SBUF or PSUM, never HBM"),
-    ("err_num_partition_exceed_arch_limit", "tile operands use at most 128 partitions"),
-    ("err_gpsimd_cannot_access_psum", "GpSimd instructions never touch PSUM"),
-    ("err_partition_start_alignment", "a tile of P > 64 partitions starts at 0, 32 < P <= 64 at 0 or 64, P <= 32 at a multiple of 32"),
-)
+def _operand_rules():
+    from nkidev.emulator.rules import OPERAND_RULES
+
+    return OPERAND_RULES
 
 
 def isa_pages() -> list[Page]:
@@ -71,7 +66,7 @@ def _isa_page(op) -> Page:
     if op.semantics:
         lines += ["## Semantics", "", op.semantics, ""]
     lines += ["## Engines", "", ", ".join(op.engines), ""]
-    availability = f"NeuronCore-v{op.min_nc} ({_target_of(op.min_nc)}) and newer."
+    availability = f"Targets: {', '.join(op.available_on()) or 'none of the bundled targets'}."
     if not op.emulated:
         availability += (
             " Documented NKI API that nkidev does not emulate yet: calling it raises `err_not_supported_yet`; run it on Trainium."
@@ -83,18 +78,25 @@ def _isa_page(op) -> Page:
         lines.append("")
     if op.tiles:
         lines += ["## Operand checks", "", f"Applied to {', '.join(op.tiles)}:", ""]
-        lines += [f"- {doc} (`{error}`)" for error, doc in OPERAND_CHECKS]
+        lines += [f"- {rule.doc} (`{rule.error}`)" for rule in _operand_rules()]
         lines.append("")
-    if op.cost_doc:
-        lines += ["## Cost model", "", op.cost_doc, ""]
+    lines += ["## Cost model", "", f"`{op.cost_doc}`" + ("" if op.is_dma else " engine cycles"), ""]
+    lines += _terms(op)
     lines += ["See also: `nkidev docs search " + op.name.replace("_", " ") + "`."]
     return Page(
         f"isa/{op.name}", "isa", f"nki.isa.{op.name}", op.summary, "\n".join(lines), (op.name, f"nisa.{op.name}", f"nki.isa.{op.name}")
     )
 
 
-def _target_of(nc_version: int) -> str:
-    return {2: "trn1", 3: "trn2", 4: "trn3"}.get(nc_version, f"nc-v{nc_version}")
+def _terms(op) -> list[str]:
+    """What each name in the op's cost formula means (the terms of nkidev.emulator.costs it uses)."""
+    from nkidev.emulator.costs import TERMS
+
+    used = [t for t in TERMS if t.name in op.cost_doc.replace("(", " ").replace(",", " ").split()]
+    out = [f"- `{t.name}`: {t.meaning}" for t in used]
+    if op.perf_modes is not None:
+        out.append(f"- performance modes ({op.perf_modes.name}): {op.perf_modes.doc}")
+    return [*out, ""] if out else []
 
 
 # ---------------------------------------------------------------- nki.language
@@ -212,8 +214,8 @@ def raisers() -> dict[str, list[str]]:
     for op in _ops().values():
         for rule in op.rules:
             out.setdefault(rule.error, []).append(f"`nisa.{op.name}`: {rule.doc}")
-    for error, doc in OPERAND_CHECKS:
-        out.setdefault(error, []).append(f"every compute instruction: {doc}")
+    for rule in _operand_rules():
+        out.setdefault(rule.error, []).append(f"every instruction with tile operands: {rule.doc}")
     return out
 
 
@@ -255,9 +257,9 @@ def verdict_pages() -> list[Page]:
 
 
 def hardware_pages() -> list[Page]:
-    from nkidev.hardware import TARGET_NAMES, get_target
+    from nkidev.hardware import get_target, target_names
 
-    return [_hardware_page(get_target(name)) for name in TARGET_NAMES]
+    return [_hardware_page(get_target(name)) for name in target_names()]
 
 
 def _hardware_page(t) -> Page:

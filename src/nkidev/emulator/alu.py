@@ -46,6 +46,22 @@ def _div(a, b):
         return np.divide(a, b, dtype=F32)
 
 
+class OpSpec:
+    """An op specifier that is not a callable math function (nl.prelu, nl.bypass, nl.average)."""
+
+    def __init__(self, name: str):
+        self.__nki_op__ = name
+        self.__name__ = name
+
+    def __repr__(self) -> str:
+        return f"nl.{self.__name__}"
+
+
+# Op specifiers nki.isa signatures use as defaults (cmp_op=nl.equal, reduce_op=nl.maximum), so nki.isa needs
+# no import of nki.language.
+DEFAULT_SPECS = {name: OpSpec(name) for name in ("equal", "maximum")}
+
+
 @dataclass(frozen=True)
 class AluOp:
     name: str
@@ -53,7 +69,6 @@ class AluOp:
     fn: Callable  # (a, b) -> array; fp32 for arith, integers for bitvec
     reduce: Callable | None = None  # (array, axis) -> array, when legal as a reduction op
     identity: float | None = None  # accumulator reset value for reductions
-    min_nc: int = 2
 
 
 def _ufunc_reduce(ufunc):
@@ -78,8 +93,8 @@ ALU: dict[str, AluOp] = {
         AluOp("logical_or", "arith", _logical(np.logical_or), lambda x, axis: np.any(x != 0, axis=axis).astype(F32), 0.0),
         AluOp("logical_xor", "arith", _logical(np.logical_xor), lambda x, axis: (np.sum(x != 0, axis=axis) % 2).astype(F32), 0.0),
         AluOp("power", "arith", lambda a, b: np.power(a, b, dtype=F32)),
-        AluOp("abs_max", "arith", _abs_max, min_nc=4),
-        AluOp("abs_min", "arith", _abs_min, min_nc=4),
+        AluOp("abs_max", "arith", _abs_max),
+        AluOp("abs_min", "arith", _abs_min),
         # not in the hardware ALU table; nl.divide/mod/fmod are emulated for convenience
         AluOp("divide", "arith", _div),
         AluOp("mod", "arith", lambda a, b: np.mod(a, b, dtype=F32)),

@@ -7,10 +7,13 @@ thread-local, so NKI calls made outside any kernel still work against a default 
 from __future__ import annotations
 
 import threading
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from nkidev.emulator.location import kernel_frame, rule_error
+from nkidev.errors import NkiWarning
 from nkidev.hardware import Target, get_target
 
 
@@ -18,7 +21,7 @@ from nkidev.hardware import Target, get_target
 class EmulatorOptions:
     """How strictly the emulator runs (documented in the README; every field has a sane default)."""
 
-    target: str | None = None  # trn1 | trn2 | trn3; None reads NEURON_PLATFORM_TARGET_OVERRIDE, else trn2
+    target: Target | str | None = None  # a Target, or its name/alias (resolved here); None: the default at run time
     compute: bool = True  # False: check rules and build the trace, skip the NumPy math (large profiles)
     check_capacity: bool = True  # track live SBUF/PSUM bytes against the target
     record: bool = True  # build the instruction trace
@@ -26,7 +29,7 @@ class EmulatorOptions:
 
     def __post_init__(self):
         if self.target is not None:
-            get_target(self.target)  # raises err_unknown_target early
+            object.__setattr__(self, "target", get_target(self.target))  # resolved once; err_unknown_target early
 
 
 class Usage:
@@ -41,16 +44,12 @@ class Usage:
         kind, n = storage.kind, storage.pp_bytes
         limit = target.sbuf.usable_bytes_per_partition if kind == "sbuf" else target.psum.bytes_per_partition
         if self.check and kind == "psum" and n > limit:
-            from nkidev.emulator.tensor import rule_error
-
             raise rule_error(
                 "err_psum_tile_too_large",
                 f"PSUM tile {tuple(storage.array.shape)} {storage.dtype} needs {n} bytes per partition, PSUM has {limit}",
                 "use at most 8 banks x 2 KiB (2048 fp32) per partition",
             )
         if self.check and self.live[kind] + n > limit:
-            from nkidev.emulator.tensor import rule_error
-
             name = "err_sbuf_capacity_exceeded" if kind == "sbuf" else "err_psum_capacity_exceeded"
             raise rule_error(
                 name,
@@ -112,3 +111,20 @@ def set_current(ctx: Context | None) -> Context | None:
     previous = getattr(_local, "ctx", None)
     _local.ctx = ctx
     return previous
+
+
+def warn(name: str, message: str) -> None:
+    """Emit an NkiWarning attributed to the kernel line, and record it in the trace."""
+    frame = kernel_frame(2)
+    location = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else None
+    text = f"{name}: {message}"
+    if frame is not None:
+        registry = frame.f_globals.setdefault("__warningregistry__", {})
+        warnings.warn_explicit(
+            text, NkiWarning, frame.f_code.co_filename, frame.f_lineno, module=frame.f_globals.get("__name__"), registry=registry
+        )
+    else:
+        warnings.warn(text, NkiWarning, stacklevel=2)
+    trace = current().trace
+    if trace is not None:
+        trace.add_warning(name, message, location)

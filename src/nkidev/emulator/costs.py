@@ -1,45 +1,194 @@
-"""Documented per-instruction cost formulas (reference/hardware.md §2.2), in engine cycles.
+"""Instruction costs as expressions: one object both computes an op's engine cycles and writes its doc.
 
-`N` is elements per partition of the largest operand, `MIN_II` the minimum initiation interval.
-Each op declaration in `isa.py` names one of these; the cost model converts cycles to ns with the
-engine's clock. Throughput above one element per lane per cycle (NC-v3/v4 performance modes) comes
-from the target's `elems_per_cycle_*` numbers.
+An op declaration names its cost, e.g. `cost=max_(MIN_II, N / RATE)`; the cost model evaluates it on a
+trace instruction and the docs print `max(MIN_II, N / RATE)` from the same tree, so the two cannot
+disagree. Terms are the documented quantities (reference: the per-instruction cost formulas of the NKI
+performance guide): `N` elements per partition of the largest operand, `MIN_II` the minimum initiation
+interval, `RATE` the elements per lane per cycle of the op's performance mode, ... Conditions (`when`)
+read the instruction's attributes. Numbers come from the target's TOML; nothing here is per generation.
 """
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nkidev.emulator.dtypes import DTYPES
 from nkidev.hardware import Target
 
 SIXTEEN_BIT = {"bfloat16", "float16"}
 EIGHT_BIT = {"float8_e4m3", "float8_e5m2", "float8_e4m3fn"}
 
 
-PERF_MODE_OPS = {"tensor_copy", "tensor_scalar"}  # hardware.md §2.1: the ops the 4x/2x modes name
+@dataclass(frozen=True)
+class Env:
+    """What a cost is evaluated against: the trace instruction, the hardware and the op's declaration."""
+
+    ins: object  # nkidev.emulator.trace.Instruction
+    hw: Target
+    op: object  # nkidev.emulator.opdef.OpDef
 
 
-def perf_mode(ins, hw: Target) -> float:
-    """Elements per lane per cycle (1, 2 or 4) from the documented performance modes.
+class Expr:
+    """A cost expression: `expr.eval(env)` computes it, `expr.render(leaf)` writes it with each leaf
+    (term or condition) spelled by `leaf`; `doc` is the rendering with the leaves' names."""
 
-    tensor_copy / tensor_scalar with every operand 16/8-bit: the full narrow rate (4x Vector on NC-v3/v4,
-    2x Scalar on NC-v4) when all in SBUF and contiguous, else the 'other' rate (2x Vector on NC-v3/v4);
-    tensor_tensor on Vector with all-narrow SBUF inputs: the 'other' rate. Everything else, and NC-v2: 1.
-    """
-    if ins.engine not in ("vector", "scalar", "gpsimd"):
-        return 1.0
-    eng = hw.engine(ins.engine)
+    def eval(self, env: Env) -> float:
+        raise NotImplementedError
+
+    def render(self, leaf: Callable) -> str:
+        raise NotImplementedError
+
+    @property
+    def doc(self) -> str:
+        return self.render(lambda x: x.name)
+
+    def __add__(self, other):
+        return BinOp("+", self, _expr(other))
+
+    def __radd__(self, other):
+        return BinOp("+", _expr(other), self)
+
+    def __mul__(self, other):
+        return BinOp("*", self, _expr(other))
+
+    def __rmul__(self, other):
+        return BinOp("*", _expr(other), self)
+
+    def __truediv__(self, other):
+        return BinOp("/", self, _expr(other))
+
+
+def _expr(x) -> Expr:
+    return x if isinstance(x, Expr) else Const(x)
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Expr):
+    value: float
+
+    def eval(self, env: Env) -> float:
+        return self.value
+
+    def render(self, leaf: Callable) -> str:
+        return repr(self.value) if not float(self.value).is_integer() else str(int(self.value))
+
+
+@dataclass(frozen=True, eq=False)
+class Term(Expr):
+    """A named quantity of the instruction or the hardware."""
+
+    name: str
+    meaning: str
+    get: Callable[[Env], float]
+
+    def eval(self, env: Env) -> float:
+        return self.get(env)
+
+    def render(self, leaf: Callable) -> str:
+        return leaf(self)
+
+
+_OPS = {"+": operator.add, "*": operator.mul, "/": operator.truediv}
+_PRECEDENCE = {"+": 1, "*": 2, "/": 2}
+
+
+@dataclass(frozen=True, eq=False)
+class BinOp(Expr):
+    op: str
+    a: Expr
+    b: Expr
+
+    def eval(self, env: Env) -> float:
+        return _OPS[self.op](self.a.eval(env), self.b.eval(env))
+
+    def render(self, leaf: Callable) -> str:
+        def side(e: Expr, right: bool) -> str:
+            text = e.render(leaf)
+            inner = _PRECEDENCE.get(getattr(e, "op", ""), 3)
+            mine = _PRECEDENCE[self.op]
+            return f"({text})" if inner < mine or (right and inner == mine and self.op == "/") else text
+
+        return f"{side(self.a, False)} {self.op} {side(self.b, True)}"
+
+
+@dataclass(frozen=True, eq=False)
+class Call(Expr):
+    fn: str  # "max" | "min"
+    args: tuple[Expr, ...]
+
+    def eval(self, env: Env) -> float:
+        return {"max": max, "min": min}[self.fn](a.eval(env) for a in self.args)
+
+    def render(self, leaf: Callable) -> str:
+        return f"{self.fn}({', '.join(a.render(leaf) for a in self.args)})"
+
+
+@dataclass(frozen=True, eq=False)
+class Cond:
+    """A yes/no fact about the instruction; `name` is how the docs say it."""
+
+    name: str
+    test: Callable[[Env], bool]
+
+
+@dataclass(frozen=True, eq=False)
+class When(Expr):
+    cond: Cond
+    then: Expr
+    otherwise: Expr
+
+    def eval(self, env: Env) -> float:
+        return self.then.eval(env) if self.cond.test(env) else self.otherwise.eval(env)
+
+    def render(self, leaf: Callable) -> str:
+        return f"({self.then.render(leaf)} if {leaf(self.cond)} else {self.otherwise.render(leaf)})"
+
+
+def max_(*args) -> Expr:
+    return Call("max", tuple(_expr(a) for a in args))
+
+
+def min_(*args) -> Expr:
+    return Call("min", tuple(_expr(a) for a in args))
+
+
+def when(cond: Cond, then, otherwise) -> Expr:
+    return When(cond, _expr(then), _expr(otherwise))
+
+
+@dataclass(frozen=True)
+class TransferCost:
+    """The cost of a DMA instruction: not engine cycles but a transfer the scheduler times on the DMA queues
+    and engines (costmodel/dma.py implements exactly this description)."""
+
+    doc: str
+
+
+TRANSFER = TransferCost(
+    "issue on its DMA queue (trigger_ns; hwdge_cost_ns / swdge_cost_ns for descriptor-generated DMAs), then "
+    "fixed_cost_ns, then each DMA engine serving its partitions moves its share: bytes / (bytes_per_ns_per_engine "
+    "x efficiency) + descriptors x descriptor_overhead_ns (efficiency: hbm_efficiency when HBM is involved, x "
+    "the transpose efficiency for DMA transposes)"
+)
+
+
+# ---------------------------------------------------------------- performance modes
+
+
+@dataclass(frozen=True)
+class PerfModes:
+    """The throughput modes an op may run in: `rate(env)` is elements per lane per cycle (1, 2 or 4)."""
+
+    name: str
+    doc: str
+    rate: Callable[[Env], float]
+
+
+def _narrow(ins) -> bool:
     ops = ins.reads + ins.writes
-    narrow = bool(ops) and all(a.dtype in SIXTEEN_BIT | EIGHT_BIT for a in ops)
-    if not narrow:
-        return 1.0
-    sbuf = all(a.buffer == "sbuf" for a in ops)
-    if ins.opcode in PERF_MODE_OPS:
-        full = sbuf and all(_contiguous(a) for a in ops)
-        per_cycle = eng.elems_per_cycle_16bit if full else eng.elems_per_cycle_other
-    elif ins.opcode == "tensor_tensor" and sbuf:
-        per_cycle = eng.elems_per_cycle_other
-    else:
-        return 1.0
-    return max(1.0, per_cycle / eng.lanes)
+    return bool(ops) and all(a.dtype in SIXTEEN_BIT | EIGHT_BIT for a in ops)
 
 
 def _contiguous(a) -> bool:
@@ -47,123 +196,143 @@ def _contiguous(a) -> bool:
     return a.contiguous_bytes >= per_partition
 
 
-def streaming(ins, hw: Target, passes: float = 1.0) -> float:
-    """max(MIN_II, passes*N) at the engine's lane rate: tensor_scalar, activation, tensor_copy, ..."""
-    return max(hw.engines.min_ii_cycles, passes * ins.free_elems / perf_mode(ins, hw))
+def _lane_rate(env: Env, per_cycle: int) -> float:
+    if env.ins.engine not in ("vector", "scalar", "gpsimd"):
+        return 1.0
+    return max(1.0, per_cycle / env.hw.engine(env.ins.engine).lanes)
 
 
-def tensor_tensor(ins, hw: Target) -> float:
-    """max(MIN_II, N) with one PSUM input or all-bf16 add/mul/sub in SBUF, else max(MIN_II, 2N)."""
-    psum_in = any(a.buffer == "psum" for a in ins.reads)
-    fast = psum_in or (
-        ins.attrs.get("op") in ("add", "multiply", "subtract") and all(a.dtype == "bfloat16" and a.buffer == "sbuf" for a in ins.reads)
-    )
-    return streaming(ins, hw, 1.0 if fast else 2.0)
+def _copy_rate(env: Env) -> float:
+    ins = env.ins
+    if ins.engine not in ("vector", "scalar", "gpsimd") or not _narrow(ins):
+        return 1.0
+    eng = env.hw.engine(ins.engine)
+    ops = ins.reads + ins.writes
+    full = all(a.buffer == "sbuf" for a in ops) and all(_contiguous(a) for a in ops)
+    return _lane_rate(env, eng.elems_per_cycle_16bit if full else eng.elems_per_cycle_other)
 
 
-def tensor_reduce(ins, hw: Target) -> float:
-    """N/2 for bf16 add/max, else N."""
-    fast = ins.attrs.get("op") in ("add", "maximum") and all(a.dtype == "bfloat16" for a in ins.reads + ins.writes)
-    n = max((a.nbytes // max(1, a.partitions) // _itemsize(a.dtype)) for a in ins.reads) if ins.reads else 0
-    return max(hw.engines.min_ii_cycles, n / (2.0 if fast else 1.0))
+def _tensor_tensor_rate(env: Env) -> float:
+    ins = env.ins
+    if ins.engine not in ("vector", "scalar", "gpsimd") or not _narrow(ins):
+        return 1.0
+    if not all(a.buffer == "sbuf" for a in ins.reads + ins.writes):
+        return 1.0
+    return _lane_rate(env, env.hw.engine(ins.engine).elems_per_cycle_other)
 
 
-def plus_min_ii(ins, hw: Target) -> float:
-    """max(MIN_II, N) + MIN_II: activation_reduce, tensor_scalar_reduce (extra accumulator read)."""
-    return streaming(ins, hw) + hw.engines.min_ii_cycles
+COPY_MODES = PerfModes(
+    "narrow copy modes",
+    "every operand 16/8-bit: elems_per_cycle_16bit / lanes (4x VectorE on NC-v3/v4, 2x ScalarE on NC-v4) when all "
+    "are in SBUF and contiguous, else elems_per_cycle_other / lanes",
+    _copy_rate,
+)
+TENSOR_TENSOR_MODES = PerfModes(
+    "narrow tensor_tensor mode", "every operand 16/8-bit and in SBUF: elems_per_cycle_other / lanes", _tensor_tensor_rate
+)
+DOUBLE_ROW = PerfModes(
+    "double_row",
+    "perf_mode=double_row (fp8): 1 / fp8_cycle_factor (2x on NC-v3/v4)",
+    lambda env: 1.0 / env.hw.tensor_engine.fp8_cycle_factor if env.ins.attrs.get("perf_mode") == "double_row" else 1.0,
+)
 
 
-def activation(ins, hw: Target) -> float:
-    """max(MIN_II, N); reading reduce_res adds a ~64-cycle ActReadAccumulator."""
-    extra = hw.engines.min_ii_cycles if ins.attrs.get("reads_accumulator") else 0
-    return streaming(ins, hw) + extra
+def rate_of(env: Env) -> float:
+    modes = env.op.perf_modes
+    return modes.rate(env) if modes is not None else 1.0
 
 
-def memset(ins, hw: Target) -> float:
-    """max(MIN_II, N/2) for zero into bf16/fp16, else max(MIN_II, N)."""
-    fast = ins.attrs.get("value") == 0 and all(a.dtype in SIXTEEN_BIT for a in ins.writes)
-    return streaming(ins, hw, 0.5 if fast else 1.0)
+# ---------------------------------------------------------------- terms
 
 
-def reciprocal(ins, hw: Target) -> float:
-    """VectorE max(MIN_II, 8N)."""
-    return max(hw.engines.min_ii_cycles, 8.0 * ins.free_elems)
+def _attr(key: str, default=0):
+    return lambda env: env.ins.attrs.get(key, default)
 
 
-def scan(ins, hw: Target) -> float:
-    """max(MIN_II, 2N): tensor_tensor_scan."""
-    return max(hw.engines.min_ii_cycles, 2.0 * ins.free_elems)
-
-
-def scalar_tensor_tensor(ins, hw: Target) -> float:
-    """N for bf16 subtract-then-multiply with even N, else 2N."""
-    fast = (
-        ins.attrs.get("op0") == "subtract"
-        and ins.attrs.get("op1") == "multiply"
-        and ins.free_elems % 2 == 0
-        and all(a.dtype == "bfloat16" for a in ins.reads)
-    )
-    return max(hw.engines.min_ii_cycles, (1.0 if fast else 2.0) * ins.free_elems)
-
-
-def copy_predicated(ins, hw: Target) -> float:
-    """max(MIN_II, N) when src/predicate split SBUF/PSUM, else max(MIN_II, 2N)."""
-    split = len({a.buffer for a in ins.reads}) > 1
-    return max(hw.engines.min_ii_cycles, (1.0 if split else 2.0) * ins.free_elems)
-
-
-def bn_aggr(ins, hw: Target) -> float:
-    """max(MIN_II, 13*(N/3))."""
-    return max(hw.engines.min_ii_cycles, 13.0 * ins.free_elems / 3.0)
-
-
-def linear(ins, hw: Target) -> float:
-    """N cycles (max8, nc_find_index8)."""
-    return float(ins.free_elems)
-
-
-def gpsimd(ins, hw: Target) -> float:
-    """GPSIMD_START + N (iota, affine_select)."""
-    return hw.gpsimd_engine.start_cycles + ins.free_elems
-
-
-def gpsimd_streaming(ins, hw: Target) -> float:
-    """GPSIMD_START + max(MIN_II, N) for other GpSimd work."""
-    return hw.gpsimd_engine.start_cycles + streaming(ins, hw)
-
-
-def matmul(ins, hw: Target) -> float:
-    """max(min(64, N_stationary), N_moving) TensorE cycles; x4 for fp32 inputs; x0.5 for fp8 double-row."""
-    a = ins.attrs
-    cycles = max(min(64, a.get("M", 128)), a.get("N", 0))
-    if a.get("fp32") and not a.get("onezero"):
-        cycles *= hw.tensor_engine.fp32_cycle_factor
-    if a.get("perf_mode") == "double_row":
-        cycles *= hw.tensor_engine.fp8_cycle_factor
-    return float(cycles)
-
-
-def load_stationary(ins, hw: Target) -> float:
-    """LoadStationary (LDWEIGHTS): up to 4x faster than a MultiplyMoving of equal free size, ~M/4 cycles.
-
-    M is the stationary free size (nc_matmul attrs M; nc_transpose loads its data, F columns). Runs in the
-    background of the previous MATMUL; the scheduler models that overlap.
-    """
-    a = ins.attrs
-    cycles = a.get("M", a.get("F", hw.tensor_engine.stationary_fmax)) * hw.tensor_engine.load_stationary_factor
-    if a.get("fp32"):
-        cycles *= hw.tensor_engine.fp32_cycle_factor
-    return float(cycles)
-
-
-def pe_transpose(ins, hw: Target) -> float:
-    """TensorE transpose: max(P, min(64, F)); on VectorE (32x32 blocks) max(MIN_II, N)."""
-    if ins.engine == "vector":
-        return streaming(ins, hw)
-    return float(max(ins.partitions, min(64, ins.attrs.get("F", ins.free_elems))))
+def _input_elems(env: Env) -> float:
+    reads = env.ins.reads
+    return max((a.nbytes // max(1, a.partitions) // _itemsize(a.dtype)) for a in reads) if reads else 0
 
 
 def _itemsize(dtype: str) -> int:
-    from nkidev.emulator.dtypes import DTYPES
-
     return DTYPES[dtype].itemsize if dtype in DTYPES else 4
+
+
+N = Term("N", "elements per partition of the largest operand", lambda env: env.ins.free_elems)
+N_IN = Term("N_in", "elements per partition of the largest input", _input_elems)
+P = Term("P", "partitions used", lambda env: env.ins.partitions)
+MIN_II = Term("MIN_II", "minimum initiation interval, engine cycles", lambda env: env.hw.engines.min_ii_cycles)
+RATE = Term("RATE", "elements per lane per cycle of the op's performance mode (1, 2 or 4)", rate_of)
+GPSIMD_START = Term("GPSIMD_START", "GpSimd start-up cycles", lambda env: env.hw.gpsimd_engine.start_cycles)
+M = Term(
+    "M",
+    "stationary free size (a TensorE transpose loads its F columns)",
+    lambda env: env.ins.attrs.get("M", env.ins.attrs.get("F", env.hw.tensor_engine.stationary_fmax)),
+)
+N_MOVING = Term("N_moving", "moving free size", _attr("N"))
+F = Term("F", "free size of the transposed data", lambda env: env.ins.attrs.get("F", env.ins.free_elems))
+K_TOP = Term("K", "values kept per partition", _attr("n"))
+FP32_FACTOR = Term("FP32_FACTOR", "TensorE cycle factor of fp32 operands", lambda env: env.hw.tensor_engine.fp32_cycle_factor)
+LS_FACTOR = Term("LS_FACTOR", "LoadStationary cycles per stationary column", lambda env: env.hw.tensor_engine.load_stationary_factor)
+
+
+def _all(dtypes: set, accesses) -> bool:
+    return all(a.dtype in dtypes for a in accesses)
+
+
+PSUM_INPUT_OR_BF16_ADD = Cond(
+    "a PSUM input, or bf16 add/multiply/subtract in SBUF",
+    lambda env: (
+        any(a.buffer == "psum" for a in env.ins.reads)
+        or (
+            env.ins.attrs.get("op") in ("add", "multiply", "subtract")
+            and all(a.dtype == "bfloat16" and a.buffer == "sbuf" for a in env.ins.reads)
+        )
+    ),
+)
+BF16_ADD_MAX = Cond(
+    "bf16 add/max",
+    lambda env: env.ins.attrs.get("op") in ("add", "maximum") and _all({"bfloat16"}, env.ins.reads + env.ins.writes),
+)
+READS_ACCUMULATOR = Cond("reduce_res is read", lambda env: bool(env.ins.attrs.get("reads_accumulator")))
+ZERO_INTO_16BIT = Cond("zero into bf16/fp16", lambda env: env.ins.attrs.get("value") == 0 and _all(SIXTEEN_BIT, env.ins.writes))
+BF16_SUB_MUL_EVEN = Cond(
+    "bf16 subtract then multiply with even N",
+    lambda env: (
+        env.ins.attrs.get("op0") == "subtract"
+        and env.ins.attrs.get("op1") == "multiply"
+        and env.ins.free_elems % 2 == 0
+        and _all({"bfloat16"}, env.ins.reads)
+    ),
+)
+SPLIT_SBUF_PSUM = Cond("src and predicate split over SBUF and PSUM", lambda env: len({a.buffer for a in env.ins.reads}) > 1)
+FP32_OPERANDS = Cond("fp32 operands (not one-zero)", lambda env: bool(env.ins.attrs.get("fp32")) and not env.ins.attrs.get("onezero"))
+FP32_STATIONARY = Cond("fp32 operands", lambda env: bool(env.ins.attrs.get("fp32")))
+ON_VECTOR = Cond("on VectorE", lambda env: env.ins.engine == "vector")
+
+
+# ---------------------------------------------------------------- the documented formulas
+
+STREAMING = max_(MIN_II, N / RATE)  # tensor_scalar, tensor_copy, activation, ...
+TENSOR_TENSOR = max_(MIN_II, when(PSUM_INPUT_OR_BF16_ADD, 1, 2) * N / RATE)
+TENSOR_REDUCE = max_(MIN_II, N_IN / when(BF16_ADD_MAX, 2, 1))
+PLUS_MIN_II = STREAMING + MIN_II  # activation_reduce, tensor_scalar_reduce (extra accumulator read)
+ACTIVATION = STREAMING + when(READS_ACCUMULATOR, MIN_II, 0)
+MEMSET = max_(MIN_II, when(ZERO_INTO_16BIT, 0.5, 1) * N / RATE)
+RECIPROCAL = max_(MIN_II, 8 * N)  # VectorE reciprocal
+SCAN = max_(MIN_II, 2 * N)  # tensor_tensor_scan, tensor_scalar_cumulative
+SCALAR_TENSOR_TENSOR = max_(MIN_II, when(BF16_SUB_MUL_EVEN, 1, 2) * N)
+COPY_PREDICATED = max_(MIN_II, when(SPLIT_SBUF_PSUM, 1, 2) * N)
+BN_AGGR = max_(MIN_II, 13 * N / 3)
+LINEAR = N  # max8, nc_find_index8
+GPSIMD = GPSIMD_START + N  # iota, affine_select
+GPSIMD_STREAMING = GPSIMD_START + STREAMING
+MATMUL = max_(min_(64, M), N_MOVING) * when(FP32_OPERANDS, FP32_FACTOR, 1) / RATE
+LOAD_STATIONARY = M * LS_FACTOR * when(FP32_STATIONARY, FP32_FACTOR, 1)  # runs behind the previous MATMUL
+PE_TRANSPOSE = when(ON_VECTOR, STREAMING, max_(P, min_(64, F)))
+MATCH_REPLACE8 = min_(MIN_II, N)  # as documented
+EXPONENTIAL = STREAMING / 4  # VectorE exp: 4x the throughput of ScalarE exp
+TOPK = 4 * N + K_TOP
+SEMAPHORE_ROUND_TRIP = MIN_II  # core_barrier
+
+TERMS = (N, N_IN, P, MIN_II, RATE, GPSIMD_START, M, N_MOVING, F, K_TOP, FP32_FACTOR, LS_FACTOR)

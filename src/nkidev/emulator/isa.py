@@ -8,33 +8,27 @@ import numpy as np
 
 from nkidev.emulator import context as _ctx
 from nkidev.emulator import ops as _ops  # noqa: F401  (registers every op declaration)
+from nkidev.emulator.alu import DEFAULT_SPECS
 from nkidev.emulator.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, oob_mode, reduce_cmd
 from nkidev.emulator.opdef import OPS, public_function
+from nkidev.emulator.register_ops import register_alloc as register_alloc
+from nkidev.emulator.register_ops import register_load as register_load
+from nkidev.emulator.register_ops import register_move as register_move
+from nkidev.emulator.register_ops import register_store as register_store
 from nkidev.emulator.registers import VirtualRegister as VirtualRegister
-from nkidev.emulator.registers import register_alloc as register_alloc
-from nkidev.emulator.registers import register_load as register_load
-from nkidev.emulator.registers import register_move as register_move
-from nkidev.emulator.registers import register_store as register_store
 from nkidev.errors import NkiValidationError as NkiValidationError
 
-
-def _namespace() -> dict:
-    from nkidev.emulator import language as nl
-
-    return {
-        "engine": engine,
-        "reduce_cmd": reduce_cmd,
-        "dge_mode": dge_mode,
-        "oob_mode": oob_mode,
-        "matmul_perf_mode": matmul_perf_mode,
-        "dma_engine": dma_engine,
-        "equal": nl.equal,
-        "maximum": nl.maximum,
-        "_FP32_MIN": float(np.finfo(np.float32).min),
-    }
-
-
-_NS = _namespace()
+# The names op signatures use as defaults (engine=engine.unknown, cmp_op=equal, ...)
+_NS = {
+    "engine": engine,
+    "reduce_cmd": reduce_cmd,
+    "dge_mode": dge_mode,
+    "oob_mode": oob_mode,
+    "matmul_perf_mode": matmul_perf_mode,
+    "dma_engine": dma_engine,
+    **DEFAULT_SPECS,
+    "_FP32_MIN": float(np.finfo(np.float32).min),
+}
 for _name, _op in OPS.items():
     globals()[_name] = public_function(_op, _NS)
 

@@ -7,7 +7,7 @@ import functools
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.context import EmulatorOptions
 from nkidev.emulator.launch import RunResult, normalize_grid, run_kernel
-from nkidev.emulator.location import strip_internal_frames
+from nkidev.emulator.location import rule_error, strip_internal_frames
 from nkidev.errors import NkiError
 
 
@@ -30,8 +30,6 @@ class Kernel:
         ctx = _ctx.current()
         if ctx.in_kernel:
             if self.grid is not None:
-                from nkidev.emulator.tensor import rule_error
-
                 raise rule_error(
                     "err_nested_kernel_with_spmd_grid",
                     f"kernel {self.__name__} is launched with grid {list(self.grid)} from inside another kernel",

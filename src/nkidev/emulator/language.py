@@ -14,10 +14,13 @@ import math as _math
 import numpy as np
 
 from nkidev.emulator import context as _ctx
+from nkidev.emulator import isa as nisa
+from nkidev.emulator.alu import OpSpec
 from nkidev.emulator.dtypes import DTYPES, NkiDType, to_nki_dtype
-from nkidev.emulator.location import kernel_location
+from nkidev.emulator.location import kernel_location, rule_error
+from nkidev.emulator.memory import f32
 from nkidev.emulator.registers import VirtualRegister
-from nkidev.emulator.tensor import DynSlice, MemoryRegion, NkiTensor, allocate, free_size, partitions, rule_error
+from nkidev.emulator.tensor import DynSlice, MemoryRegion, NkiTensor, allocate, free_size, from_array, partitions
 from nkidev.errors import NkiNotSupportedError
 
 # ---------------------------------------------------------------- dtypes and buffers
@@ -99,17 +102,6 @@ def is_on_chip(buffer) -> bool:
     return buffer in (MemoryRegion.sbuf, MemoryRegion.psum)
 
 
-class OpSpec:
-    """An op specifier that is not a callable math function (nl.prelu, nl.bypass, nl.average)."""
-
-    def __init__(self, name: str):
-        self.__nki_op__ = name
-        self.__name__ = name
-
-    def __repr__(self) -> str:
-        return f"nl.{self.__name__}"
-
-
 prelu = OpSpec("prelu")
 bypass = OpSpec("bypass")
 average = OpSpec("average")
@@ -171,7 +163,7 @@ def empty_like(x, dtype=None, buffer=None, name: str = "") -> NkiTensor:
 
 def rand(shape, dtype=float32, buffer=sbuf, name: str = "") -> NkiTensor:
     t = allocate(shape, dtype, buffer, name)
-    if _ctx.current().target.nc_version >= 4:
+    if _ctx.current().target.has_instruction("rand2"):
         nisa.rand2(dst=t, min=0.0, max=1.0)
     else:
         bits = allocate(shape, uint16, sbuf)
@@ -185,8 +177,6 @@ def random_seed(seed) -> None:
 
 
 def shared_constant(constant) -> NkiTensor:
-    from nkidev.emulator.tensor import from_array
-
     if isinstance(constant, str):
         constant = np.load(constant)
     return from_array(np.asarray(constant), "shared_constant", MemoryRegion.shared_hbm, role="internal")
@@ -296,8 +286,6 @@ def no_reorder():
 
 
 def device_print(print_prefix, tensor) -> None:
-    from nkidev.emulator.memory import f32
-
     print(print_prefix, f32(tensor) if isinstance(tensor, NkiTensor) else tensor)
 
 
@@ -708,6 +696,38 @@ def __getattr__(name: str):
 
 _DOCUMENTED_MISSING = {"atomic_rmw", "all_reduce", "loop_reduce"}
 
+# ---------------------------------------------------------------- NkiTensor operators
+
+
+def _operator(fn, reverse: bool):
+    def method(self, other):
+        return fn(other, self) if reverse else fn(self, other)
+
+    return method
+
+
+def _setitem(self, key, value) -> None:
+    dst = self[key]
+    if isinstance(value, NkiTensor):
+        _assign(dst, value)
+    else:
+        _fill(dst, value)
+
+
+def install_tensor_methods() -> None:
+    """Give NkiTensor its operators (`a + b` is nl.add, `a @ b` nl.matmul, ...) and `t[...] = x`: they are
+    nki.language operations, so this layer adds them to the class the tensor layer defines."""
+    binary = {"add": add, "sub": subtract, "mul": multiply, "truediv": divide}
+    for name, fn in binary.items():
+        setattr(NkiTensor, f"__{name}__", _operator(fn, False))
+        setattr(NkiTensor, f"__r{name}__", _operator(fn, True))
+    NkiTensor.__matmul__ = _operator(matmul, False)
+    NkiTensor.__neg__ = lambda self: negative(self)
+    NkiTensor.__setitem__ = _setitem
+
+
+install_tensor_methods()
+
 __all__ = [
     n
     for n in list(globals())
@@ -730,9 +750,8 @@ __all__ = [
         "NkiNotSupportedError",
         "DTYPES",
         "DynSlice",
+        "f32",
+        "from_array",
+        "install_tensor_methods",
     )
 ]
-
-# Imported last: nki.isa's signatures use nl.equal / nl.maximum as defaults, so they must exist first
-# (this lets either module be imported first).
-from nkidev.emulator import isa as nisa  # noqa: E402

@@ -1,4 +1,7 @@
-"""Which kernel source line is running: the first stack frame outside nkidev itself."""
+"""Which kernel source line is running (the first stack frame outside nkidev itself), and errors placed there.
+
+The lowest layer of the emulator: it imports only the standard library and `nkidev.errors`.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import os
 import re
 import sys
 import types
+
+from nkidev.errors import KernelRuleError
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _EXAMPLES = _PKG + "examples" + os.sep
@@ -67,27 +72,6 @@ def strip_internal_frames(tb: types.TracebackType | None) -> types.TracebackType
     return new
 
 
-def warn(name: str, message: str) -> None:
-    """Emit an NkiWarning attributed to the kernel line, and record it in the trace."""
-    import warnings
-
-    from nkidev.emulator import context
-    from nkidev.errors import NkiWarning
-
-    frame = kernel_frame(2)
-    location = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else None
-    text = f"{name}: {message}"
-    if frame is not None:
-        warnings.warn_explicit(
-            text,
-            NkiWarning,
-            frame.f_code.co_filename,
-            frame.f_lineno,
-            module=frame.f_globals.get("__name__"),
-            registry=frame.f_globals.setdefault("__warningregistry__", {}),
-        )
-    else:
-        warnings.warn(text, NkiWarning, stacklevel=2)
-    trace = context.current().trace
-    if trace is not None:
-        trace.add_warning(name, message, location)
+def rule_error(name: str, message: str, fix: str | None = None) -> KernelRuleError:
+    """A named hardware-rule error at the kernel line that is running."""
+    return KernelRuleError(name, message, fix, kernel_location())

@@ -7,21 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from nkidev.emulator.dtypes import from_f32, to_f32
-from nkidev.emulator.psum import flush
 from nkidev.emulator.tensor import NkiTensor, resolve_indirect
-
-
-def raw(t: NkiTensor, oob_skip: bool = False) -> np.ndarray:
-    """Stored values of a view (a copy for indirect views; skipped rows read as 0)."""
-    if t.storage.pending is not None:
-        flush(t.storage)
-    if t.dyn is None:
-        return t._data
-    flat, idx = resolve_indirect(t, oob_skip)
-    out = flat[np.where(idx < 0, 0, idx)]
-    if oob_skip:
-        out = np.where(idx < 0, np.zeros((), out.dtype), out)
-    return out
+from nkidev.emulator.tensor import stored_values as raw
 
 
 def read(t: NkiTensor) -> np.ndarray:
@@ -45,7 +32,7 @@ def rows(t: NkiTensor) -> np.ndarray:
 def store_raw(t: NkiTensor, values: np.ndarray, oob_skip: bool = False) -> None:
     """Write values already in t's storage dtype, reshaped to the view."""
     if t.storage.pending is not None:
-        flush(t.storage)
+        t.storage.flush()
     if t.storage.acc is not None:
         acc_view(t)[...] = False
     if t.dyn is None:

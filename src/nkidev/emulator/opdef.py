@@ -1,10 +1,12 @@
 """One declaration per ISA op, and the dispatcher that runs it.
 
-An `OpDef` holds everything about an instruction: its public signature, the engines it may use,
-its hardware rules, its NumPy semantics, its cost formula and its doc text. `public_function`
-turns it into the `nki.isa` function users call; `dispatch` checks the rules at the caller's
-source line, runs the semantics and appends one trace record. The docs generator and the cost
-model read the same `OPS` table.
+An `OpDef` is everything nkidev knows about an instruction: its public signature, what it does to values
+(`kind`), the engines it may use, its hardware rules, its NumPy semantics, its cost expression (which also
+writes the cost docs), its performance modes and its profile opcode. `public_function` turns it into the
+`nki.isa` function users call; `dispatch` picks the engine, checks the rules at the caller's source line, runs
+the semantics and appends one trace record. The cost model, the profile writer, the validation harness and
+the docs read the same `OPS` table; groups of ops (DMAs, matmuls, moves, ...) are derived from it, never typed.
+Which generations have an op is hardware data: `[features] missing_instructions` in each target's TOML.
 """
 
 from __future__ import annotations
@@ -14,21 +16,23 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from nkidev.emulator import context as _ctx
+from nkidev.emulator.costs import Env, Expr, PerfModes, TransferCost, rate_of
 from nkidev.emulator.location import kernel_location
-from nkidev.emulator.tensor import NkiTensor, access, partition_start
+from nkidev.emulator.rules import OPERAND_RULES, Rule
+from nkidev.emulator.tensor import NkiTensor, access
 from nkidev.emulator.trace import Instruction
 from nkidev.errors import KernelRuleError, NkiNotSupportedError
+from nkidev.hardware import Target, get_target, target_names
 
-COMPUTE_ENGINES = ("vector", "scalar", "gpsimd")
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A hardware rule: `check(args, ctx)` returns None when satisfied, else a message (or (message, fix))."""
-
-    error: str  # the error name raised on violation
-    doc: str  # what the rule requires, for the docs
-    check: Callable
+# What an instruction does to values. The precision check and the profile read it.
+KINDS = {
+    "compute": "engine arithmetic: results are rounded to the destination dtype",
+    "move": "copies values (and may convert their dtype): DMA, copies, transposes, gathers, selects",
+    "constant": "writes values that come from no input (memset, iota, random numbers)",
+    "matmul": "Tensor Engine multiply-accumulate into PSUM",
+    "sync": "orders cores against each other; touches no data",
+}
+ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma", "sync")
 
 
 @dataclass
@@ -37,27 +41,69 @@ class OpDef:
     params: str  # the public signature after the name
     engines: tuple[str, ...]
     summary: str
+    kind: str  # a key of KINDS
+    cost: Expr | TransferCost  # engine cycles of its main row (DMA: the transfer the scheduler times)
+    opcode: str = ""  # profile opcode of its engine row (neuron-explorer's name); default NAME.upper()
+    load_cost: Expr | None = None  # Tensor Engine ops: cycles of the LoadStationary (LDWEIGHTS) row
+    perf_modes: PerfModes | None = None  # throughput modes (1x/2x/4x, double_row); None: always 1x
+    rendezvous: bool = False  # the k-th one of every core starts together (core_barrier, sendrecv)
     semantics: str = ""  # the math, for the docs
     writes: tuple[str, ...] = ("dst",)
-    tiles: tuple[str, ...] = ()  # parameters that must be on-chip tiles when given
+    tiles: tuple[str, ...] = ()  # parameters that must be on-chip tiles when given (OPERAND_RULES)
     rules: tuple[Rule, ...] = ()
-    cost: Callable | None = None  # (Instruction, Target) -> cycles of its engine (DMA: handled by the scheduler)
-    cost_doc: str = ""
-    min_nc: int = 2  # oldest NeuronCore version that has it
     impl: Callable | None = None  # (args, ctx, engine) -> return value of the call
     choose_engine: Callable | None = None  # (args, ctx) -> engine when the kernel leaves engine= unknown
     attrs: Callable | None = None  # (args) -> dict for the trace
     flops: Callable | None = None  # (args) -> int
     emulated: bool = True
-    traced: bool = True  # False for pure queries (get_nc_version, registers)
-    alignment_exempt: tuple[str, ...] = ()  # operands the partition-start rule does not apply to
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"op {self.name}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        unknown = [e for e in self.engines if e not in ENGINES]
+        if unknown:
+            raise ValueError(f"op {self.name}: unknown engines {unknown}")
+        self.opcode = self.opcode or self.name.upper()
 
     def semantics_impl(self, fn: Callable) -> Callable:
         self.impl = fn
         return fn
 
+    @property
+    def is_dma(self) -> bool:
+        return isinstance(self.cost, TransferCost)
+
+    def cycles(self, ins: Instruction, hw: Target) -> float:
+        """Engine cycles of the instruction's main row (MATMUL for TensorE ops)."""
+        return self.cost.eval(Env(ins, hw, self))
+
+    def load_cycles(self, ins: Instruction, hw: Target) -> float:
+        """Cycles of a Tensor Engine op's LoadStationary row (0 for every other op)."""
+        return self.load_cost.eval(Env(ins, hw, self)) if self.load_cost is not None else 0.0
+
+    def perf_rate(self, ins: Instruction, hw: Target) -> float:
+        """Elements per lane per cycle of the performance mode the instruction runs in (1 without modes)."""
+        return rate_of(Env(ins, hw, self))
+
+    @property
+    def cost_doc(self) -> str:
+        """The cost formula as the docs print it, written from the expression the cost model evaluates."""
+        doc = self.cost.doc
+        if self.load_cost is not None:
+            doc += f" TensorE cycles, after a LoadStationary of {self.load_cost.doc} cycles"
+        return doc
+
+    def available_on(self) -> tuple[str, ...]:
+        """The targets that have this instruction."""
+        return tuple(t for t in target_names() if get_target(t).has_instruction(self.name))
+
 
 OPS: dict[str, OpDef] = {}
+
+
+def ops_where(pred: Callable[[OpDef], bool]) -> frozenset[str]:
+    """Names of the ops a predicate selects: the only way to form a group of ops."""
+    return frozenset(name for name, op in OPS.items() if pred(op))
 
 
 def violation(rule: Rule, result, op: str) -> KernelRuleError:
@@ -71,7 +117,7 @@ def _engine_arg(a) -> str | None:
     return None if name in (None, "unknown") else name
 
 
-def _pick_engine(op: OpDef, a, ctx) -> str:
+def pick_engine(op: OpDef, a, ctx) -> str:
     """The engine= argument if given (it must be one of the op's engines), else the op's default choice."""
     wanted = _engine_arg(a)
     if wanted is None:
@@ -86,82 +132,39 @@ def _pick_engine(op: OpDef, a, ctx) -> str:
     return wanted
 
 
-def _check_operands(op: OpDef, a, ctx, engine: str) -> None:
-    limit = ctx.target.sbuf.partitions
+def check(op: OpDef, a, ctx, engine: str) -> None:
+    """Every rule of the call, with the engine known: the operand rules on each tile operand, then the op's."""
     for name in op.tiles:
         t = getattr(a, name, None)
         if t is None:
             continue
-        if not isinstance(t, NkiTensor):
-            raise KernelRuleError(
-                "err_failed_to_infer_tile_from_local_tensor",
-                f"{op.name}: {name} is a {type(t).__name__}, not a tile",
-                "pass an SBUF/PSUM tensor allocated with nl.ndarray",
-                kernel_location(),
-            )
-        st = t.storage
-        if st.kind == "hbm":
-            raise KernelRuleError(
-                "err_unsupported_memory",
-                f"{op.name}: {name} {t.name!r} is in HBM",
-                "load it into SBUF with nisa.dma_copy first",
-                kernel_location(),
-            )
-        p = t._data.shape[0] if t._data.ndim else 1
-        if p > limit:
-            raise KernelRuleError(
-                "err_num_partition_exceed_arch_limit",
-                f"{op.name}: {name} has {p} partitions, the limit is {limit}",
-                f"split the partition dim into tiles of {limit}",
-                kernel_location(),
-            )
-        if engine == "gpsimd" and st.kind == "psum":
-            raise KernelRuleError(
-                "err_gpsimd_cannot_access_psum", f"{op.name}: {name} {t.name!r} is in PSUM but runs on GpSimd", None, kernel_location()
-            )
-        if engine in COMPUTE_ENGINES and name not in op.alignment_exempt:
-            start = partition_start(t)
-            if start and not _aligned(start, p):
-                allowed = "0" if p > 64 else "0 or 64" if p > 32 else "0, 32, 64 or 96"
-                raise KernelRuleError(
-                    "err_partition_start_alignment",
-                    f"{op.name}: {name} {t.name!r} uses {p} partitions starting at partition {start}; "
-                    f"a {p}-partition access must start at {allowed}",
-                    None,
-                    kernel_location(),
-                )
-
-
-def _aligned(start: int, p: int) -> bool:
-    if p > 64:
-        return start == 0
-    if p > 32:
-        return start in (0, 64)
-    return start % 32 == 0 and start + p <= 128
+        for rule in OPERAND_RULES:
+            result = rule.check(t, name, op, ctx, engine)
+            if result:
+                raise violation(rule, result, op.name)
+    for rule in op.rules:
+        result = rule.check(a, ctx, engine)
+        if result:
+            raise violation(rule, result, op.name)
 
 
 def dispatch(op: OpDef, a: SimpleNamespace):
     ctx = _ctx.current()
     if not op.emulated:
         raise NkiNotSupportedError("err_not_supported_yet", f"nki.isa.{op.name} is not emulated by nkidev yet", None, kernel_location())
-    if ctx.target.nc_version < op.min_nc:
+    if not ctx.target.has_instruction(op.name):
         raise KernelRuleError(
             "err_unsupported_on_target",
-            f"nki.isa.{op.name} needs NeuronCore-v{op.min_nc} or newer; {ctx.target.name} is NeuronCore-v{ctx.target.nc_version}",
-            None,
+            f"nki.isa.{op.name} is not available on {ctx.target.name}; it exists on {', '.join(op.available_on())}",
+            "pick a target that has it (--target), or use another instruction",
             kernel_location(),
         )
-    for rule in op.rules:
-        result = rule.check(a, ctx)
-        if result:
-            raise violation(rule, result, op.name)
-    engine = _pick_engine(op, a, ctx)
-    _check_operands(op, a, ctx, engine)
-    result = op.impl(a, ctx, engine) if (ctx.compute or not op.traced) else None
-    if op.traced:
-        _mark_written(op, a)
-        if ctx.trace is not None:
-            _record(op, a, ctx, engine)
+    engine = pick_engine(op, a, ctx)
+    check(op, a, ctx, engine)
+    result = op.impl(a, ctx, engine) if ctx.compute else None
+    _mark_written(op, a)
+    if ctx.trace is not None:
+        _record(op, a, ctx, engine)
     return result
 
 
@@ -219,13 +222,11 @@ def op_doc(op: OpDef) -> str:
     if op.semantics:
         lines += [op.semantics, ""]
     lines.append(f"Engines: {', '.join(op.engines)}.")
-    if op.min_nc > 2:
-        lines.append(f"Available on NeuronCore-v{op.min_nc} and newer.")
+    lines.append(f"Available on: {', '.join(op.available_on()) or 'no bundled target'}.")
     if op.rules:
         lines.append("Rules checked by nkidev:")
         lines += [f"  - {r.doc} ({r.error})" for r in op.rules]
-    if op.cost_doc:
-        lines.append(f"Cost: {op.cost_doc}")
+    lines.append(f"Cost: {op.cost_doc}")
     return "\n".join(lines)
 
 

@@ -72,16 +72,8 @@ def matmul(dst: NkiTensor, view: np.ndarray, s_raw: np.ndarray, mv_raw: np.ndarr
     if group is None or not accumulate:
         span = _span(dst)
         if groups and (group is not None or any(_overlap(span, g.span) for g in groups.values())):
-            flush(st)
+            st.flush()
         if st.pending is None:
             st.pending = {}
         group = st.pending[key] = Group(view, key, span, not accumulate, m, n, k)
     group.add(s_raw, mv_raw, k)
-
-
-def flush(storage) -> None:
-    """Compute every open group of a PSUM storage (before anything reads or writes it)."""
-    groups, storage.pending = storage.pending, None
-    if groups:
-        for group in groups.values():
-            group.compute()

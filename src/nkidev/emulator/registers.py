@@ -1,15 +1,15 @@
-"""Virtual registers: scalar values held by engine sequencers (dynamic loop bounds, offsets)."""
+"""Virtual registers: scalar values held by engine sequencers (dynamic loop bounds, offsets).
+
+The value type only; the register instructions (register_load, ...) live in register_ops.py, above the
+tensor layer that this module sits below.
+"""
 
 from __future__ import annotations
 
 import sys
 
-import numpy as np
-
 from nkidev.emulator import context
-from nkidev.emulator.dtypes import to_f32
-from nkidev.emulator.location import is_internal
-from nkidev.emulator.tensor import NkiTensor, rule_error
+from nkidev.emulator.location import is_internal, rule_error
 
 
 class VirtualRegister:
@@ -64,51 +64,17 @@ class VirtualRegister:
     __rmul__ = __mul__
 
     def __lt__(self, o):
-        return self._host_read("comparison") < _value(o)
+        return self._host_read("comparison") < value_of(o)
 
     def __le__(self, o):
-        return self._host_read("comparison") <= _value(o)
+        return self._host_read("comparison") <= value_of(o)
 
     def __gt__(self, o):
-        return self._host_read("comparison") > _value(o)
+        return self._host_read("comparison") > value_of(o)
 
     def __ge__(self, o):
-        return self._host_read("comparison") >= _value(o)
+        return self._host_read("comparison") >= value_of(o)
 
 
-def _value(x) -> int:
+def value_of(x) -> int:
     return x.value if isinstance(x, VirtualRegister) else int(x)
-
-
-def _scalar_of(t: NkiTensor) -> int:
-    if t.size != 1:
-        raise rule_error("err_shape_mismatch", f"register_load needs a 1-element tensor, got {t.shape}", "pass a [1, 1] tile")
-    from nkidev.emulator.memory import raw
-
-    values = np.asarray(raw(t)).reshape(-1)
-    return int(values[0]) if t.dtype.is_int else int(to_f32(values, t.dtype)[0])
-
-
-def register_alloc(x=None) -> VirtualRegister:
-    return VirtualRegister(x)
-
-
-def register_move(dst: VirtualRegister, src) -> None:
-    dst.value = _value(src)
-
-
-def register_load(dst: VirtualRegister, src: NkiTensor) -> None:
-    dst.value = _scalar_of(src)
-
-
-def register_store(dst: NkiTensor, src) -> None:
-    from nkidev.emulator.memory import store_raw
-
-    value = _value(src)
-    store_raw(
-        dst,
-        np.full(dst.shape, value, dtype=np.int64).astype(dst.dtype.storage)
-        if dst.dtype.is_int
-        else np.full(dst.shape, value, dtype=np.float32).astype(dst.dtype.storage),
-    )
-    dst.storage.written = True

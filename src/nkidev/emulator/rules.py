@@ -1,12 +1,88 @@
-"""Reusable hardware rules (reference/nki-api.md §1.9-1.11). Each constructor returns a `Rule`
-naming the error it raises; op declarations list the rules that apply to them.
+"""Hardware rules as data (the NKI ISA docs' constraints): each `Rule` names the error it raises, says in its
+`doc` what it requires, and checks one call. `OPERAND_RULES` apply to every tile operand of every instruction;
+the constructors below build the per-op rules that op declarations list. Dispatch and the docs both read
+these objects, so what is checked and what is documented are the same thing.
+
+A check returns None when the rule holds, else a message or (message, fix). Per-op checks are called as
+`check(args, ctx, engine)` once the engine is chosen; operand checks as `check(tile, name, op, ctx, engine)`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from nkidev.emulator.alu import ACTIVATIONS, ALU, REDUCIBLE, op_name
-from nkidev.emulator.opdef import Rule
-from nkidev.emulator.tensor import NkiTensor, free_size, partitions
+from nkidev.emulator.tensor import NkiTensor, free_size, partition_start, partitions
+
+COMPUTE_ENGINES = ("vector", "scalar", "gpsimd")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A hardware rule: `check` returns None when satisfied, else a message (or (message, fix))."""
+
+    error: str  # the error name raised on violation
+    doc: str  # what the rule requires, for the docs
+    check: Callable
+
+
+# ---------------------------------------------------------------- rules for every tile operand
+
+
+def _is_tile(t, name, op, ctx, engine):
+    if not isinstance(t, NkiTensor):
+        return f"{name} is a {type(t).__name__}, not a tile", "pass an SBUF/PSUM tensor allocated with nl.ndarray"
+
+
+def _on_chip(t, name, op, ctx, engine):
+    if t.storage.kind == "hbm":
+        return f"{name} {t.name!r} is in HBM", "load it into SBUF with nisa.dma_copy first"
+
+
+def _partition_limit(t, name, op, ctx, engine):
+    p, limit = partitions(t), ctx.target.sbuf.partitions
+    if p > limit:
+        return f"{name} has {p} partitions, the limit is {limit}", f"split the partition dim into tiles of {limit}"
+
+
+def _gpsimd_psum(t, name, op, ctx, engine):
+    if engine == "gpsimd" and t.storage.kind == "psum":
+        return f"{name} {t.name!r} is in PSUM but runs on GpSimd", "run it on the Vector or Scalar engine"
+
+
+def aligned(start: int, p: int) -> bool:
+    """The partition-start rule: 64 < P <= 128 starts at 0, 32 < P <= 64 at 0 or 64, P <= 32 at a multiple of 32."""
+    if p > 64:
+        return start == 0
+    if p > 32:
+        return start in (0, 64)
+    return start % 32 == 0 and start + p <= 128
+
+
+def _alignment(t, name, op, ctx, engine):
+    if engine not in COMPUTE_ENGINES:
+        return None
+    start, p = partition_start(t), partitions(t)
+    if start and not aligned(start, p):
+        allowed = "0" if p > 64 else "0 or 64" if p > 32 else "0, 32, 64 or 96"
+        return f"{name} {t.name!r} uses {p} partitions starting at partition {start}; a {p}-partition access must start at {allowed}"
+
+
+OPERAND_RULES = (
+    Rule("err_failed_to_infer_tile_from_local_tensor", "every tile operand is an NKI tensor", _is_tile),
+    Rule("err_unsupported_memory", "tile operands are in SBUF or PSUM, never HBM", _on_chip),
+    Rule("err_num_partition_exceed_arch_limit", "tile operands use at most 128 partitions", _partition_limit),
+    Rule("err_gpsimd_cannot_access_psum", "GpSimd instructions never touch PSUM", _gpsimd_psum),
+    Rule(
+        "err_partition_start_alignment",
+        "on Vector/Scalar/GpSimd a tile of P > 64 partitions starts at 0, 32 < P <= 64 at 0 or 64, P <= 32 at a multiple of 32",
+        _alignment,
+    ),
+)
+
+
+# ---------------------------------------------------------------- per-op rule constructors
 
 
 def _t(a, name):
@@ -19,7 +95,7 @@ def _tensors(a, names):
 
 
 def in_memory(name: str, allowed: tuple[str, ...]) -> Rule:
-    def check(a, ctx):
+    def check(a, ctx, engine):
         t = _t(a, name)
         if t is not None and t.storage.kind not in allowed:
             return (
@@ -31,7 +107,7 @@ def in_memory(name: str, allowed: tuple[str, ...]) -> Rule:
 
 
 def tensor_required(name: str) -> Rule:
-    def check(a, ctx):
+    def check(a, ctx, engine):
         if not isinstance(getattr(a, name, None), NkiTensor):
             return (f"{name} must be a tensor, got {type(getattr(a, name, None)).__name__}", "pass an NkiTensor (allocate with nl.ndarray)")
 
@@ -39,7 +115,7 @@ def tensor_required(name: str) -> Rule:
 
 
 def same_partitions(*names: str) -> Rule:
-    def check(a, ctx):
+    def check(a, ctx, engine):
         ts = _tensors(a, names)
         ps = {partitions(t) for _, t in ts}
         if len(ps) > 1:
@@ -50,7 +126,7 @@ def same_partitions(*names: str) -> Rule:
 
 
 def same_free_size(*names: str) -> Rule:
-    def check(a, ctx):
+    def check(a, ctx, engine):
         ts = _tensors(a, names)
         fs = {free_size(t) for _, t in ts}
         if len(fs) > 1:
@@ -64,7 +140,7 @@ def same_free_size(*names: str) -> Rule:
 
 
 def not_both_psum(x: str, y: str) -> Rule:
-    def check(a, ctx):
+    def check(a, ctx, engine):
         tx, ty = _t(a, x), _t(a, y)
         if tx is not None and ty is not None and tx.storage.kind == "psum" and ty.storage.kind == "psum":
             return (f"{x} and {y} are both in PSUM", "copy one of them to SBUF first (nisa.tensor_copy)")
@@ -73,7 +149,7 @@ def not_both_psum(x: str, y: str) -> Rule:
 
 
 def max_free(name: str, limit: int, what: str = "elements per partition") -> Rule:
-    def check(a, ctx):
+    def check(a, ctx, engine):
         t = _t(a, name)
         if t is not None and free_size(t) > limit:
             return (
@@ -87,7 +163,7 @@ def max_free(name: str, limit: int, what: str = "elements per partition") -> Rul
 def vector_operand(name: str, error: str = "err_shape_mismatch") -> Rule:
     """A scalar, or a [P, 1] tile matching the data's partitions."""
 
-    def check(a, ctx):
+    def check(a, ctx, engine):
         v = getattr(a, name, None)
         if isinstance(v, NkiTensor):
             data = next((t for n in ("data", "src", "on_true_tile", "on_true", "data0") if (t := _t(a, n)) is not None), None)
@@ -101,7 +177,7 @@ def vector_operand(name: str, error: str = "err_shape_mismatch") -> Rule:
 
 
 def dtype_in(name: str, allowed: tuple[str, ...], error: str = "err_unsupported_dtype") -> Rule:
-    def check(a, ctx):
+    def check(a, ctx, engine):
         t = _t(a, name)
         if t is not None and t.dtype.name not in allowed:
             return f"{name} has dtype {t.dtype}, allowed: {', '.join(allowed)}", f"cast {name} to one of {allowed}"
@@ -110,7 +186,7 @@ def dtype_in(name: str, allowed: tuple[str, ...], error: str = "err_unsupported_
 
 
 def same_dtype(x: str, y: str) -> Rule:
-    def check(a, ctx):
+    def check(a, ctx, engine):
         tx, ty = _t(a, x), _t(a, y)
         if tx is not None and ty is not None and tx.dtype != ty.dtype:
             return f"{x} is {tx.dtype} but {y} is {ty.dtype}", f"make {x} and {y} the same dtype"
@@ -121,7 +197,7 @@ def same_dtype(x: str, y: str) -> Rule:
 def alu_op(
     name: str, kinds: tuple[str, ...] = ("arith", "bitvec", "unary", "bitvec_unary"), optional: bool = False, reducible: bool = False
 ) -> Rule:
-    def check(a, ctx):
+    def check(a, ctx, engine):
         op = getattr(a, name, None)
         if op is None and optional:
             return None
@@ -130,9 +206,9 @@ def alu_op(
         if alu is None or alu.kind not in kinds or (reducible and key not in REDUCIBLE):
             allowed = sorted(k for k, v in ALU.items() if v.kind in kinds and (not reducible or k in REDUCIBLE))
             return f"{name}={getattr(op, '__name__', op)!r} is not a valid operator here", f"use one of nl.{', nl.'.join(allowed)}"
-        if alu.min_nc > ctx.target.nc_version:
+        if not ctx.target.has_alu_op(key):
             return (
-                f"{name}=nl.{key} needs NeuronCore-v{alu.min_nc}; {ctx.target.name} is v{ctx.target.nc_version}",
+                f"{name}=nl.{key} is not available on {ctx.target.name}",
                 "use a different operator or target",
             )
 
@@ -141,7 +217,7 @@ def alu_op(
 
 
 def activation_op(name: str = "op") -> Rule:
-    def check(a, ctx):
+    def check(a, ctx, engine):
         key = op_name(getattr(a, name, None))
         if key not in ACTIVATIONS:
             return (
@@ -153,7 +229,7 @@ def activation_op(name: str = "op") -> Rule:
 
 
 def bitvec_needs_int(op_names: tuple[str, ...], tensors: tuple[str, ...]) -> Rule:
-    def check(a, ctx):
+    def check(a, ctx, engine):
         for on in op_names:
             key = op_name(getattr(a, on, None))
             if key and ALU.get(key) and ALU[key].kind.startswith("bitvec"):

@@ -4,6 +4,8 @@ A view wraps a NumPy view of its storage, so slicing, reshaping and `.ap()` patt
 NumPy call and writes through a view land in the storage. On-chip storages have the partition
 dim first; the byte range of any view (for the trace and the cost model's dependencies) comes
 from its data pointer and strides.
+
+Layer: this module imports only the layers below it (dtypes, context, location, registers, trace).
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import numpy as np
 
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.dtypes import NkiDType, fill_uninitialized, to_f32, to_nki_dtype
-from nkidev.emulator.location import assigned_name, kernel_location
+from nkidev.emulator.location import assigned_name, kernel_location, rule_error
+from nkidev.emulator.registers import VirtualRegister
 from nkidev.emulator.trace import Access, TensorRecord
-from nkidev.errors import KernelRuleError, NkiNotSupportedError
+from nkidev.errors import NkiNotSupportedError
 
 
 class MemoryRegion(Enum):
@@ -32,10 +35,6 @@ class MemoryRegion(Enum):
 
 
 _KIND = {MemoryRegion.sbuf: "sbuf", MemoryRegion.psum: "psum", MemoryRegion.private_hbm: "hbm", MemoryRegion.shared_hbm: "hbm"}
-
-
-def rule_error(name: str, message: str, fix: str | None = None) -> KernelRuleError:
-    return KernelRuleError(name, message, fix, kernel_location())
 
 
 def to_region(buffer) -> MemoryRegion:
@@ -91,6 +90,13 @@ class Storage:
         self.acc = None  # PSUM: elements whose last writer was a matmul (accumulation group open)
         self.pending = None  # PSUM: deferred matmul groups (see psum.py); flushed before any other access
         self._usage = None
+
+    def flush(self) -> None:
+        """Compute the deferred matmul groups of this PSUM storage (psum.py) before anything touches it."""
+        groups, self.pending = self.pending, None
+        if groups:
+            for group in groups.values():
+                group.compute()
 
     def __del__(self):
         if self._usage is not None:
@@ -220,8 +226,6 @@ class Indirect:
 
 
 def _index_value(index) -> np.ndarray:
-    from nkidev.emulator.registers import VirtualRegister
-
     if isinstance(index, VirtualRegister):
         return np.array([[index.value]], dtype=np.int64)  # run-time value: the DMA reads it on device
     if isinstance(index, NkiTensor):
@@ -365,15 +369,6 @@ class NkiTensor:
             "index with ints, slices, nl.ds(start, size) or ...",
         )
 
-    def __setitem__(self, key, value) -> None:
-        from nkidev.emulator import language as nl
-
-        dst = self[key]
-        if isinstance(value, NkiTensor):
-            nl._assign(dst, value)
-        else:
-            nl._fill(dst, value)
-
     def __iter__(self):
         raise rule_error(
             "err_invalid_argument", f"iterating over tensor {self.name!r}", "loop over index ranges and slice the tensor instead"
@@ -387,13 +382,10 @@ class NkiTensor:
                 f"Python control flow (if/while/assert/and/or) on the value of tensor {self.name!r}",
                 "use nl.fori_loop/nl.while_loop with registers, or compute both branches and select with nisa.tensor_copy_predicated",
             )
+        values = stored_values(self)
         if self.size != 1:  # outside kernels (docs examples, tests): truthy when every element is
-            from nkidev.emulator.memory import raw
-
-            return bool(np.all(raw(self)))
-        from nkidev.emulator.memory import raw
-
-        return bool(to_f32(raw(self), self.dtype).reshape(-1)[0])
+            return bool(np.all(values))
+        return bool(to_f32(values, self.dtype).reshape(-1)[0])
 
     # --- views ------------------------------------------------------------------------------
     def _static(self, what: str) -> None:
@@ -592,46 +584,9 @@ class NkiTensor:
         data = np.lib.stride_tricks.as_strided(flat[start:], shape=shape, strides=strides)
         return NkiTensor(data, st, dt)
 
-    # --- operators: sugar over nl element-wise ops -----------------------------------------
-    def _bin(self, name, other, reverse=False):
-        from nkidev.emulator import language as nl
-
-        fn = getattr(nl, name)
-        return fn(other, self) if reverse else fn(self, other)
-
-    def __add__(self, o):
-        return self._bin("add", o)
-
-    def __radd__(self, o):
-        return self._bin("add", o, True)
-
-    def __sub__(self, o):
-        return self._bin("subtract", o)
-
-    def __rsub__(self, o):
-        return self._bin("subtract", o, True)
-
-    def __mul__(self, o):
-        return self._bin("multiply", o)
-
-    def __rmul__(self, o):
-        return self._bin("multiply", o, True)
-
-    def __truediv__(self, o):
-        return self._bin("divide", o)
-
-    def __rtruediv__(self, o):
-        return self._bin("divide", o, True)
-
-    def __neg__(self):
-        from nkidev.emulator import language as nl
-
-        return nl.negative(self)
-
-    def __matmul__(self, o):
-        from nkidev.emulator import language as nl
-
-        return nl.matmul(self, o)
+    # Arithmetic operators (+, -, *, /, @, unary -) and item assignment (`t[...] = x`) are nki.language
+    # operations: nki.language installs them on this class (language.install_tensor_methods), so this layer
+    # never imports the one above it.
 
 
 def _check_pattern_bounds(name: str, start: int, pattern, size: int) -> None:
@@ -683,6 +638,19 @@ def resolve_indirect(t: NkiTensor, oob_skip: bool = False) -> tuple[np.ndarray, 
         bad_rows = bad.reshape(p, -1).any(axis=1)
         elems = np.where(bad_rows.reshape((p,) + (1,) * (elems.ndim - 1)), -1, elems)
     return ind.flat, elems
+
+
+def stored_values(t: NkiTensor, oob_skip: bool = False) -> np.ndarray:
+    """Stored values of a view (a copy for indirect views; skipped rows read as 0)."""
+    if t.storage.pending is not None:
+        t.storage.flush()
+    if t.dyn is None:
+        return t._data
+    flat, idx = resolve_indirect(t, oob_skip)
+    out = flat[np.where(idx < 0, 0, idx)]
+    if oob_skip:
+        out = np.where(idx < 0, np.zeros((), out.dtype), out)
+    return out
 
 
 def region(t: NkiTensor) -> tuple[int, int, int, int, int, int]:

@@ -1,13 +1,18 @@
 """Hardware generations as data: one TOML file per target, loaded into frozen dataclasses.
 
-Nothing outside this package hard-codes a hardware number: the emulator's rules, the cost
-model and the docs all read a `Target` from `get_target()`.
+Nothing outside this package hard-codes a hardware number or asks which NeuronCore version it runs
+on: the emulator's rules, the cost model and the docs read a `Target` from `get_target()`, and what a
+generation can do is its `[features]` section. Adding a generation is adding one TOML file, here or
+in a directory listed in `NKIDEV_HARDWARE_PATH`. The loader is strict: a key the dataclasses do not
+know, or one they need and the file lacks, is a named error that names the file and the key.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
+import typing
+from contextvars import ContextVar
 from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
@@ -15,9 +20,13 @@ from pathlib import Path
 from nkidev.errors import NkiUsageError
 
 _DIR = Path(__file__).parent
-TARGET_NAMES = ("trn1", "trn2", "trn3")
 DEFAULT_TARGET = "trn2"
 TARGET_ENV = "NEURON_PLATFORM_TARGET_OVERRIDE"
+PATH_ENV = "NKIDEV_HARDWARE_PATH"  # extra directories of <target>.toml files (os.pathsep-separated)
+
+# `nkidev.emulate(target=...)` sets this for the calling thread (a ContextVar, so threads never see each
+# other's choice and nothing is written to os.environ).
+target_override: ContextVar[str | None] = ContextVar("nkidev_target_override", default=None)
 
 
 @dataclass(frozen=True)
@@ -60,8 +69,16 @@ class ComputeEngine:
     lanes: int
     elems_per_cycle_16bit: int
     elems_per_cycle_other: int
-    transpose_max: int = 0
-    start_cycles: int = 0
+
+
+@dataclass(frozen=True)
+class VectorEngine(ComputeEngine):
+    transpose_max: int  # largest square block VectorE transposes
+
+
+@dataclass(frozen=True)
+class GpSimdEngine(ComputeEngine):
+    start_cycles: int  # fixed start-up cost of a GpSimd instruction
 
 
 @dataclass(frozen=True)
@@ -70,8 +87,8 @@ class Engines:
     static_overhead_cycles: int
     dynamic_min_ii_cycles: int
     semaphore_sync_ns: float
-    exclusive_sbuf_engines: tuple[str, ...] = ()  # engines that cannot access SBUF at the same time
-    exclusive_psum_engines: tuple[str, ...] = ()  # engines that cannot access PSUM at the same time
+    exclusive_sbuf_engines: tuple[str, ...]  # engines that cannot access SBUF at the same time
+    exclusive_psum_engines: tuple[str, ...]  # engines that cannot access PSUM at the same time
 
 
 @dataclass(frozen=True)
@@ -107,6 +124,25 @@ class Hbm:
 
 
 @dataclass(frozen=True)
+class Features:
+    """What a generation can do: every capability the emulator and cost model used to infer from nc_version."""
+
+    missing_instructions: tuple[str, ...]  # nki.isa ops this generation does not have
+    missing_alu_ops: tuple[str, ...]  # ALU operators (nl.abs_max, ...) it does not have
+    hwdge: bool  # hardware descriptor generation (dge_mode=hwdge)
+    matmul_input_dtypes: tuple[str, ...]  # nc_matmul stationary/moving dtypes
+    matmul_psum_dtypes: tuple[str, ...]  # nc_matmul dst dtypes
+    matmul_tile_sizes: tuple[int, ...]  # legal tile_size rows/columns of a tiled nc_matmul
+    matmul_double_row: bool  # perf_mode=double_row (fp8)
+    matmul_output_within_bank: bool  # one nc_matmul writes at most one 2 KiB PSUM bank per partition
+    matmul_transpose_passthrough: bool  # nc_matmul(is_transpose=True) moves bits, no arithmetic
+    activation_scalar_bias: bool  # activation bias may be a Python number (else a [P, 1] vector)
+    gpsimd_rng: bool  # nisa.rng may run on GpSimd
+    scalar_tensor_copy: bool  # nisa.tensor_copy may run on ScalarE
+    scalar_tensor_scalar_ops: tuple[str, ...]  # op0[+op1] pairs tensor_scalar may run on ScalarE ("*": all)
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     nc_version: int
@@ -116,13 +152,14 @@ class Target:
     sbuf: Sbuf
     psum: Psum
     tensor_engine: TensorEngine
-    vector_engine: ComputeEngine
+    vector_engine: VectorEngine
     scalar_engine: ComputeEngine
-    gpsimd_engine: ComputeEngine
+    gpsimd_engine: GpSimdEngine
     engines: Engines
     dma: Dma
     hbm: Hbm
-    source: str
+    features: Features
+    source: str  # the TOML file it was loaded from
 
     @property
     def psum_bank_fmax(self) -> int:
@@ -132,65 +169,177 @@ class Target:
     def engine(self, name: str) -> ComputeEngine:
         return {"vector": self.vector_engine, "scalar": self.scalar_engine, "gpsimd": self.gpsimd_engine}[name]
 
+    def has_instruction(self, op: str) -> bool:
+        return op not in self.features.missing_instructions
 
-_SECTIONS = {
+    def has_alu_op(self, op: str) -> bool:
+        return op not in self.features.missing_alu_ops
+
+    def scalar_tensor_scalar(self, op0: str, op1: str | None) -> bool:
+        allowed = self.features.scalar_tensor_scalar_ops
+        return "*" in allowed or (op0 if op1 is None else f"{op0}+{op1}") in allowed
+
+
+_CLASSES = {
     "sbuf": Sbuf,
     "psum": Psum,
     "tensor_engine": TensorEngine,
-    "vector_engine": ComputeEngine,
+    "vector_engine": VectorEngine,
     "scalar_engine": ComputeEngine,
-    "gpsimd_engine": ComputeEngine,
+    "gpsimd_engine": GpSimdEngine,
     "engines": Engines,
     "dma": Dma,
     "hbm": Hbm,
+    "features": Features,
 }
+_TOP = ("name", "nc_version", "aliases", "instance_type", "neuroncores_per_chip")
 
 
-def _build(raw: dict, source: str) -> Target:
-    kwargs = {k: v for k, v in raw.items() if k not in _SECTIONS}
-    kwargs["aliases"] = tuple(kwargs.get("aliases", ()))
-    for section, cls in _SECTIONS.items():
-        known = {f.name for f in fields(cls)}
-        kwargs[section] = cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw[section].items() if k in known})
-    return Target(source=source, **kwargs)
-
-
-def resolve_target_name(name: str | None = None) -> str:
-    """Map trn1/inf2/gen2, trn2/gen3, trn3/gen4 (or the env override, or the default) to a target name."""
-    if name is None:
-        name = os.environ.get(TARGET_ENV) or DEFAULT_TARGET
-    key = str(name).strip().lower()
-    for target in TARGET_NAMES:
-        if key == target or key in _aliases(target):
-            return target
-    raise NkiUsageError(
-        "err_unknown_target",
-        f"unknown target {name!r}",
-        f"use one of trn1 (gen2, inf2), trn2 (gen3) or trn3 (gen4); {TARGET_ENV} takes the same names",
+def _bad(path, message: str) -> NkiUsageError:
+    return NkiUsageError(
+        "err_bad_hardware_file",
+        f"{path}: {message}",
+        "every key of a hardware file is required and must be one the loader knows; compare with src/nkidev/hardware/trn2.toml",
     )
 
 
-@cache
-def _aliases(target: str) -> tuple[str, ...]:
-    with open(_DIR / f"{target}.toml", "rb") as f:
-        return tuple(tomllib.load(f).get("aliases", ()))
+def _value(path, where: str, value, kind):
+    """Check one TOML value against the dataclass field's annotation (int, float, bool, str, tuples)."""
+    origin = typing.get_origin(kind)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise _bad(path, f"{where} must be a list")
+        item = typing.get_args(kind)[0]
+        return tuple(_value(path, where, v, item) for v in value)
+    ok = {
+        bool: isinstance(value, bool),
+        str: isinstance(value, str),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, int | float) and not isinstance(value, bool),
+    }.get(kind)
+    if not ok:
+        raise _bad(path, f"{where} = {value!r} is not a {getattr(kind, '__name__', kind)}")
+    return float(value) if kind is float else value
+
+
+def _section(path, name: str, raw, cls) -> object:
+    if not isinstance(raw, dict):
+        raise _bad(path, f"[{name}] is missing or not a table")
+    hints = typing.get_type_hints(cls)
+    known = [f.name for f in fields(cls)]
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise _bad(path, f"unknown key [{name}] {unknown[0]}" + (f" (and {len(unknown) - 1} more)" if unknown[1:] else ""))
+    missing = [k for k in known if k not in raw]
+    if missing:
+        raise _bad(path, f"missing key [{name}] {missing[0]}" + (f" (and {len(missing) - 1} more)" if missing[1:] else ""))
+    return cls(**{k: _value(path, f"[{name}] {k}", raw[k], hints[k]) for k in known})
+
+
+def _build(raw: dict, source: str) -> Target:
+    unknown = sorted(set(raw) - set(_TOP) - set(_CLASSES))
+    if unknown:
+        raise _bad(source, f"unknown key {unknown[0]}")
+    missing = [k for k in (*_TOP, *_CLASSES) if k not in raw]
+    if missing:
+        raise _bad(source, f"missing key {missing[0]}")
+    hints = typing.get_type_hints(Target)
+    top = {k: _value(source, k, raw[k], hints[k]) for k in _TOP}
+    sections = {name: _section(source, name, raw[name], cls) for name, cls in _CLASSES.items()}
+    return Target(source=source, **top, **sections)
+
+
+# ---------------------------------------------------------------- finding targets
+
+
+def _dirs() -> tuple[Path, ...]:
+    extra = [Path(p) for p in os.environ.get(PATH_ENV, "").split(os.pathsep) if p.strip()]
+    return (_DIR, *extra)
 
 
 @cache
-def _load(target: str) -> Target:
-    path = _DIR / f"{target}.toml"
-    with open(path, "rb") as f:
-        return _build(tomllib.load(f), str(path))
+def _catalog(dirs: tuple[Path, ...]) -> dict[str, tuple[str, Path]]:
+    """alias (lower case) -> (target name, file) for every <name>.toml in `dirs` (later dirs cannot shadow)."""
+    out: dict[str, tuple[str, Path]] = {}
+    for directory in dirs:
+        for path in sorted(directory.glob("*.toml")) if directory.is_dir() else ():
+            raw = _read(path)
+            name = raw.get("name")
+            if name != path.stem:
+                raise _bad(path, f"name = {name!r} must equal the file name {path.stem!r}")
+            for alias in (name, *raw.get("aliases", ())):
+                out.setdefault(str(alias).lower(), (name, path))
+    return out
+
+
+def _read(path: Path) -> dict:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise _bad(path, f"cannot be read: {e}") from None
+
+
+def target_names() -> tuple[str, ...]:
+    """Every known target, bundled ones first (trn1, trn2, trn3, then any from NKIDEV_HARDWARE_PATH)."""
+    return tuple(dict.fromkeys(name for name, _ in _catalog(_dirs()).values()))
+
+
+TARGET_NAMES = tuple(name for name, path in dict.fromkeys(_catalog((_DIR,)).values()))  # the bundled targets
+
+
+def default_target_name() -> str:
+    """`emulate(target=...)` for this thread, else $NEURON_PLATFORM_TARGET_OVERRIDE, else trn2."""
+    return target_override.get() or os.environ.get(TARGET_ENV) or DEFAULT_TARGET
+
+
+def resolve_target_name(name: str | None = None) -> str:
+    """The target a name or alias (trn1/inf2/gen2, trn2/gen3, trn3/gen4, ...) means; None: the default."""
+    if name is None:
+        name = default_target_name()
+    found = _catalog(_dirs()).get(str(name).strip().lower())
+    if found is None:
+        known = ", ".join(f"{t} ({', '.join(a for a in get_target(t).aliases if a != t) or 'no aliases'})" for t in target_names())
+        raise NkiUsageError("err_unknown_target", f"unknown target {name!r}", f"use one of {known}; {TARGET_ENV} takes the same names")
+    return found[0]
+
+
+@cache
+def _load(path: Path) -> Target:
+    return _build(_read(path), str(path))
 
 
 def get_target(name: str | Target | None = None) -> Target:
-    """The hardware spec for `name` (trn1|trn2|trn3 or a gen alias); None reads the env override."""
+    """The hardware spec for `name` (a target name or alias); None means the default target."""
     if isinstance(name, Target):
         return name
-    return _load(resolve_target_name(name))
+    target = resolve_target_name(name)
+    return _load(_catalog(_dirs())[target][1])
 
 
 def load_target_file(path: str | os.PathLike) -> Target:
     """A custom spec (same keys as the bundled TOML files), for what-if studies."""
-    with open(path, "rb") as f:
-        return _build(tomllib.load(f), str(path))
+    return _build(_read(Path(path)), str(path))
+
+
+def target_for_instance(instance_type: str | None) -> Target | None:
+    """The target whose instance type (or name) prefixes `instance_type`, e.g. 'trn2.48xlarge' -> trn2."""
+    kind = (instance_type or "").lower()
+    for name in target_names():
+        t = get_target(name)
+        keys = {t.instance_type.split(".")[0].lower(), *(a.lower() for a in t.aliases)}
+        if any(kind.startswith(k) for k in keys if k):
+            return t
+    return None
+
+
+__all__ = [
+    "DEFAULT_TARGET",
+    "TARGET_ENV",
+    "TARGET_NAMES",
+    "Target",
+    "get_target",
+    "load_target_file",
+    "resolve_target_name",
+    "target_names",
+]

@@ -9,7 +9,9 @@ import pyarrow as pa
 from nkidev.costmodel.dma import QUEUES
 from nkidev.costmodel.intervals import merge
 from nkidev.costmodel.timeline import Timeline
+from nkidev.emulator.ops import OPS
 from nkidev.emulator.trace import Instruction
+from nkidev.hardware import Target
 from nkidev.profile import schema
 from nkidev.profile.operands import generic_operands, load_stationary_operands, matmul_operands
 
@@ -32,14 +34,15 @@ def ns(values) -> np.ndarray:
     return np.rint(np.asarray(values, dtype=np.float64)).astype(np.int64)
 
 
-def flop_factor(ins: Instruction, nc_version: int) -> float:
-    """bf16-equivalent FLOP weight: x4 fp32, x0.5 fp8 on NeuronCore-v3+, else x1."""
+def flop_factor(ins: Instruction, hw: Target) -> float:
+    """bf16-equivalent FLOP weight: the TensorE cycle factor of fp32 (x4) and fp8 (x0.5 where double-row
+    exists) operands, else x1."""
     a = ins.attrs
     dtypes = {a.get("dtype"), a.get("moving_dtype")}
     if a.get("fp32") or "float32" in dtypes:
-        return 4.0
-    if nc_version >= 3 and dtypes & set(FP8):
-        return 0.5
+        return hw.tensor_engine.fp32_cycle_factor
+    if dtypes & set(FP8):
+        return hw.tensor_engine.fp8_cycle_factor
     return 1.0
 
 
@@ -58,7 +61,7 @@ def _accumulates(tl: Timeline, i: int) -> bool:
     dst = ins.writes[0].tensor if ins.writes else None
     deps = tl.deps[i] if tl.deps else ()
     return any(
-        tl.trace.instructions[j].opcode == "nc_matmul"
+        OPS[tl.trace.instructions[j].opcode].kind == "matmul"
         and tl.trace.instructions[j].writes
         and tl.trace.instructions[j].writes[0].tensor == dst
         for j in deps
@@ -119,7 +122,6 @@ def _row(**values) -> tuple:
 
 def instruction_table(tl: Timeline) -> pa.Table:
     rows, trace = tl.rows, tl.trace
-    nc = tl.target.nc_version
     transfer_of_row = {r: k for k, r in enumerate(tl.transfers.row)}
     per_row = []
     for r, (i, opcode) in enumerate(zip(rows.ins, rows.opcode)):
@@ -127,7 +129,7 @@ def instruction_table(tl: Timeline) -> pa.Table:
         if opcode == schema.DMA_TRIGGER_OPCODE:
             per_row.append(_dma_row(tl, transfer_of_row[r]))
         elif ins.engine == "tensor":
-            per_row.append(_tensor_row(tl, i, opcode, nc))
+            per_row.append(_tensor_row(tl, i, opcode))
         else:
             per_row.append(_compute_row(tl, i))
     columns = dict(zip(ROW_COLUMNS, (list(c) for c in zip(*per_row)))) if per_row else {}
@@ -161,10 +163,10 @@ def instruction_table(tl: Timeline) -> pa.Table:
     return to_table("Instruction", columns)
 
 
-def _tensor_row(tl: Timeline, i: int, opcode: str, nc: int) -> tuple:
+def _tensor_row(tl: Timeline, i: int, opcode: str) -> tuple:
     ins = tl.trace.instructions[i]
     a = ins.attrs
-    transpose = ins.opcode == "nc_transpose" or bool(a.get("is_transpose"))
+    transpose = OPS[ins.opcode].kind == "move" or bool(a.get("is_transpose"))  # a TensorE move is a transpose
     kind = "TRANSPOSE" if transpose else "REGULAR"
     if opcode == "LDWEIGHTS":
         stationary = [x for x in ins.reads if x.role in ("stationary", "data")] or ins.reads[:1]
@@ -181,7 +183,7 @@ def _tensor_row(tl: Timeline, i: int, opcode: str, nc: int) -> tuple:
         )
     moving = [x for x in ins.reads if x.role == "moving"]
     flops = int(ins.flops)
-    adjusted = int(flops * flop_factor(ins, nc))
+    adjusted = int(flops * flop_factor(ins, tl.target))
     elements = a.get("K", ins.partitions) * a.get("N", ins.partitions)
     dst = ins.writes[0].nbytes if ins.writes else 0
     return _row(

@@ -10,24 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nkidev.emulator.ops import OPS
 from nkidev.emulator.trace import Instruction, Trace
 from nkidev.validate.tolerance import is_float, mantissa_bits
 
-MOVES = {
-    "dma_copy",
-    "dma_transpose",
-    "tensor_copy",
-    "nc_transpose",
-    "nc_stream_shuffle",
-    "local_gather",
-    "nc_n_gather",
-    "tensor_copy_predicated",
-    "sendrecv",
-    "affine_select",
-}
-CONSTANTS = {"memset", "iota", "rng", "rand2", "rand_get_state", "rand_set_state", "set_rng_seed"}
 PACKED_MANTISSA = {"float8_e5m2_x4": 2, "float8_e4m3fn_x4": 3, "float4_e2m1fn_x4": 1}
-MATMULS = {"nc_matmul", "nc_matmul_mx"}
 
 
 @dataclass(frozen=True)
@@ -52,14 +39,15 @@ def _coarse(dtype: str, need: int) -> bool:
 
 def _offence(ins: Instruction, need: int) -> tuple[str, str] | None:
     """(what, dtype) when this instruction rounds below `need` mantissa bits."""
-    if ins.opcode in CONSTANTS:
+    kind = OPS[ins.opcode].kind  # what the op does to values (opdef.KINDS)
+    if kind in ("constant", "sync"):
         return None
-    if ins.opcode in MATMULS and not ins.attrs.get("is_transpose"):
+    if kind == "matmul" and not ins.attrs.get("is_transpose"):
         for key in ("dtype", "moving_dtype"):
             d = ins.attrs.get(key)
             if d and _coarse(d, need):
                 return "multiplies", d
-    move = ins.opcode in MOVES or bool(ins.attrs.get("is_transpose"))
+    move = kind == "move" or bool(ins.attrs.get("is_transpose"))
     widest_read = max((_bits(r.dtype) or 0 for r in ins.reads), default=0)
     for w in ins.writes:
         if not _coarse(w.dtype, need):

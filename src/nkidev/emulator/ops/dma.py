@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nkidev.emulator import costs
 from nkidev.emulator import rules as R
 from nkidev.emulator.alu import op_name
 from nkidev.emulator.dtypes import cast_array, from_f32, to_f32
@@ -17,7 +18,7 @@ def _skip(a) -> bool:
 
 
 def _count_equal(x: str, y: str):
-    def check(a, ctx):
+    def check(a, ctx, engine):
         tx, ty = getattr(a, x, None), getattr(a, y, None)
         if isinstance(tx, NkiTensor) and isinstance(ty, NkiTensor) and tx.size != ty.size:
             return (
@@ -28,11 +29,11 @@ def _count_equal(x: str, y: str):
     return R.custom("err_element_count_mismatch", f"{x} and {y} hold the same number of elements", check)
 
 
-def _hwdge(a, ctx):
+def _hwdge(a, ctx, engine):
     mode = getattr(getattr(a, "dge_mode", None), "name", "unknown")
     if mode == "hwdge":
-        if ctx.target.nc_version < 3:
-            return "dge_mode=hwdge needs NeuronCore-v3 (trn2) or newer", "use dge_mode=nisa.dge_mode.unknown"
+        if not ctx.target.features.hwdge:
+            return f"dge_mode=hwdge is not available on {ctx.target.name}", "use dge_mode=nisa.dge_mode.unknown"
         if isinstance(a.dst, NkiTensor) and isinstance(a.src, NkiTensor) and a.dst.dtype != a.src.dtype:
             return (f"dge_mode=hwdge cannot cast {a.src.dtype} -> {a.dst.dtype}", "use equal dtypes or dge_mode=nisa.dge_mode.unknown")
 
@@ -66,16 +67,17 @@ DMA_COPY = declare(
         R.custom(
             "err_dma_from_psum",
             "src is not in PSUM (DMA cannot read PSUM)",
-            lambda a, ctx: (
+            lambda a, ctx, engine: (
                 (f"src {a.src.name!r} is in PSUM", "copy it to SBUF with nisa.tensor_copy first") if a.src.storage.kind == "psum" else None
             ),
         ),
         _count_equal("dst", "src"),
         R.custom("err_invalid_argument", "dge_mode=hwdge needs trn2+ and equal dtypes", _hwdge),
     ),
-    cost_doc="per transfer ~fixed_cost_ns + bytes / (engines x bytes_per_ns), efficiency by bytes per partition",
     attrs=_dma_attrs,
     flops=lambda a: 0,
+    kind="move",
+    cost=costs.TRANSFER,
 )
 
 
@@ -106,7 +108,7 @@ def _transpose_axes(a) -> tuple[int, ...] | None:
     return axes
 
 
-def _dma_transpose_check(a, ctx):
+def _dma_transpose_check(a, ctx, engine):
     axes = _transpose_axes(a)
     if axes not in ((1, 0), (2, 1, 0), (3, 1, 2, 0)):
         return (f"axes={axes} for a {a.src.ndim}-d source", "use (1, 0), (2, 1, 0) or (3, 1, 2, 0)")
@@ -132,7 +134,6 @@ DMA_TRANSPOSE = declare(
     ("dma",),
     "Transpose src into dst with the DMA engines (2-d [1,0], 3-d [2,1,0], 4-d [3,1,2,0]).",
     semantics="dst = np.transpose(src, axes)",
-    min_nc=3,
     rules=(
         R.tensor_required("dst"),
         R.tensor_required("src"),
@@ -141,9 +142,10 @@ DMA_TRANSPOSE = declare(
         R.same_dtype("dst", "src"),
         R.custom("err_shape_mismatch", "dst is the transposed src (same rank); hwdge shape limits", _dma_transpose_check),
     ),
-    cost_doc="as dma_copy at the DMA transpose efficiency (up to 90% HBM->SBUF)",
     attrs=lambda a: dict(_dma_attrs(a), transpose=True),
     flops=lambda a: 0,
+    kind="move",
+    cost=costs.TRANSFER,
 )
 
 
@@ -153,7 +155,7 @@ def _dma_transpose(a, ctx, engine):
     store_raw(a.dst, values)
 
 
-def _compute_check(a, ctx):
+def _compute_check(a, ctx, engine):
     if op_name(a.reduce_op) != "add":
         return "reduce_op must be nl.add", "pass reduce_op=nl.add"
     if not a.srcs or len(a.srcs) > 16:
@@ -177,6 +179,8 @@ DMA_COMPUTE = declare(
     ),
     attrs=lambda a: {"dge_mode": "none", "dst_dtype": a.dst.dtype.name, "sources": len(a.srcs)},
     flops=lambda a: a.dst.size * max(0, len(a.srcs) - 1),
+    kind="compute",
+    cost=costs.TRANSFER,
 )
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from nkidev.emulator import costs
 from nkidev.emulator import rules as R
 from nkidev.emulator.alu import ALU, op_name
+from nkidev.emulator.location import rule_error
 from nkidev.emulator.memory import raw, rows, store, store_raw
 from nkidev.emulator.opdef import declare
 from nkidev.emulator.tensor import free_size, partitions
@@ -27,7 +28,7 @@ def _affine(pattern, offset: int, channel_multiplier: int, p: int) -> np.ndarray
 
 
 def _pattern_check(name_of_tile: str):
-    def check(a, ctx):
+    def check(a, ctx, engine):
         try:
             pattern = [(int(s), int(n)) for s, n in a.pattern]
         except (TypeError, ValueError):
@@ -54,8 +55,8 @@ IOTA = declare(
         R.in_memory("dst", ("sbuf",)),
         R.custom("err_shape_mismatch", "pattern is up to 4-d and covers the tile's elements per partition", _pattern_check("dst")),
     ),
-    cost=costs.gpsimd,
-    cost_doc="GPSIMD_START (~150) + N cycles",
+    kind="constant",
+    cost=costs.GPSIMD,
 )
 
 
@@ -84,9 +85,9 @@ AFFINE_SELECT = declare(
         R.alu_op("cmp_op", ("arith",)),
         R.custom("err_shape_mismatch", "pattern covers the tile's elements per partition", _pattern_check("dst")),
     ),
-    cost=costs.gpsimd,
-    cost_doc="GPSIMD_START (~150) + N cycles",
     attrs=lambda a: {"cmp_op": op_name(a.cmp_op)},
+    kind="move",
+    cost=costs.GPSIMD,
 )
 
 
@@ -112,8 +113,8 @@ N_GATHER = declare(
         R.same_dtype("dst", "data"),
         R.dtype_in("indices", ("uint32",)),
     ),
-    cost=costs.gpsimd_streaming,
-    cost_doc="GPSIMD_START + max(MIN_II, N)",
+    kind="move",
+    cost=costs.GPSIMD_STREAMING,
 )
 
 
@@ -122,8 +123,6 @@ def _n_gather(a, ctx, engine):
     data = np.asarray(raw(a.data)).reshape(partitions(a.data), -1)
     idx = np.asarray(raw(a.indices)).reshape(partitions(a.indices), -1).astype(np.int64)
     if (idx >= data.shape[1]).any():
-        from nkidev.emulator.tensor import rule_error
-
         raise rule_error(
             "err_tensor_access_out_of_bound", f"nc_n_gather index {int(idx.max())} >= {data.shape[1]} elements per partition", None
         )
@@ -136,7 +135,6 @@ NONZERO = declare(
     ("gpsimd",),
     "Indices of nonzero elements (+index_offset), padded, then the count; reads/writes partitions 0, 16, ..., 112.",
     tiles=("dst", "src"),
-    min_nc=3,
     rules=(
         R.dtype_in("src", ("float32", "int32")),
         R.dtype_in("dst", ("int32",)),
@@ -144,15 +142,15 @@ NONZERO = declare(
         R.custom(
             "err_shape_mismatch",
             "dst has one more element per partition than src",
-            lambda a, ctx: (
+            lambda a, ctx, engine: (
                 None
                 if free_size(a.dst) == free_size(a.src) + 1
                 else f"dst {a.dst.shape} must hold {free_size(a.src) + 1} elements per partition"
             ),
         ),
     ),
-    cost=costs.gpsimd_streaming,
-    cost_doc="GPSIMD_START + max(MIN_II, N)",
+    kind="compute",
+    cost=costs.GPSIMD_STREAMING,
 )
 
 
@@ -182,16 +180,16 @@ TOPK = declare(
         R.custom(
             "err_shape_mismatch",
             "val_dst and idx_dst hold n elements per partition",
-            lambda a, ctx: (
+            lambda a, ctx, engine: (
                 None
                 if free_size(a.val_dst) == int(a.n) == free_size(a.idx_dst)
                 else f"val_dst/idx_dst must hold n={a.n} elements per partition"
             ),
         ),
     ),
-    cost=lambda ins, hw: 4.0 * ins.free_elems + ins.attrs.get("n", 0),
-    cost_doc="4*N + K cycles per partition",
     attrs=lambda a: {"n": int(a.n)},
+    kind="compute",
+    cost=costs.TOPK,
 )
 
 
@@ -209,7 +207,8 @@ LOCAL_GATHER = declare(
     ("gpsimd",),
     "Gather across the 16 partitions each GpSimd core serves, using uint16 partition offsets.",
     emulated=False,
-    cost=costs.gpsimd_streaming,
+    kind="move",
+    cost=costs.GPSIMD_STREAMING,
 )
 
 SEQUENCE_BOUNDS = declare(
@@ -218,5 +217,6 @@ SEQUENCE_BOUNDS = declare(
     ("gpsimd",),
     "Start and end index of the segment each element belongs to (padding id 0 gives [n, -1]).",
     emulated=False,
-    cost=costs.gpsimd_streaming,
+    kind="compute",
+    cost=costs.GPSIMD_STREAMING,
 )

@@ -6,16 +6,17 @@ import numpy as np
 
 from nkidev.emulator import costs
 from nkidev.emulator import rules as R
+from nkidev.emulator.location import rule_error
 from nkidev.emulator.memory import raw, rows, scalar_or_vector, store, store_raw
 from nkidev.emulator.opdef import declare
-from nkidev.emulator.tensor import NkiTensor, rule_error
+from nkidev.emulator.tensor import NkiTensor
 
 INT_TYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 
 
-def _rng_engine_on_target(a, ctx):
-    if getattr(a.engine, "name", "") == "gpsimd" and ctx.target.nc_version < 3:
-        return "rng on GpSimd needs NeuronCore-v3+", "use the vector engine"
+def _rng_engine_on_target(a, ctx, engine):
+    if engine == "gpsimd" and not ctx.target.features.gpsimd_rng:
+        return f"rng on GpSimd is not available on {ctx.target.name}", "use the vector engine"
 
 
 RNG = declare(
@@ -25,8 +26,8 @@ RNG = declare(
     "Fill an integer tile with pseudo-random bits (low bits of 32-bit values).",
     tiles=("dst",),
     rules=(R.dtype_in("dst", INT_TYPES), R.custom("err_unsupported_on_target", "GpSimd rng needs NeuronCore-v3+", _rng_engine_on_target)),
-    cost=costs.streaming,
-    cost_doc="max(MIN_II, N)",
+    kind="constant",
+    cost=costs.STREAMING,
 )
 
 
@@ -42,10 +43,9 @@ RAND2 = declare(
     ("vector",),
     "Uniform pseudo-random values in [min, max] (NeuronCore-v4).",
     tiles=("dst",),
-    min_nc=4,
     rules=(R.vector_operand("min"), R.vector_operand("max")),
-    cost=costs.streaming,
-    cost_doc="max(MIN_II, N)",
+    kind="constant",
+    cost=costs.STREAMING,
 )
 
 
@@ -64,8 +64,8 @@ DROPOUT = declare(
     "Zero each element with probability prob (scalar or [P, 1]); dst dtype equals data dtype.",
     tiles=("dst", "data"),
     rules=(R.same_partitions("dst", "data"), R.same_free_size("dst", "data"), R.same_dtype("dst", "data"), R.vector_operand("prob")),
-    cost=costs.streaming,
-    cost_doc="max(MIN_II, N)",
+    kind="compute",
+    cost=costs.STREAMING,
 )
 
 
@@ -83,8 +83,8 @@ SET_RNG_SEED = declare(
     "Seed the Vector Engine PRNG from a [1, 1] 32-bit tile.",
     writes=(),
     tiles=("src_seeds",),
-    cost=costs.streaming,
-    cost_doc="max(MIN_II, N)",
+    kind="constant",
+    cost=costs.STREAMING,
 )
 
 
@@ -99,11 +99,10 @@ RAND_SET_STATE = declare(
     "src_seeds, engine=engine.gpsimd, name=None",
     ("gpsimd", "vector"),
     "Seed the per-lane XORWOW PRNG states (NeuronCore-v3+).",
-    min_nc=3,
     writes=(),
     tiles=("src_seeds",),
-    cost=costs.streaming,
-    cost_doc="max(MIN_II, N)",
+    kind="constant",
+    cost=costs.STREAMING,
 )
 
 
@@ -118,9 +117,9 @@ RAND_GET_STATE = declare(
     "dst, engine=engine.gpsimd, name=None",
     ("gpsimd", "vector"),
     "Store the PRNG states (NeuronCore-v3+); the emulator's generator is not XORWOW, so values differ from hardware.",
-    min_nc=3,
     emulated=False,
-    cost=costs.streaming,
+    kind="constant",
+    cost=costs.STREAMING,
 )
 
 QUANTIZE_MX = declare(
@@ -128,13 +127,13 @@ QUANTIZE_MX = declare(
     "dst, src, dst_scale, name=None",
     ("vector",),
     "Quantize fp16/bf16 to MXFP8 data and e8m0 scales (NeuronCore-v4).",
-    min_nc=4,
     emulated=False,
-    cost=costs.streaming,
+    kind="compute",
+    cost=costs.STREAMING,
 )
 
 
-def _barrier_check(a, ctx):
+def _barrier_check(a, ctx, engine):
     if tuple(a.cores) != (0, 1):
         return f"cores={a.cores}; only (0, 1) is supported", "pass cores=(0, 1)"
 
@@ -145,12 +144,13 @@ CORE_BARRIER = declare(
     ("gpsimd", "vector", "scalar", "sync"),
     "Wait until every listed NeuronCore reaches this barrier (LNC=2, NeuronCore-v3+).",
     writes=(),
-    min_nc=3,
     rules=(R.custom("err_invalid_argument", "cores is (0, 1)", _barrier_check),),
-    cost=lambda ins, hw: float(hw.engines.min_ii_cycles),
-    cost_doc="a semaphore round trip",
     attrs=lambda a: {"sync": True},
     flops=lambda a: 0,
+    kind="sync",
+    cost=costs.SEMAPHORE_ROUND_TRIP,
+    opcode="BARRIER",
+    rendezvous=True,
 )
 
 
@@ -160,7 +160,7 @@ def _core_barrier(a, ctx, engine):
         ctx.barrier.barrier()
 
 
-def _sendrecv_check(a, ctx):
+def _sendrecv_check(a, ctx, engine):
     if not isinstance(a.src, NkiTensor) or not isinstance(a.dst, NkiTensor):
         return "src and dst must be SBUF tiles", None
     if a.src.shape != a.dst.shape or a.src.dtype != a.dst.dtype:
@@ -179,9 +179,11 @@ SENDRECV = declare(
         R.in_memory("dst", ("sbuf",)),
         R.custom("err_shape_mismatch", "src and dst have the same shape and dtype", _sendrecv_check),
     ),
-    cost_doc="a DMA of src's bytes",
     attrs=lambda a: {"dge_mode": "none", "sync": True},
     flops=lambda a: 0,
+    kind="move",
+    cost=costs.TRANSFER,
+    rendezvous=True,
 )
 
 

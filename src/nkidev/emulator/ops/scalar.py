@@ -7,14 +7,14 @@ import numpy as np
 from nkidev.emulator import costs
 from nkidev.emulator import rules as R
 from nkidev.emulator.alu import ACTIVATIONS, ALU, op_name
-from nkidev.emulator.location import warn
+from nkidev.emulator.context import warn
 from nkidev.emulator.memory import rows, scalar_or_vector, store
 from nkidev.emulator.opdef import declare
 from nkidev.emulator.ops.vector import _apply, accumulate
 from nkidev.emulator.tensor import NkiTensor, free_size, partitions
 
 
-def _bias_check(a, ctx):
+def _bias_check(a, ctx, engine):
     b = a.bias
     if b is None:
         return None
@@ -29,11 +29,11 @@ def _bias_check(a, ctx):
         return None
     if not isinstance(b, int | float):
         return f"bias must be a [P, 1] tile or a number, got {type(b).__name__}", None
-    if ctx.target.nc_version < 3:
+    if not ctx.target.features.activation_scalar_bias:
         return "a scalar bias needs NeuronCore-v3 (trn2) or newer; trn1 takes a [P, 1] vector", "pass bias as a (P, 1) tile"
 
 
-def _scale_shape(a, ctx):
+def _scale_shape(a, ctx, engine):
     s = a.scale
     if isinstance(s, NkiTensor) and (free_size(s) != 1 or partitions(s) != partitions(a.data)):
         return (
@@ -44,13 +44,13 @@ def _scale_shape(a, ctx):
         return f"scale must be a number or a [P, 1] tile, got {type(s).__name__}", None
 
 
-def _scale_type(a, ctx):
+def _scale_type(a, ctx, engine):
     s = a.scale
     if isinstance(s, NkiTensor) and s.dtype.name != "float32":
         return f"scale tile has dtype {s.dtype}, must be float32", "cast the scale vector to nl.float32"
 
 
-def _reduce_check(a, ctx):
+def _reduce_check(a, ctx, engine):
     if getattr(a, "reduce_op", None) is not None and op_name(a.reduce_op) != "add":
         return f"reduce_op must be nl.add, got {op_name(a.reduce_op)}", "pass reduce_op=nl.add"
     r = getattr(a, "reduce_res", None)
@@ -101,9 +101,10 @@ ACTIVATION = declare(
     writes=("dst", "reduce_res"),
     tiles=("dst", "data", "reduce_res"),
     rules=ACT_RULES,
-    cost=costs.activation,
-    cost_doc="max(MIN_II, N); reading reduce_res adds ~64 cycles",
     attrs=_act_attrs,
+    kind="compute",
+    cost=costs.ACTIVATION,
+    opcode="ACTIVATE",
 )
 
 
@@ -133,9 +134,10 @@ ACTIVATION_REDUCE = declare(
     writes=("dst", "reduce_res"),
     tiles=("dst", "data", "reduce_res"),
     rules=ACT_RULES + (R.tensor_required("reduce_res"),),
-    cost=costs.plus_min_ii,
-    cost_doc="max(MIN_II, N) + MIN_II",
     attrs=_act_attrs,
+    kind="compute",
+    cost=costs.PLUS_MIN_II,
+    opcode="ACTIVATE",
 )
 
 
@@ -164,7 +166,6 @@ ACTIVATE2 = declare(
     "op((data op0 imm0) op1 imm1) on the Scalar Engine with an optional reduction (NeuronCore-v4).",
     writes=("dst", "reduce_res"),
     tiles=("dst", "data", "reduce_res"),
-    min_nc=4,
     rules=(
         R.activation_op("op"),
         R.same_partitions("dst", "data"),
@@ -174,16 +175,17 @@ ACTIVATE2 = declare(
         R.custom(
             "err_invalid_op",
             "(op0, op1) is one of the six documented combinations",
-            lambda a, ctx: (
+            lambda a, ctx, engine: (
                 None
                 if (op_name(a.op0), op_name(a.op1)) in ACT2_PAIRS
                 else f"(op0, op1) = ({op_name(a.op0)}, {op_name(a.op1)}) is not supported"
             ),
         ),
     ),
-    cost=costs.activation,
-    cost_doc="max(MIN_II, N)",
     attrs=_act_attrs,
+    kind="compute",
+    cost=costs.ACTIVATION,
+    opcode="ACTIVATE",
 )
 
 

@@ -16,7 +16,7 @@ FP32_MIN = float(np.finfo(np.float32).min)
 COMPARE = ("equal", "less", "less_equal", "greater", "greater_equal")
 
 
-def _cmp_check(a, ctx):
+def _cmp_check(a, ctx, engine):
     for name in ("comp_op0", "comp_op1"):
         if op_name(getattr(a, name)) not in COMPARE:
             return f"{name} must be one of nl.{', nl.'.join(COMPARE)}", None
@@ -37,7 +37,6 @@ RANGE_SELECT = declare(
     "max-reduce into the Vector accumulators.",
     writes=("dst", "reduce_res"),
     tiles=("dst", "on_true_tile", "bound0", "bound1", "reduce_res"),
-    min_nc=3,
     rules=(
         R.same_partitions("dst", "on_true_tile", "bound0", "bound1"),
         R.same_free_size("dst", "on_true_tile"),
@@ -50,8 +49,8 @@ RANGE_SELECT = declare(
             _cmp_check,
         ),
     ),
-    cost=costs.streaming,
-    cost_doc="max(MIN_II, N)",
+    kind="compute",
+    cost=costs.STREAMING,
 )
 
 
@@ -69,7 +68,7 @@ def _range_select(a, ctx, engine):
         store(a.reduce_res, acc)
 
 
-def _sr_check(a, ctx):
+def _sr_check(a, ctx, engine):
     if op_name(a.reduce_op) != "maximum":
         return "reduce_op must be nl.maximum", "pass reduce_op=nl.maximum"
     if a.on_true.dtype.name in ("tfloat32", "int32", "uint32"):
@@ -99,8 +98,8 @@ SELECT_REDUCE = declare(
             _sr_check,
         ),
     ),
-    cost=costs.streaming,
-    cost_doc="max(MIN_II, N)",
+    kind="compute",
+    cost=costs.STREAMING,
 )
 
 

@@ -8,14 +8,13 @@ import numpy as np
 
 from nkidev.emulator import costs, psum
 from nkidev.emulator import rules as R
+from nkidev.emulator.context import warn
 from nkidev.emulator.dtypes import to_f32
 from nkidev.emulator.enums import matmul_perf_mode
-from nkidev.emulator.location import warn
 from nkidev.emulator.memory import acc_view, raw, read, store, store_raw
 from nkidev.emulator.opdef import declare
 from nkidev.emulator.tensor import free_size, partitions, region
 
-MATMUL_IN = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn", "bfloat16", "float16", "tfloat32", "float32")
 FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn")
 
 
@@ -36,7 +35,7 @@ def _km(a):
     return km
 
 
-def _matmul_check(a, ctx):
+def _matmul_check(a, ctx, engine):
     te = ctx.target.tensor_engine
     s, m, d = a.stationary, a.moving, a.dst
     k, mm, n = _km(a)
@@ -45,7 +44,7 @@ def _matmul_check(a, ctx):
         if not (a.tile_position and a.tile_size) or len(a.tile_position) != 2 or len(a.tile_size) != 2:
             return "tile_position and tile_size must both be (row, column) pairs", "set both or neither"
         row, col = (int(x) for x in a.tile_size)
-        sizes = (32, 64, 128) if ctx.target.nc_version >= 3 else (64, 128)
+        sizes = ctx.target.features.matmul_tile_sizes
         if row not in sizes or col not in sizes:
             return f"tile_size {a.tile_size} not supported on {ctx.target.name}", f"use sizes from {sizes}"
         if any(int(p) % sz or int(p) >= 128 for p, sz in zip(a.tile_position, (row, col))):
@@ -72,13 +71,12 @@ def _matmul_check(a, ctx):
         return (f"dst {d.shape} must be [{mm}, {n}] (stationary free x moving free)", f"allocate the PSUM tile as ({mm}, {n})")
 
 
-def _dtype_check(a, ctx):
+def _dtype_check(a, ctx, engine):
     s, m, d = a.stationary.dtype.name, a.moving.dtype.name, a.dst.dtype.name
     for name, dt in (("stationary", s), ("moving", m)):
-        if dt not in MATMUL_IN:
-            return f"{name} dtype {dt} is not a Tensor Engine input type", f"cast to one of {MATMUL_IN}"
-        if dt == "float8_e4m3fn" and ctx.target.nc_version < 4:
-            return "float8_e4m3fn needs NeuronCore-v4 (trn3)", "use float8_e4m3 on trn1/trn2"
+        allowed = ctx.target.features.matmul_input_dtypes
+        if dt not in allowed:
+            return f"{name} dtype {dt} is not a Tensor Engine input type on {ctx.target.name}", f"cast to one of {allowed}"
     wide = {"float32", "tfloat32"}
     if (s in wide) != (m in wide):
         return f"stationary {s} and moving {m}: an fp32/tf32 operand needs an fp32/tf32 partner", "cast both operands to the same family"
@@ -87,22 +85,22 @@ def _dtype_check(a, ctx):
     if _double(a):
         if a.tile_size and int(a.tile_size[1]) < 128:
             return "perf_mode=double_row cannot be combined with column tiling", "drop tile_size or double_row"
-        if ctx.target.nc_version < 3:
-            return "perf_mode=double_row needs NeuronCore-v3+", None
+        if not ctx.target.features.matmul_double_row:
+            return f"perf_mode=double_row is not available on {ctx.target.name}", None
         if s not in FP8 or m not in FP8:
             return "perf_mode=double_row needs fp8 operands", "cast both operands to float8_e4m3/float8_e5m2"
         if a.stationary.ndim != 3 or a.stationary.shape[1] != 2 or a.moving.ndim != 3 or a.moving.shape[1] != 2:
             return "perf_mode=double_row needs [P, 2, F] operands", "reshape to (P, 2, F)"
-    allowed = ("float32", "bfloat16") if ctx.target.nc_version >= 4 else ("float32",)
+    allowed = ctx.target.features.matmul_psum_dtypes
     if a.is_transpose:
         allowed = allowed + (s,)
     if d not in allowed:
         return f"dst dtype {d} on {ctx.target.name}; allowed: {', '.join(allowed)}", "allocate the PSUM tile as nl.float32"
 
 
-def _bank_check(a, ctx):
+def _bank_check(a, ctx, engine):
     d = a.dst
-    if ctx.target.nc_version >= 4 or d.dyn is not None:
+    if not ctx.target.features.matmul_output_within_bank or d.dyn is not None:
         return None
     _, _, lo, hi, _, _ = region(d)  # byte range of the view within each partition
     bank = ctx.target.psum.bank_bytes
@@ -157,10 +155,12 @@ NC_MATMUL = declare(
         ),
         R.custom("err_psum_bank_overflow", "on trn1/trn2 the output stays within one 2 KiB PSUM bank", _bank_check),
     ),
-    cost=costs.matmul,
-    cost_doc="max(min(64, M), N) TensorE cycles (x4 for fp32, x0.5 for fp8 double_row), plus a LoadStationary of ~M/4 cycles",
     attrs=_matmul_attrs,
     flops=lambda a: 2 * math.prod(_km(a)),
+    kind="matmul",
+    cost=costs.MATMUL,
+    load_cost=costs.LOAD_STATIONARY,
+    perf_modes=costs.DOUBLE_ROW,
 )
 
 
@@ -169,7 +169,7 @@ def _nc_matmul(a, ctx, engine):
     k, m, n = _km(a)
     s_raw = np.asarray(raw(a.stationary))
     mv_raw = np.asarray(raw(a.moving))
-    transpose_mode = a.is_transpose and ctx.target.nc_version >= 3  # bit-accurate: no arithmetic on values
+    transpose_mode = a.is_transpose and ctx.target.features.matmul_transpose_passthrough  # bits, no arithmetic
     d = a.dst
     mask = acc_view(d)
     mode = a.accumulate
@@ -225,11 +225,11 @@ def _engine_of(a, ctx) -> str:
     return name if name in ("tensor", "vector") else _transpose_engine(a, ctx)
 
 
-def _transpose_check(a, ctx):
+def _transpose_check(a, ctx, engine):
     p, f = partitions(a.data), free_size(a.data)
     if partitions(a.dst) != f or free_size(a.dst) != p:
         return f"dst {a.dst.shape} must be [{f}, {p}] for data {a.data.shape}", f"allocate dst as ({f}, {p})"
-    eng = _engine_of(a, ctx)
+    eng = engine
     limit = ctx.target.vector_engine.transpose_max if eng == "vector" else ctx.target.tensor_engine.transpose_engine_max
     if p > limit or f > limit:
         return (f"{eng} engine transposes up to {limit}x{limit}, data is {p}x{f}", "tile the transpose (TensorE 128x128, VectorE 32x32)")
@@ -250,10 +250,12 @@ NC_TRANSPOSE = declare(
         R.custom("err_transpose_too_large", "dst is [F, P]; TensorE <= 128x128 SBUF->PSUM, VectorE <= 32x32", _transpose_check),
     ),
     choose_engine=_transpose_engine,
-    cost=costs.pe_transpose,
-    cost_doc="TensorE max(P, min(64, F)); VectorE max(MIN_II, N)",
     attrs=lambda a: {"F": free_size(a.data), "dtype": a.data.dtype.name, "is_transpose": True},
     flops=lambda a: 2 * partitions(a.data) * free_size(a.data) * partitions(a.data),
+    kind="move",
+    cost=costs.PE_TRANSPOSE,
+    opcode="TRANSPOSE",
+    load_cost=costs.LOAD_STATIONARY,
 )
 
 
@@ -268,7 +270,8 @@ NC_MATMUL_MX = declare(
     "dst, stationary, moving, stationary_scale, moving_scale, tile_position=None, tile_size=None, accumulate=None, name=None",
     ("tensor",),
     "MXFP8/MXFP4 matmul with integrated dequantization (NeuronCore-v4).",
-    min_nc=4,
     emulated=False,
-    cost=costs.matmul,
+    kind="matmul",
+    cost=costs.MATMUL,
+    load_cost=costs.LOAD_STATIONARY,
 )

@@ -66,9 +66,10 @@ TENSOR_TENSOR = declare(
         R.bitvec_needs_int(("op",), ("dst", "data1", "data2")),
     ),
     choose_engine=_tt_engine,
-    cost=costs.tensor_tensor,
-    cost_doc="max(MIN_II, N) with a PSUM input or bf16 add/mul/sub in SBUF, else max(MIN_II, 2N)",
     attrs=lambda a: {"op": op_name(a.op)},
+    kind="compute",
+    cost=costs.TENSOR_TENSOR,
+    perf_modes=costs.TENSOR_TENSOR_MODES,
 )
 
 
@@ -91,23 +92,19 @@ def _tensor_tensor(a, ctx, engine):
 # ---------------------------------------------------------------- tensor_scalar
 
 
-def _ts_check(a, ctx):
+def _ts_check(a, ctx, engine):
     ops = [op_name(a.op0)] + ([op_name(a.op1)] if a.op1 is not None else [])
     kinds = {ALU[o].kind.startswith("bitvec") for o in ops if o in ALU}
     if len(kinds) > 1:
         return "op0 and op1 must both be bitvec or both arithmetic", None
     if a.op1 is None and a.operand1 is not None:
         return "operand1 is set but op1 is None", "pass op1 or drop operand1"
-    eng = getattr(getattr(a, "engine", None), "name", "unknown")
-    if eng == "gpsimd" and ops != ["rsqrt"]:
+    if engine == "gpsimd" and ops != ["rsqrt"]:
         return "engine=gpsimd is only allowed for rsqrt", "use the vector or scalar engine"
-    if (
-        eng == "scalar"
-        and ctx.target.nc_version == 3
-        and (ops[0], ops[1] if len(ops) > 1 else None) not in (("multiply", "add"), ("multiply", None), ("add", None))
-    ):
-        return ("ScalarE on trn2 supports only multiply+add, multiply or add in tensor_scalar", "run it on the vector engine")
-    if eng == "scalar" and True in kinds:
+    if engine == "scalar" and not ctx.target.scalar_tensor_scalar(ops[0], ops[1] if len(ops) > 1 else None):
+        allowed = ", ".join(ctx.target.features.scalar_tensor_scalar_ops)
+        return (f"ScalarE on {ctx.target.name} supports only {allowed} in tensor_scalar", "run it on the vector engine")
+    if engine == "scalar" and True in kinds:
         return "bitvec operators run on the Vector Engine only", "use engine=nisa.engine.vector"
     if False in kinds:
         for name in ("operand0", "operand1"):
@@ -137,9 +134,11 @@ TENSOR_SCALAR = declare(
         ),
         R.bitvec_needs_int(("op0", "op1"), ("dst", "data")),
     ),
-    cost=costs.streaming,
-    cost_doc="max(MIN_II, N) (one or two ops); GpSimd rsqrt 4x slower",
     attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1) if a.op1 is not None else None},
+    kind="compute",
+    cost=costs.STREAMING,
+    opcode="SCALAR",
+    perf_modes=costs.COPY_MODES,
 )
 
 
@@ -170,7 +169,7 @@ def _axes(a) -> tuple[int, ...]:
     return tuple(sorted(int(x) % a.data.ndim for x in axes))
 
 
-def _reduce_check(a, ctx):
+def _reduce_check(a, ctx, engine):
     nd = a.data.ndim
     try:
         axes = _axes(a)
@@ -198,9 +197,10 @@ TENSOR_REDUCE = declare(
         R.same_partitions("dst", "data"),
         R.custom("err_reduce_axis_invalid", "axis lists the last contiguous free dims (never 0); dst holds the rest", _reduce_check),
     ),
-    cost=costs.tensor_reduce,
-    cost_doc="N/2 cycles for bf16 add/max, else N",
     attrs=lambda a: {"op": op_name(a.op), "negate": bool(a.negate)},
+    kind="compute",
+    cost=costs.TENSOR_REDUCE,
+    opcode="REDUCE",
 )
 
 
@@ -228,7 +228,7 @@ TENSOR_PARTITION_REDUCE = declare(
         R.custom(
             "err_invalid_op",
             f"op is one of {', '.join(PARTITION_OPS)}",
-            lambda a, ctx: (
+            lambda a, ctx, engine: (
                 None
                 if op_name(a.op) in PARTITION_OPS
                 else (f"op {op_name(a.op)} cannot reduce partitions", f"use one of nl.{', nl.'.join(PARTITION_OPS)}")
@@ -238,12 +238,12 @@ TENSOR_PARTITION_REDUCE = declare(
         R.custom(
             "err_shape_mismatch",
             "dst has one partition",
-            lambda a, ctx: None if partitions(a.dst) == 1 else f"dst {a.dst.shape} must have 1 partition",
+            lambda a, ctx, engine: None if partitions(a.dst) == 1 else f"dst {a.dst.shape} must have 1 partition",
         ),
     ),
-    cost=costs.gpsimd_streaming,
-    cost_doc="GPSIMD_START + max(MIN_II, N)",
     attrs=lambda a: {"op": op_name(a.op)},
+    kind="compute",
+    cost=costs.GPSIMD_STREAMING,
 )
 
 
@@ -273,9 +273,9 @@ TENSOR_TENSOR_SCAN = declare(
         R.not_both_psum("data0", "data1"),
         R.vector_operand("initial"),
     ),
-    cost=costs.scan,
-    cost_doc="max(MIN_II, 2N)",
     attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1)},
+    kind="compute",
+    cost=costs.SCAN,
 )
 
 
@@ -308,9 +308,9 @@ SCALAR_TENSOR_TENSOR = declare(
         R.not_both_psum("data", "operand1"),
         R.vector_operand("operand0"),
     ),
-    cost=costs.scalar_tensor_tensor,
-    cost_doc="N for bf16 subtract-multiply with even N, else 2N",
     attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1)},
+    kind="compute",
+    cost=costs.SCALAR_TENSOR_TENSOR,
 )
 
 
@@ -353,7 +353,9 @@ TENSOR_SCALAR_REDUCE = declare(
         R.custom(
             "err_invalid_op",
             f"reduce_op is one of {', '.join(REDUCE_OPS)}",
-            lambda a, ctx: None if op_name(a.reduce_op) in REDUCE_OPS else f"reduce_op {op_name(a.reduce_op)} is not one of {REDUCE_OPS}",
+            lambda a, ctx, engine: (
+                None if op_name(a.reduce_op) in REDUCE_OPS else f"reduce_op {op_name(a.reduce_op)} is not one of {REDUCE_OPS}"
+            ),
         ),
         R.same_partitions("dst", "data", "reduce_res"),
         R.same_free_size("dst", "data"),
@@ -361,14 +363,14 @@ TENSOR_SCALAR_REDUCE = declare(
         R.custom(
             "err_shape_mismatch",
             "reduce_res is [P, 1]",
-            lambda a, ctx: (
+            lambda a, ctx, engine: (
                 None if a.reduce_res is None or free_size(a.reduce_res) == 1 else f"reduce_res {a.reduce_res.shape} must be [P, 1]"
             ),
         ),
     ),
-    cost=costs.plus_min_ii,
-    cost_doc="max(MIN_II, N) + MIN_II",
     attrs=lambda a: {"op0": op_name(a.op0), "reduce_op": op_name(a.reduce_op)},
+    kind="compute",
+    cost=costs.PLUS_MIN_II,
 )
 
 
@@ -394,7 +396,7 @@ TENSOR_SCALAR_CUMULATIVE = declare(
         R.custom(
             "err_invalid_op",
             "op1 is add, subtract, multiply, maximum or minimum",
-            lambda a, ctx: (
+            lambda a, ctx, engine: (
                 None
                 if op_name(a.op1) in ("add", "subtract", "multiply", "maximum", "minimum")
                 else f"op1 {op_name(a.op1)} cannot accumulate"
@@ -404,9 +406,9 @@ TENSOR_SCALAR_CUMULATIVE = declare(
         R.same_free_size("dst", "src"),
         R.vector_operand("imm0"),
     ),
-    cost=costs.scan,
-    cost_doc="max(MIN_II, 2N)",
     attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1)},
+    kind="compute",
+    cost=costs.SCAN,
 )
 
 
@@ -430,9 +432,12 @@ def _ts_cumulative(a, ctx, engine):
 # ---------------------------------------------------------------- copies and fills
 
 
-def _scalar_copy_on_trn1(a, ctx):
-    if getattr(a.engine, "name", "") == "scalar" and ctx.target.nc_version == 2:
-        return ("tensor_copy on the Scalar Engine is not supported on trn1", "use nisa.activation(op=nl.copy, ...) or the vector engine")
+def _scalar_copy_on_trn1(a, ctx, engine):
+    if engine == "scalar" and not ctx.target.features.scalar_tensor_copy:
+        return (
+            f"tensor_copy on the Scalar Engine is not supported on {ctx.target.name}",
+            "use nisa.activation(op=nl.copy, ...) or the vector engine",
+        )
 
 
 TENSOR_COPY = declare(
@@ -446,9 +451,10 @@ TENSOR_COPY = declare(
         R.same_free_size("dst", "src"),
         R.custom("err_unsupported_on_target", "not on the Scalar Engine on trn1", _scalar_copy_on_trn1),
     ),
-    cost=costs.streaming,
-    cost_doc="max(MIN_II, N)",
     attrs=lambda a: {"dtype": a.src.dtype.name, "dst_dtype": a.dst.dtype.name},
+    kind="move",
+    cost=costs.STREAMING,
+    perf_modes=costs.COPY_MODES,
 )
 
 
@@ -460,7 +466,7 @@ def _tensor_copy(a, ctx, engine):
         store(a.dst, f32(a.src))
 
 
-def _pred_check(a, ctx):
+def _pred_check(a, ctx, engine):
     if isinstance(a.src, NkiTensor):
         if a.src.dtype != a.dst.dtype:
             return f"src is {a.src.dtype} but dst is {a.dst.dtype}", "use the same dtype for src and dst"
@@ -480,8 +486,8 @@ TENSOR_COPY_PREDICATED = declare(
         R.dtype_in("predicate", ("uint8", "uint16", "uint32", "bool_")),
         R.custom("err_dtype_mismatch", "src and dst share a dtype; src and predicate not both in PSUM", _pred_check),
     ),
-    cost=costs.copy_predicated,
-    cost_doc="max(MIN_II, N) with src/predicate split over SBUF/PSUM, else max(MIN_II, 2N)",
+    kind="move",
+    cost=costs.COPY_PREDICATED,
 )
 
 
@@ -495,7 +501,7 @@ def _copy_pred(a, ctx, engine):
     store_raw(a.dst, np.where(pred, src, cur))
 
 
-def _memset_check(a, ctx):
+def _memset_check(a, ctx, engine):
     dt = a.dst.dtype
     v = a.value
     if not isinstance(v, int | float | bool | np.number):
@@ -517,9 +523,9 @@ MEMSET = declare(
     "Fill a tile with a compile-time constant on the Vector or GpSimd Engine.",
     tiles=("dst",),
     rules=(R.custom("err_memset_value_type", "value is a number representable in dst's dtype (x4 types: only 0)", _memset_check),),
-    cost=costs.memset,
-    cost_doc="max(MIN_II, N/2) for zero into bf16/fp16, else max(MIN_II, N)",
     attrs=lambda a: {"value": a.value},
+    kind="constant",
+    cost=costs.MEMSET,
 )
 
 
@@ -539,8 +545,8 @@ RECIPROCAL = declare(
     "Element-wise 1/x on the Vector Engine (more precise, ~8x slower than activation(nl.reciprocal)).",
     tiles=("dst", "data"),
     rules=(R.same_partitions("dst", "data"), R.same_free_size("dst", "data")),
-    cost=costs.reciprocal,
-    cost_doc="max(MIN_II, 8N)",
+    kind="compute",
+    cost=costs.RECIPROCAL,
 )
 
 
@@ -564,11 +570,11 @@ BN_STATS = declare(
         R.custom(
             "err_shape_mismatch",
             "dst holds 6 elements per partition",
-            lambda a, ctx: None if free_size(a.dst) == 6 else f"dst {a.dst.shape} must hold 6 elements per partition",
+            lambda a, ctx, engine: None if free_size(a.dst) == 6 else f"dst {a.dst.shape} must hold 6 elements per partition",
         ),
     ),
-    cost=costs.streaming,
-    cost_doc="max(MIN_II, N)",
+    kind="compute",
+    cost=costs.STREAMING,
 )
 
 
@@ -601,7 +607,7 @@ BN_AGGR = declare(
         R.custom(
             "err_shape_mismatch",
             "data holds a multiple of 3 elements per partition; dst holds 2",
-            lambda a, ctx: (
+            lambda a, ctx, engine: (
                 f"data has {free_size(a.data)} elements per partition, not a multiple of 3"
                 if free_size(a.data) % 3
                 else None
@@ -610,8 +616,8 @@ BN_AGGR = declare(
             ),
         ),
     ),
-    cost=costs.bn_aggr,
-    cost_doc="max(MIN_II, 13*(N/3))",
+    kind="compute",
+    cost=costs.BN_AGGR,
 )
 
 
@@ -630,7 +636,7 @@ def _bn_aggr(a, ctx, engine):
 
 
 def _top8_check(name):
-    def check(a, ctx):
+    def check(a, ctx, engine):
         n = free_size(getattr(a, name))
         if not 8 <= n <= 16384:
             return f"{name} has {n} elements per partition; 8 to 16384 are supported", None
@@ -650,8 +656,8 @@ MAX8 = declare(
         R.same_partitions("dst", "src"),
         R.custom("err_size_of_dimension_exceed_arch_limit", "src has 8..16384 elements per partition, dst 8", _top8_check("src")),
     ),
-    cost=costs.linear,
-    cost_doc="N cycles",
+    kind="compute",
+    cost=costs.LINEAR,
 )
 
 
@@ -672,8 +678,8 @@ FIND_INDEX8 = declare(
         R.dtype_in("dst", ("uint16", "uint32")),
         R.custom("err_size_of_dimension_exceed_arch_limit", "data 8..16384 elements, vals and dst 8", _top8_check("data")),
     ),
-    cost=costs.linear,
-    cost_doc="N cycles",
+    kind="compute",
+    cost=costs.LINEAR,
 )
 
 
@@ -700,11 +706,11 @@ MATCH_REPLACE8 = declare(
         R.custom(
             "err_size_of_dimension_exceed_arch_limit",
             "vals has 8 elements per partition",
-            lambda a, ctx: None if free_size(a.vals) == 8 else f"vals {a.vals.shape} must hold 8 per partition",
+            lambda a, ctx, engine: None if free_size(a.vals) == 8 else f"vals {a.vals.shape} must hold 8 per partition",
         ),
     ),
-    cost=lambda ins, hw: float(min(hw.engines.min_ii_cycles, ins.free_elems)),
-    cost_doc="min(MIN_II, N) (as documented)",
+    kind="compute",
+    cost=costs.MATCH_REPLACE8,
 )
 
 
@@ -735,7 +741,6 @@ EXPONENTIAL = declare(
     "exp(src - max_value) on the Vector Engine, with an optional running sum in the accumulators (NeuronCore-v4).",
     writes=("dst", "reduce_res"),
     tiles=("dst", "src", "reduce_res"),
-    min_nc=4,
     rules=(
         R.same_partitions("dst", "src", "reduce_res"),
         R.same_free_size("dst", "src"),
@@ -744,11 +749,11 @@ EXPONENTIAL = declare(
         R.custom(
             "err_exceed_max_supported_dimension",
             "src and dst are at most 4-d",
-            lambda a, ctx: None if a.src.ndim <= 4 and a.dst.ndim <= 4 else "tiles must be at most 4-d",
+            lambda a, ctx, engine: None if a.src.ndim <= 4 and a.dst.ndim <= 4 else "tiles must be at most 4-d",
         ),
     ),
-    cost=lambda ins, hw: costs.streaming(ins, hw) / 4.0,
-    cost_doc="max(MIN_II, N)/4: 4x the throughput of ScalarE exp",
+    kind="compute",
+    cost=costs.EXPONENTIAL,
 )
 
 
@@ -776,15 +781,15 @@ STREAM_SHUFFLE = declare(
         R.custom(
             "err_invalid_argument",
             "shuffle_mask has 32 entries in [0, 32) or 255",
-            lambda a, ctx: (
+            lambda a, ctx, engine: (
                 None
                 if len(a.shuffle_mask) == 32 and all(0 <= int(m) < 32 or int(m) == 255 for m in a.shuffle_mask)
                 else "shuffle_mask must list 32 partition indices (0..31) or 255"
             ),
         ),
     ),
-    cost=costs.streaming,
-    cost_doc="max(MIN_II, N)",
+    kind="move",
+    cost=costs.STREAMING,
 )
 
 
