@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
-from nkidev.analysis.api import analyze
-from nkidev.analysis.synthetic import matmul_operands, write_tables
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the synthetic profile builder is a test fixture
+
+from tests.analysis.synthetic import matmul_operands, write_tables  # noqa: E402
+
+from nkidev.analysis.api import analyze  # noqa: E402
 
 SRC = "/bench/kernels/big_kernel.py"
 

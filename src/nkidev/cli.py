@@ -15,6 +15,7 @@ app = typer.Typer(
 
 _REGISTRARS = (
     "nkidev.emulator.cli",
+    "nkidev.workflows.cli",
     "nkidev.validate.cli",
     "nkidev.profile.cli",
     "nkidev.analysis.cli",

@@ -6,6 +6,7 @@ import functools
 import json
 import sys
 import traceback
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -15,6 +16,17 @@ from nkidev.errors import NkiError, NkiUsageError
 
 console = Console()
 err_console = Console(stderr=True)
+
+# Options every command spells the same way, declared once.
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object (the library's plain data) instead of text.")]
+TargetOption = Annotated[
+    str | None,
+    typer.Option(
+        "--target",
+        help="Hardware generation: trn1 | trn2 | trn3 or an alias (gen2..gen4), or a target of $NKIDEV_HARDWARE_PATH "
+        "(default: $NEURON_PLATFORM_TARGET_OVERRIDE, else trn2).",
+    ),
+]
 
 
 def to_json(data) -> str:

@@ -74,16 +74,15 @@ _FALLBACK = _Finder(fallback=True)
 class emulate:  # noqa: N801 - used like a function: nkidev.emulate() / with nkidev.emulate():
     """Make `import nki` (and nki.language, nki.isa, ...) resolve to the emulator.
 
-    `emulate(target="trn3")` also sets the default target for kernels run this way.
+    `emulate(target="trn3")` also sets the default target for kernels this thread runs until the block ends
+    (a context variable: other threads and os.environ are untouched).
     """
 
     def __init__(self, target: str | None = None):
-        from nkidev.hardware import TARGET_ENV, resolve_target_name
+        from nkidev.hardware import resolve_target_name, target_override
 
         self._saved = {name: sys.modules.get(name) for name in list(sys.modules) if name == "nki" or name.startswith("nki.")}
-        self._env = os.environ.get(TARGET_ENV)
-        if target is not None:
-            os.environ[TARGET_ENV] = resolve_target_name(target)
+        self._token = target_override.set(resolve_target_name(target)) if target is not None else None
         for name in self._saved:
             del sys.modules[name]
         sys.modules.update(_modules())
@@ -99,7 +98,7 @@ class emulate:  # noqa: N801 - used like a function: nkidev.emulate() / with nki
 
     def restore(self) -> None:
         """Undo: remove the emulator's modules and bring back whatever was imported before."""
-        from nkidev.hardware import TARGET_ENV
+        from nkidev.hardware import target_override
 
         if not self.active:
             return
@@ -109,10 +108,11 @@ class emulate:  # noqa: N801 - used like a function: nkidev.emulate() / with nki
         sys.modules.update({k: v for k, v in self._saved.items() if v is not None})
         if _FORCED in sys.meta_path:
             sys.meta_path.remove(_FORCED)
-        if self._env is None:
-            os.environ.pop(TARGET_ENV, None)
-        else:
-            os.environ[TARGET_ENV] = self._env
+        if self._token is not None:
+            try:
+                target_override.reset(self._token)
+            except ValueError:  # restored from another thread or context: clear this one's override
+                target_override.set(None)
         self.active = False
 
 

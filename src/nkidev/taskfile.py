@@ -10,11 +10,15 @@ from __future__ import annotations
 import importlib.util
 import sys
 import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
+
 from nkidev.errors import NkiUsageError
+from nkidev.validate.inputs import numpy_case
 
 
 @dataclass
@@ -25,6 +29,19 @@ class Task:
 
     def attr(self, name: str):
         return getattr(self.module, name, None)
+
+    def function(self, name: str, what: str) -> Callable:
+        """The task's function `name` (reference, cases, ...), or err_bad_task_file saying what it should be."""
+        fn = self.attr(name)
+        if not callable(fn):
+            found = "is not a function" if fn is not None else "is missing"
+            raise NkiUsageError("err_bad_task_file", f"{self.path}: {name} {found}", f"define {what}")
+        return fn
+
+    def cases(self, name: str = "cases") -> list[tuple]:
+        """The input tuples of `cases()` (every command reads them through here)."""
+        fn = self.function(name, "cases() returning a list of input tuples")
+        return case_list(fn, f"{self.path}: {name}")
 
     def kernel(self, name: str | None):
         if name is None:
@@ -47,6 +64,29 @@ class Task:
                 f"use {self.path.name}::<one of those>",
             )
         return self.kernels[name]
+
+
+def case_list(cases, where: str) -> list[tuple]:
+    """A task's cases (a list of input tuples, or a function returning one) as tuples of NumPy inputs."""
+    try:
+        value = cases() if callable(cases) else cases
+    except Exception as e:  # noqa: BLE001 - the task's generator failed: report it, no traceback
+        raise NkiUsageError(
+            "err_bad_task_file",
+            f"{where}() raised {type(e).__name__}: {e}",
+            "fix cases() so it returns a list of input tuples",
+        ) from None
+    one_case = isinstance(value, tuple) and not all(isinstance(c, list | tuple) for c in value)
+    if one_case or not isinstance(value, Iterable) or isinstance(value, np.ndarray | str | dict):
+        raise NkiUsageError(
+            "err_bad_task_file",
+            f"{where} gave a {type(value).__name__}, not a list of input tuples",
+            "return e.g. [(x,), (x2, 0.5)]: one tuple of kernel arguments per case",
+        )
+    out = [numpy_case(c) for c in value]
+    if not out:
+        raise NkiUsageError("err_bad_task_file", f"{where} is empty", "return at least one input tuple")
+    return out
 
 
 def parse_spec(spec: str) -> tuple[Path, str | None]:

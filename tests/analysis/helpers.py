@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nkidev.analysis.synthetic import ProfileBuilder
+from tests.analysis.synthetic import ProfileBuilder
 
 KERNEL = "/src/kernels/kern.py"
 

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from nkidev import exitcodes
 from nkidev.analysis.api import analyze, query
-from nkidev.analysis.findings import KINDS
+from nkidev.analysis.investigations import KINDS
 from nkidev.cli import app
 from nkidev.errors import NkiUsageError
 

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from nkidev.analysis import synthetic
 from nkidev.analysis.api import analyze
-from nkidev.analysis.synthetic import ProfileBuilder, merge_intervals
+from tests.analysis import synthetic
+from tests.analysis.synthetic import ProfileBuilder, merge_intervals
 
 from .helpers import bounds_profile
 

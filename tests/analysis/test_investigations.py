@@ -3,7 +3,7 @@
 import pytest
 
 from nkidev.analysis.api import analyze
-from nkidev.analysis.synthetic import ProfileBuilder
+from tests.analysis.synthetic import ProfileBuilder
 
 from .helpers import line
 

@@ -4,7 +4,7 @@ from importlib import resources
 
 import pytest
 
-from nkidev.analysis.findings import KINDS
+from nkidev.analysis.investigations import KINDS
 from nkidev.analysis.tables import COLUMNS
 
 SCHEMA_MD = resources.files("nkidev.analysis").joinpath("SCHEMA.md").read_text()

@@ -62,7 +62,7 @@ def test_optimized_is_clean_and_faster(analyses):
 
 def test_demo_diagnosis(tmp_path):
     pytest.importorskip("nkidev.profile.api")
-    from nkidev.analysis.demo import diagnose_swiglu, diagnosis_text
+    from nkidev.workflows.demo import diagnose_swiglu, diagnosis_text
 
     d = diagnose_swiglu(tmp_path)
     assert {"redundant_load", "dma_efficiency"} <= {f["kind"] for f in d["findings"]}

@@ -5,9 +5,8 @@ from __future__ import annotations
 import typer
 
 from nkidev import exitcodes
-from nkidev.cli_common import command, console, print_json
+from nkidev.cli_common import JsonOption, command, console, print_json
 
-JSON = typer.Option(False, "--json", help="Print one JSON object instead of text.")
 TARGET = typer.Option(..., "--target", "-t", help="The agent client: claude, kiro or cursor.")
 SCOPE = typer.Option("project", "--scope", help="project (the current directory) or user (your home directory).")
 DRY_RUN = typer.Option(False, "--dry-run", help="Show what would change without changing anything.")
@@ -25,7 +24,7 @@ def install(
     scope: str = SCOPE,
     dry_run: bool = DRY_RUN,
     force: bool = typer.Option(False, "--force", help="Overwrite files you changed since nkidev wrote them."),
-    as_json: bool = JSON,
+    as_json: JsonOption = False,
 ) -> None:
     """Install nkidev's skills, agents and MCP server where an agent client looks for them."""
     from nkidev.agents.installer import install as run_install
@@ -42,7 +41,7 @@ def uninstall(
     scope: str = SCOPE,
     dry_run: bool = DRY_RUN,
     force: bool = typer.Option(False, "--force", help="Also delete installed files you changed since."),
-    as_json: bool = JSON,
+    as_json: JsonOption = False,
 ) -> None:
     """Remove exactly what `nkidev install` put there (other MCP servers and your own files stay)."""
     from nkidev.agents.installer import uninstall as run_uninstall
@@ -68,7 +67,7 @@ def _report(result: dict, as_json: bool, verb: str) -> None:
 
 @command
 def mcp(
-    list_tools: bool = typer.Option(False, "--list-tools", help="List the tools instead of serving them."), as_json: bool = JSON
+    list_tools: bool = typer.Option(False, "--list-tools", help="List the tools instead of serving them."), as_json: JsonOption = False
 ) -> None:
     """Serve nkidev's tools to MCP clients over stdio (validate, profile, analyze, query, docs_search, ...)."""
     from nkidev import mcp_server

@@ -13,7 +13,7 @@ import duckdb
 from nkidev.analysis import bounds as bounds_mod
 from nkidev.analysis import source
 from nkidev.analysis.findings import SEVERITIES, off_critical_path
-from nkidev.analysis.investigations import Context, run_all
+from nkidev.analysis.investigations import Context, engine_of, run_all
 from nkidev.analysis.result import AnalysisResult
 from nkidev.analysis.tables import Profile, open_profile, prepare, sql_text
 from nkidev.errors import NkiUsageError
@@ -34,7 +34,7 @@ def analyze(profile_dir: str | Path, source_root: str | Path | None = None) -> A
         outcomes = run_all(ctx)
         findings = [f for o in outcomes.values() for f in o.findings]
         for f in findings:
-            off_critical_path(f, bottleneck)
+            off_critical_path(f, engine_of(f.kind), bottleneck)
         findings.sort(key=lambda f: (SEVERITIES.index(f.severity), -f.time_gap_ns))
         locations = [r["src"] for r in profile.rows("SELECT DISTINCT src FROM inst WHERE src IS NOT NULL")]
         source.attach(findings, locations, source_root, profile.path)

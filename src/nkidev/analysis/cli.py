@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from nkidev import exitcodes
-from nkidev.cli_common import command, console, print_json
+from nkidev.cli_common import JsonOption, command, console, print_json
 from nkidev.errors import NkiUsageError
 
 SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
@@ -17,7 +17,7 @@ SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
 @command
 def analyze(
     profile_dir: Annotated[Path, typer.Argument(help="Profile directory (nkidev profile or neuron-explorer).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the analysis as one JSON object.")] = False,
+    as_json: JsonOption = False,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report here.")] = None,
     source_root: Annotated[
         Path | None, typer.Option("--source-root", help="Directory to find kernel files in when the profile's paths do not exist here.")
@@ -49,7 +49,7 @@ def analyze(
 def query(
     profile_dir: Annotated[Path, typer.Argument(help="Profile directory (nkidev profile or neuron-explorer).")],
     sql: Annotated[str, typer.Argument(help="One SELECT over the tables, e.g. 'SELECT opcode, count(*) FROM Instruction GROUP BY 1'.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as a JSON list.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Run a read-only SQL SELECT over a profile's tables (DuckDB; table names as in neuron-explorer)."""
     from rich.table import Table

@@ -6,20 +6,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 
-KINDS = ("dma_efficiency", "redundant_load", "spill", "te_underutilization", "redundant_transpose", "engine_bound", "te_idle")
 SEVERITIES = ("high", "medium", "low")
-
-# The engine whose time each kind of finding costs. When that engine is not the bottleneck, the time is
-# off the critical path, so the finding is reported one severity lower.
-KIND_ENGINE = {
-    "dma_efficiency": "DMA",
-    "redundant_load": "DMA",
-    "spill": "DMA",
-    "te_underutilization": "Tensor",
-    "redundant_transpose": "Tensor",
-    "te_idle": "Tensor",
-    "engine_bound": None,
-}
 
 # Share of the kernel time a finding must cost to be reported at each severity.
 HIGH_SHARE = 0.15
@@ -48,9 +35,9 @@ def severity(time_gap_ns: float, total_time_ns: float) -> str:
     return "high" if share >= HIGH_SHARE else "medium" if share >= MEDIUM_SHARE else "low"
 
 
-def off_critical_path(finding: Finding, bottleneck: str | None) -> None:
-    """Lower the severity of a finding whose engine is not the bottleneck engine."""
-    engine = KIND_ENGINE.get(finding.kind)
+def off_critical_path(finding: Finding, engine: str | None, bottleneck: str | None) -> None:
+    """Lower the severity of a finding whose engine (the one whose time it costs) is not the bottleneck: that time
+    is off the critical path."""
     if engine and bottleneck and engine != bottleneck and finding.severity != "low":
         finding.severity = SEVERITIES[SEVERITIES.index(finding.severity) + 1]
         finding.evidence["severity_lowered"] = f"{engine} is not the bottleneck engine ({bottleneck})"

@@ -6,11 +6,9 @@ from typing import Annotated
 
 import typer
 
-from nkidev.cli_common import command, console, print_json
+from nkidev.cli_common import JsonOption, command, console, print_json
 
 docs_app = typer.Typer(name="docs", help="Search and read the offline NKI and nkidev docs.", no_args_is_help=True, add_completion=False)
-
-JSON = typer.Option(False, "--json", help="Print JSON instead of text.")
 
 
 @docs_app.command("search")
@@ -18,7 +16,7 @@ JSON = typer.Option(False, "--json", help="Print JSON instead of text.")
 def search(
     query: Annotated[list[str], typer.Argument(help="Words to look for, e.g. psum bank matmul.")],
     limit: int = typer.Option(10, "--limit", "-n", help="Most results to show."),
-    as_json: bool = JSON,
+    as_json: JsonOption = False,
 ) -> None:
     """Full-text search over ops, nl functions, errors, hardware specs and guides."""
     from nkidev.docs.api import search as run_search
@@ -36,7 +34,7 @@ def search(
 @docs_app.command("show")
 @command
 def show(
-    topic: str = typer.Argument(..., help="A page id or name: nc_matmul, nl.ndarray, trn2, tiling, err_..."), as_json: bool = JSON
+    topic: str = typer.Argument(..., help="A page id or name: nc_matmul, nl.ndarray, trn2, tiling, err_..."), as_json: JsonOption = False
 ) -> None:
     """Print one docs page."""
     from rich.markdown import Markdown
@@ -52,7 +50,8 @@ def show(
 
 @command
 def explain(
-    name: str = typer.Argument(..., help="An error name such as err_psum_bank_overflow, or a whole error line."), as_json: bool = JSON
+    name: str = typer.Argument(..., help="An error name such as err_psum_bank_overflow, or a whole error line."),
+    as_json: JsonOption = False,
 ) -> None:
     """Explain an error nkidev raised and how to fix it."""
     from nkidev.docs.api import explain as run_explain

@@ -16,9 +16,11 @@ from pathlib import Path
 import pyarrow as pa
 
 from nkidev.costmodel import Timeline, schedule
+from nkidev.emulator.location import is_internal
 from nkidev.errors import NkiError, NkiUsageError
-from nkidev.hardware import get_target
+from nkidev.hardware import Target, get_target
 from nkidev.profile.writer import build_tables, check_destination, write_profile
+from nkidev.taskfile import load_task, parse_spec
 
 
 @dataclass
@@ -49,7 +51,7 @@ class ProfileResult:
 
 
 def profile(
-    kernel, *args, target: str | None = None, out: str | Path | None = None, compute: bool = True, force: bool = False, **kwargs
+    kernel, *args, target: str | Target | None = None, out: str | Path | None = None, compute: bool = True, force: bool = False, **kwargs
 ) -> ProfileResult:
     """Run `kernel(*args, **kwargs)` on the emulator, predict its timeline on `target` and write a profile
     directory to `out` (a fresh temporary directory when None). `compute=False` skips the numerics (large
@@ -62,7 +64,7 @@ def profile(
     dest = check_destination(out, force) if out is not None else None
     k = as_kernel(kernel)
     try:
-        result = run(k, args, kwargs, options=EmulatorOptions(target=hw.name, compute=compute))
+        result = run(k, args, kwargs, options=EmulatorOptions(target=hw, compute=compute))
     except NkiError:
         raise
     except Exception as e:  # noqa: BLE001 - the kernel's own bug: report it by name and line
@@ -80,46 +82,24 @@ def profile_task(
     spec: str, case: int = 0, target: str | None = None, out: str | Path | None = None, compute: bool = True, force: bool = False
 ) -> ProfileResult:
     """Profile FILE::KERNEL on input case `case` of the task file's `cases()`."""
-    from nkidev.taskfile import load_task, parse_spec
-
     path, name = parse_spec(spec)
-    get_target(target)
+    hw = get_target(target)
     if out is not None:
         check_destination(out, force)
     task = load_task(path)
     kernel = task.kernel(name)
-    args, kwargs = _case(task, case)
-    return profile(kernel, *args, target=target, out=out, compute=compute, force=force, **kwargs)
-
-
-def _case(task, index: int) -> tuple[tuple, dict]:
-    make = task.attr("cases")
-    if not callable(make):
+    cases = task.cases()
+    if not 0 <= case < len(cases):
         raise NkiUsageError(
-            "err_bad_task_file",
-            f"{task.path} has no cases() function",
-            "add `def cases(): return [(input0, input1, ...), ...]` to the task file",
+            "err_invalid_argument", f"--case {case}: {path} has {len(cases)} case(s)", f"pass --case between 0 and {len(cases) - 1}"
         )
-    try:
-        cases = list(make())
-    except Exception as e:  # noqa: BLE001 - user code
-        raise NkiUsageError(
-            "err_bad_task_file", f"{task.path}: cases() raised {type(e).__name__}: {e}", "fix cases() in the task file"
-        ) from None
-    if not 0 <= index < len(cases):
-        raise NkiUsageError(
-            "err_invalid_argument", f"--case {index}: {task.path} has {len(cases)} case(s)", f"pass --case between 0 and {len(cases) - 1}"
-        )
-    case = cases[index]
-    if isinstance(case, dict):
-        return (), dict(case)
-    return (tuple(case) if isinstance(case, tuple | list) else (case,)), {}
+    return profile(kernel, *cases[case], target=hw, out=out, compute=compute, force=force)
 
 
 def _kernel_raised(name: str, e: Exception) -> NkiError:
     location = None
     for frame in traceback.extract_tb(e.__traceback__):
-        if "/nkidev/" not in frame.filename.replace("\\", "/") and not frame.filename.startswith("<"):
+        if not is_internal(frame.filename) and not frame.filename.startswith("<"):
             location = f"{frame.filename}:{frame.lineno}"
     return NkiError(
         "err_kernel_raised",

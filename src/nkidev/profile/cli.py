@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from nkidev.cli_common import command, console, print_json
+from nkidev.cli_common import JsonOption, TargetOption, command, console, print_json
 
 
 def _human(result) -> None:
@@ -28,10 +28,10 @@ def profile(
     spec: Annotated[str, typer.Argument(metavar="FILE::KERNEL", help="Task file and kernel name.")],
     out: Annotated[Path, typer.Option("--out", help="Profile directory to write (must not exist unless --force).")],
     case: Annotated[int, typer.Option("--case", help="Index into the task file's cases().")] = 0,
-    target: Annotated[str | None, typer.Option("--target", help="trn1 | trn2 | trn3 (default trn2).")] = None,
+    target: TargetOption = None,
     no_compute: Annotated[bool, typer.Option("--no-compute", help="Skip the numerics, build only the trace (large shapes).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out directory.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Predict a kernel's timeline on Trainium and write a neuron-explorer-style profile (no hardware needed)."""
     from nkidev.profile.api import profile_task

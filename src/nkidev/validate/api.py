@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-import numpy as np
-
 from nkidev.emulator.jit import as_kernel
 from nkidev.errors import NkiUsageError
 from nkidev.hardware import get_target
+from nkidev.taskfile import case_list, load_task, parse_spec
 from nkidev.validate import source_check
 from nkidev.validate.case import Setup, check_case
-from nkidev.validate.inputs import numpy_case, seed_cases
+from nkidev.validate.inputs import seed_cases
 from nkidev.validate.result import Finding, ValidationResult
 from nkidev.validate.tolerance import check_spec
 from nkidev.validate.verdicts import VERDICTS
@@ -51,9 +50,9 @@ def validate(
     """
     kernel = as_kernel(kernel)
     label = label or kernel.__name__
-    target_name = get_target(target).name
+    target = get_target(target)  # resolved once; the runs get the Target object
     cases_fn = cases if callable(cases) else None
-    case_list = _case_list(cases, label)
+    cases_ = case_list(cases, f"{label}: cases")
     setup = Setup(
         kernel,
         reference,
@@ -69,14 +68,14 @@ def validate(
     if seeds < 0:
         raise NkiUsageError("err_invalid_argument", f"seeds={seeds}", "pass 0 or more extra seeds")
     static, notes = _static(setup)
-    variants = [seed_cases(cases_fn, case_list, s + 1) for s in range(seeds)]
+    variants = [seed_cases(cases_fn, cases_, s + 1) for s in range(seeds)]
     results, warnings = [], []
-    for i, case in enumerate(case_list):
+    for i, case in enumerate(cases_):
         result = check_case(setup, i, case, [v[0][i] for v in variants], [v[1] for v in variants], warnings, notes)
         result.findings[:0] = [replace(f, case=None) for f in static]
         results.append(result)
     cheats = _unique([f for r in results for f in r.findings if f.verdict.startswith("cheat_")])
-    out = ValidationResult(label, target_name, results, cheats, list(dict.fromkeys(warnings)), notes)
+    out = ValidationResult(label, target.name, results, cheats, list(dict.fromkeys(warnings)), notes)
     return _apply_allow(out, setup.allow)
 
 
@@ -84,13 +83,12 @@ def validate_task(
     spec: str, reference: str = "reference", cases: str = "cases", target: str | None = None, seeds: int = 3, **options
 ) -> ValidationResult:
     """Validate FILE::KERNEL from a task file (its `reference`, `cases` and optional `TOLERANCE`)."""
-    from nkidev.taskfile import load_task, parse_spec
-
     path, name = parse_spec(spec)
+    target = get_target(target)
     task = load_task(path)
     kernel = task.kernel(name)
-    ref_fn = _task_function(task, reference, "reference(*inputs) returning the expected output(s)")
-    cases_fn = _task_function(task, cases, "cases() returning a list of input tuples")
+    ref_fn = task.function(reference, "reference(*inputs) returning the expected output(s)")
+    cases_fn = task.function(cases, "cases() returning a list of input tuples")
     tolerance = options.pop("tolerance", None) or task.attr("TOLERANCE")
     label = f"{path}::{name or kernel.__name__}"
     return validate(
@@ -99,35 +97,6 @@ def validate_task(
 
 
 # ---------------------------------------------------------------- inputs
-
-
-def _task_function(task, name: str, what: str) -> Callable:
-    fn = task.attr(name)
-    if not callable(fn):
-        found = "is not a function" if fn is not None else "is missing"
-        raise NkiUsageError("err_bad_task_file", f"{task.path}: {name} {found}", f"define {what}")
-    return fn
-
-
-def _case_list(cases, label: str) -> list[tuple]:
-    where = f"{label}: cases"
-    try:
-        value = cases() if callable(cases) else cases
-    except Exception as e:  # noqa: BLE001 - the task's generator failed: report it, no traceback
-        raise NkiUsageError(
-            "err_bad_task_file", f"{where}() raised {type(e).__name__}: {e}", "fix cases() so it returns a list of input tuples"
-        ) from None
-    one_case = isinstance(value, tuple) and not all(isinstance(c, list | tuple) for c in value)
-    if one_case or not isinstance(value, Iterable) or isinstance(value, np.ndarray | str | dict):
-        raise NkiUsageError(
-            "err_bad_task_file",
-            f"{where} gave a {type(value).__name__}, not a list of input tuples",
-            "return e.g. [(x,), (x2, 0.5)]: one tuple of kernel arguments per case",
-        )
-    out = [numpy_case(c) for c in value]
-    if not out:
-        raise NkiUsageError("err_bad_task_file", f"{where} is empty", "return at least one input tuple")
-    return out
 
 
 def _allowed(allow: Iterable[str]) -> frozenset:

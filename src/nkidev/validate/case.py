@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from nkidev.errors import NkiError
+from nkidev.hardware import Target
 from nkidev.validate import fill, precision, reference, runner
 from nkidev.validate.checks import (
     first_difference,
@@ -33,7 +34,7 @@ class Setup:
     reference: Callable
     cases_fn: Callable | None
     label: str
-    target: str | None
+    target: Target
     spec: dict
     atol: float | None
     rtol: float | None

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from nkidev import exitcodes
-from nkidev.cli_common import command, console, print_json
+from nkidev.cli_common import JsonOption, TargetOption, command, console, print_json
 from nkidev.errors import NkiUsageError
 
 
@@ -22,9 +22,7 @@ def validate_command(
     spec: Annotated[str, typer.Argument(help="FILE::KERNEL, e.g. examples/softmax.py::softmax_kernel")] = "",
     reference: Annotated[str, typer.Option("--reference", help="Name of the reference function in FILE.")] = "reference",
     cases: Annotated[str, typer.Option("--cases", help="Name of the function in FILE returning the input tuples.")] = "cases",
-    target: Annotated[
-        str | None, typer.Option("--target", help="trn1 | trn2 | trn3 (default: $NEURON_PLATFORM_TARGET_OVERRIDE, else trn2).")
-    ] = None,
+    target: TargetOption = None,
     seeds: Annotated[int, typer.Option("--seeds", help="Extra random inputs per case (same shapes and dtypes).")] = 3,
     atol: Annotated[float | None, typer.Option("--atol", help="Absolute tolerance (overrides TOLERANCE and the dtype default).")] = None,
     rtol: Annotated[float | None, typer.Option("--rtol", help="Relative tolerance (overrides TOLERANCE and the dtype default).")] = None,
@@ -35,7 +33,7 @@ def validate_command(
         ),
     ] = None,
     verdicts: Annotated[bool, typer.Option("--verdicts", help="List the verdict names and exit.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Check a kernel against its CPU reference on every case, with anti-cheat checks. Exit 0 only if all pass."""
     if verdicts:

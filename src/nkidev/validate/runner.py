@@ -21,6 +21,7 @@ from nkidev.emulator.jit import run as emulate
 from nkidev.emulator.location import is_internal
 from nkidev.emulator.trace import Trace
 from nkidev.errors import NkiError
+from nkidev.hardware import Target
 from nkidev.validate import fill, guard
 from nkidev.validate.inputs import array_positions, copy_case, same_bits
 from nkidev.validate.reference import outputs_of
@@ -49,7 +50,7 @@ class KernelFailed(Exception):
         return self.error.name if isinstance(self.error, NkiError) else None
 
 
-def run(kernel, case: tuple, target: str | None, guarded=(), alternative_fill: bool = False) -> Run:
+def run(kernel, case: tuple, target: Target, guarded=(), alternative_fill: bool = False) -> Run:
     args = copy_case(case)
     options = EmulatorOptions(target=target, **(fill.option_kwargs() if alternative_fill else {}))
     guard.calls.clear()

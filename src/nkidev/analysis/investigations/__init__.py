@@ -1,21 +1,31 @@
 """Investigations: each detects one kind of inefficiency and traces it to source lines.
 
-An investigation is a module with `NAME`, `NEEDS` (the tables and columns it reads) and
-`run(ctx) -> Outcome`, and a SQL file of the same name next to it. `run_all` checks NEEDS first, so a
-profile that lacks a table gets a clear "skipped: missing X" instead of an error.
+An investigation is a module of this package with `NAME`, `RANK` (its place in reports), `ENGINE` (the
+engine whose time its findings cost), `NEEDS` (the tables and columns it reads) and `run(ctx) -> Outcome`,
+and a SQL file of the same name next to it. Modules are discovered: adding an investigation is adding its
+two files. `run_all` checks NEEDS first, so a profile that lacks a table gets a clear "skipped: missing X"
+instead of an error.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import re
 from dataclasses import dataclass, field
+from functools import cache
 
 from nkidev.analysis.findings import Finding
 from nkidev.analysis.tables import HOW_TO_GET, Profile, sql_text
 from nkidev.hardware import Target
 
-ORDER = ("dma_efficiency", "redundant_load", "spill", "te_underutilization", "redundant_transpose", "engine_bound", "te_idle")
+
+@cache
+def modules() -> tuple:
+    """Every investigation module, in RANK order."""
+    found = [importlib.import_module(f"{__name__}.{m.name}") for m in pkgutil.iter_modules(__path__)]
+    return tuple(sorted(found, key=lambda m: m.RANK))
+
 
 _NAMED = re.compile(r"^-- name: (\w+)\s*$", re.M)
 
@@ -68,11 +78,21 @@ def missing_message(missing: list[str]) -> str:
 
 def run_all(ctx: Context) -> dict[str, Outcome]:
     out: dict[str, Outcome] = {}
-    for name in ORDER:
-        module = importlib.import_module(f"nkidev.analysis.investigations.{name}")
+    for module in modules():
+        name = module.NAME
         missing = [m for table, cols in module.NEEDS for m in ctx.profile.lacking(table, *cols)]
         if missing:
             out[name] = Outcome(status="skipped", reason=missing_message(missing))
             continue
         out[name] = module.run(ctx)
     return out
+
+
+def engine_of(kind: str) -> str | None:
+    return next((m.ENGINE for m in modules() if m.NAME == kind), None)
+
+
+def __getattr__(name: str):
+    if name == "KINDS":  # the finding kinds, in report order (derived from the discovered modules)
+        return tuple(m.NAME for m in modules())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,6 +11,8 @@ from nkidev.analysis.findings import Finding, fmt_bytes, fmt_ns, plural, reporta
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "dma_efficiency"
+RANK = 1  # position in reports (analysis order)
+ENGINE = "DMA"  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (
     ("Instruction", ("id", "hbm_read_bytes", "hbm_write_bytes")),
     ("DmaPacketAggregated", ("id", "transfer_bytes", "source", "write_num_sbuf_partitions", "read_num_sbuf_partitions")),

@@ -12,6 +12,8 @@ from nkidev.analysis.findings import Finding, fmt_ns, pct, reportable, severity,
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "engine_bound"
+RANK = 6  # position in reports (analysis order)
+ENGINE = None  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (("Instruction", ("id", "engine", "opcode")),)
 
 ELIGIBLE = ("Vector", "Scalar", "GpSimd")

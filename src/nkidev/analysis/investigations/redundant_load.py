@@ -11,6 +11,8 @@ from nkidev.analysis.findings import Finding, fmt_bytes, fmt_ns, reportable, sev
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "redundant_load"
+RANK = 2  # position in reports (analysis order)
+ENGINE = "DMA"  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (
     ("Instruction", ("id", "hbm_read_bytes")),
     ("DmaPacketAggregated", ("id", "transfer_bytes", "source", "variable")),

@@ -10,6 +10,8 @@ from nkidev.analysis.findings import Finding, fmt_ns, pct, reportable, severity,
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "redundant_transpose"
+RANK = 5  # position in reports (analysis order)
+ENGINE = "Tensor"  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (("Instruction", ("id", "engine", "opcode", "tensor_instruction_type", "adjusted_flops")),)
 
 

@@ -12,6 +12,8 @@ from nkidev.analysis.findings import Finding, fmt_ns, pct, plural, reportable, s
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "te_idle"
+RANK = 7  # position in reports (analysis order)
+ENGINE = "Tensor"  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (("Instruction", ("id", "engine", "start_ts", "end_ts")),)
 MAX_FINDINGS = 5
 

@@ -12,6 +12,8 @@ from nkidev.analysis.findings import Finding, fmt_ns, reportable, severity, shor
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "te_underutilization"
+RANK = 4  # position in reports (analysis order)
+ENGINE = "Tensor"  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (("Instruction", ("id", "engine", "opcode", "operands", "adjusted_flops")),)
 
 

@@ -1,5 +1,6 @@
-"""The end of `nkidev demo`: profile the naive SwiGLU kernel, analyze it, say what is wrong and where.
+"""`nkidev demo`: the seed walkthrough on bundled kernels, end to end on the CPU.
 
+First the seed's numerics: examples/softmax.py validated on its four shapes. Then the payoff:
 examples/swiglu_naive.py reloads both weight matrices for every 128-token tile and loads x in
 256-byte slices; examples/swiglu.py fixes both. The diagnosis profiles the naive kernel with the
 cost model, runs the analysis and (optionally) profiles the fixed kernel for comparison.
@@ -12,24 +13,27 @@ from pathlib import Path
 
 from nkidev.analysis.api import analyze
 from nkidev.analysis.findings import fmt_ns
+from nkidev.analysis.investigations import KINDS
 from nkidev.examples import example
+from nkidev.profile.api import profile_task
+from nkidev.validate.api import validate_task
+from nkidev.validate.report import lines
 
 NAIVE = ("swiglu_naive.py", "swiglu_naive")
 FIXED = ("swiglu.py", "swiglu")
-# Causes before symptoms: reloads and small DMAs explain the Tensor Engine's idle time.
-TEXT_ORDER = ("redundant_load", "dma_efficiency", "spill", "te_underutilization", "redundant_transpose", "engine_bound", "te_idle")
+FIRST = ("redundant_load",)  # causes before symptoms: reloads explain the Tensor Engine's idle time
 MAX_LINES_PER_KIND = 4
+
+
+def softmax_check() -> dict:
+    """Validate examples/softmax.py on its four seed shapes against the NumPy reference (anti-cheat checks on)."""
+    result = validate_task(f"{example('softmax.py')}::softmax_kernel", seeds=0)
+    return {**result.to_dict(), "lines": lines(result)}
 
 
 def profile_example(file: str, kernel: str, out: Path) -> Path:
     """Profile examples/<file>::<kernel> (case 0) into `out`; returns the profile directory."""
-    from nkidev.profile.api import profile_task
-
-    made = profile_task(f"{example(file)}::{kernel}", case=0, out=out, force=True)
-    for attr in ("profile_dir", "path", "out"):  # tolerate a result object as well as a path
-        if hasattr(made, attr):
-            return Path(getattr(made, attr))
-    return Path(made) if made is not None else out
+    return Path(profile_task(f"{example(file)}::{kernel}", case=0, out=out, force=True).profile_dir)
 
 
 def _summary(result, file: str, kernel: str) -> dict:
@@ -45,9 +49,20 @@ def _summary(result, file: str, kernel: str) -> dict:
 def diagnose_swiglu(out_dir: str | Path | None = None, compare: bool = True) -> dict:
     """Profile and analyze the naive SwiGLU kernel; with `compare`, also the fixed one.
 
-    Returns {"naive": {...}, "findings": [finding dicts], "fixed": {...} | None, "speedup": float | None}.
+    The profiles go to `out_dir`, or to a temporary directory removed afterwards (their `profile_dir` is then
+    None). Returns {"naive": {...}, "findings": [finding dicts], "fixed": {...} | None, "speedup": float | None}.
     """
-    root = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="nkidev-swiglu-"))
+    if out_dir is not None:
+        return _diagnose(Path(out_dir), compare)
+    with tempfile.TemporaryDirectory(prefix="nkidev-swiglu-") as tmp:
+        out = _diagnose(Path(tmp), compare)
+    for part in (out["naive"], out["fixed"]):
+        if part:
+            part["profile_dir"] = None
+    return out
+
+
+def _diagnose(root: Path, compare: bool) -> dict:
     naive = analyze(profile_example(*NAIVE, root / "swiglu_naive"))
     out = {"naive": _summary(naive, *NAIVE), "findings": [f.to_dict() for f in naive.findings], "fixed": None, "speedup": None}
     if compare:
@@ -64,7 +79,7 @@ def diagnosis_text(d: dict) -> str:
         f"Diagnosis of {n['kernel']} (cost model): {fmt_ns(n['total_time_ns'])}, "
         f"bottleneck {n['bottleneck_engine']}, {len(d['findings'])} findings"
     ]
-    for kind in TEXT_ORDER:
+    for kind in sorted(KINDS, key=lambda k: k not in FIRST):
         group = [f for f in d["findings"] if f["kind"] == kind]
         if not group:
             continue

@@ -1,0 +1,1 @@
+"""Workflows: commands that chain the stages (emulate, validate, profile, analyze) for a user goal."""
