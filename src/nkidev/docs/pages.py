@@ -9,6 +9,7 @@ Page ids look like `isa/nc_matmul`, `language/ndarray`, `errors/err_psum_bank_ov
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -80,7 +81,7 @@ def _isa_page(op) -> Page:
         lines += ["## Operand checks", "", f"Applied to {', '.join(op.tiles)}:", ""]
         lines += [f"- {rule.doc} (`{rule.error}`)" for rule in _operand_rules()]
         lines.append("")
-    lines += ["## Cost model", "", f"`{op.cost_doc}`" + ("" if op.is_dma else " engine cycles"), ""]
+    lines += ["## Cost model", "", op.cost_doc, ""]
     lines += _terms(op)
     lines += ["See also: `nkidev docs search " + op.name.replace("_", " ") + "`."]
     return Page(
@@ -92,7 +93,8 @@ def _terms(op) -> list[str]:
     """What each name in the op's cost formula means (the terms of nkidev.emulator.costs it uses)."""
     from nkidev.emulator.costs import TERMS
 
-    used = [t for t in TERMS if t.name in op.cost_doc.replace("(", " ").replace(",", " ").split()]
+    words = set(re.findall(r"\w+", op.cost_doc))
+    used = [t for t in TERMS if t.name in words]
     out = [f"- `{t.name}`: {t.meaning}" for t in used]
     if op.perf_modes is not None:
         out.append(f"- performance modes ({op.perf_modes.name}): {op.perf_modes.doc}")

@@ -108,7 +108,9 @@ class BinOp(Expr):
             text = e.render(leaf)
             inner = _PRECEDENCE.get(getattr(e, "op", ""), 3)
             mine = _PRECEDENCE[self.op]
-            return f"({text})" if inner < mine or (right and inner == mine and self.op == "/") else text
+            # the right operand of an equal-precedence operator keeps its parentheses: the docs then say exactly
+            # the order the cost model evaluates in (a * (b / c) is not (a * b) / c in floating point)
+            return f"({text})" if inner < mine or (right and inner == mine) else text
 
         return f"{side(self.a, False)} {self.op} {side(self.b, True)}"
 
@@ -313,12 +315,13 @@ ON_VECTOR = Cond("on VectorE", lambda env: env.ins.engine == "vector")
 
 # ---------------------------------------------------------------- the documented formulas
 
-STREAMING = max_(MIN_II, N / RATE)  # tensor_scalar, tensor_copy, activation, ...
+STREAMING = max_(MIN_II, N)  # activation, bn_stats, rng, ... (ops without performance modes)
+PERF_STREAMING = max_(MIN_II, N / RATE)  # tensor_scalar, tensor_copy: up to 4x in their performance modes
 TENSOR_TENSOR = max_(MIN_II, when(PSUM_INPUT_OR_BF16_ADD, 1, 2) * N / RATE)
 TENSOR_REDUCE = max_(MIN_II, N_IN / when(BF16_ADD_MAX, 2, 1))
 PLUS_MIN_II = STREAMING + MIN_II  # activation_reduce, tensor_scalar_reduce (extra accumulator read)
 ACTIVATION = STREAMING + when(READS_ACCUMULATOR, MIN_II, 0)
-MEMSET = max_(MIN_II, when(ZERO_INTO_16BIT, 0.5, 1) * N / RATE)
+MEMSET = max_(MIN_II, when(ZERO_INTO_16BIT, 0.5, 1) * N)
 RECIPROCAL = max_(MIN_II, 8 * N)  # VectorE reciprocal
 SCAN = max_(MIN_II, 2 * N)  # tensor_tensor_scan, tensor_scalar_cumulative
 SCALAR_TENSOR_TENSOR = max_(MIN_II, when(BF16_SUB_MUL_EVEN, 1, 2) * N)

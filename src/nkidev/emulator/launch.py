@@ -13,6 +13,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 
 from nkidev.emulator import context as _ctx
@@ -43,8 +44,6 @@ def normalize_grid(grid) -> tuple[int, ...]:
 
 
 def _torch_to_numpy(x):
-    import ml_dtypes
-
     t = x.detach().cpu()
     if str(t.dtype) == "torch.bfloat16":
         import torch

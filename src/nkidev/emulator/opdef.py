@@ -88,9 +88,11 @@ class OpDef:
     @property
     def cost_doc(self) -> str:
         """The cost formula as the docs print it, written from the expression the cost model evaluates."""
-        doc = self.cost.doc
+        if self.is_dma:
+            return self.cost.doc
+        doc = f"{self.cost.doc} engine cycles"
         if self.load_cost is not None:
-            doc += f" TensorE cycles, after a LoadStationary of {self.load_cost.doc} cycles"
+            doc += f"; on TensorE after a LoadStationary of {self.load_cost.doc} cycles"
         return doc
 
     def available_on(self) -> tuple[str, ...]:

@@ -136,7 +136,7 @@ TENSOR_SCALAR = declare(
     ),
     attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1) if a.op1 is not None else None},
     kind="compute",
-    cost=costs.STREAMING,
+    cost=costs.PERF_STREAMING,
     opcode="SCALAR",
     perf_modes=costs.COPY_MODES,
 )
@@ -453,7 +453,7 @@ TENSOR_COPY = declare(
     ),
     attrs=lambda a: {"dtype": a.src.dtype.name, "dst_dtype": a.dst.dtype.name},
     kind="move",
-    cost=costs.STREAMING,
+    cost=costs.PERF_STREAMING,
     perf_modes=costs.COPY_MODES,
 )
 
