@@ -7,15 +7,6 @@ KERNEL_ERROR = 3  # the kernel raised (its own exception, or a named hardware-ru
 REFERENCE_ERROR = 4  # the reference raised or produced NaN/Inf
 INTERNAL = 5  # a bug in nkidev; please report it
 
-TABLE = {
-    OK: "success",
-    FAILED: "checked and failed (mismatch, cheat, or findings at --fail-on level)",
-    USAGE: "bad input to nkidev (flags, paths, task file)",
-    KERNEL_ERROR: "the kernel raised (named rule error or its own exception)",
-    REFERENCE_ERROR: "the reference raised or returned NaN/Inf",
-    INTERNAL: "internal error in nkidev",
-}
-
 # Named errors whose exit code is not the default for their class (usage -> USAGE, other NkiError -> KERNEL_ERROR).
 BY_ERROR = {
     "err_reference_failed": REFERENCE_ERROR,

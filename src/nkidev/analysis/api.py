@@ -17,7 +17,7 @@ from nkidev.analysis.investigations import Context, engine_of, run_all
 from nkidev.analysis.result import AnalysisResult
 from nkidev.analysis.tables import Profile, open_profile, prepare, sql_text
 from nkidev.errors import NkiUsageError
-from nkidev.hardware import get_target
+from nkidev.hardware import get_target, target_for_instance
 
 TIMELINE_BINS = 600
 
@@ -29,7 +29,7 @@ def analyze(profile_dir: str | Path, source_root: str | Path | None = None) -> A
         prepare(profile)
         bounds, engines = bounds_mod.compute(profile)
         bottleneck = bounds.pop("bottleneck_engine")
-        target = get_target(_target_name(profile))
+        target = _target(profile)
         ctx = Context(profile, bounds, engines, bottleneck, target)
         outcomes = run_all(ctx)
         findings = [f for o in outcomes.values() for f in o.findings]
@@ -58,13 +58,9 @@ def analyze(profile_dir: str | Path, source_root: str | Path | None = None) -> A
         profile.con.close()
 
 
-def _target_name(profile: Profile) -> str | None:
-    """trn1|trn2|trn3 from Metadata.instance_type (e.g. 'trn2.48xlarge'); None = the default target."""
-    kind = (profile.scalar("SELECT instance_type FROM meta") or "").lower()
-    for prefix, name in (("trn1", "trn1"), ("inf2", "trn1"), ("trn2", "trn2"), ("trn3", "trn3")):
-        if kind.startswith(prefix):
-            return name
-    return None
+def _target(profile: Profile):
+    """The target whose instance type Metadata.instance_type names (e.g. 'trn2.48xlarge'); else the default."""
+    return target_for_instance(profile.scalar("SELECT instance_type FROM meta")) or get_target(None)
 
 
 def _warnings(profile: Profile, bounds: dict, has_locations: bool) -> list[str]:

@@ -72,9 +72,3 @@ class Trace:
 
     def add_warning(self, name: str, message: str, location: str | None) -> None:
         self.warnings.append({"name": name, "message": message, "location": location})
-
-    def by_engine(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for ins in self.instructions:
-            counts[ins.engine] = counts.get(ins.engine, 0) + 1
-        return counts

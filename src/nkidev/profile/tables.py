@@ -15,7 +15,7 @@ from nkidev.hardware import Target
 from nkidev.profile import schema
 from nkidev.profile.operands import generic_operands, load_stationary_operands, matmul_operands
 
-ENGINE_NAMES = {"tensor": "Tensor", "vector": "Vector", "scalar": "Scalar", "gpsimd": "GpSimd", "sync": "Sync"}
+ENGINE_NAMES = dict(zip(schema.ACTIVE_ENGINES, schema.INSTRUCTION_ENGINES))  # engine key -> Instruction.engine
 FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn")
 
 

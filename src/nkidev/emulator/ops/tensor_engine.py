@@ -220,11 +220,6 @@ def _transpose_engine(a, ctx) -> str:
     return "vector" if small else "tensor"
 
 
-def _engine_of(a, ctx) -> str:
-    name = getattr(getattr(a, "engine", None), "name", "unknown")
-    return name if name in ("tensor", "vector") else _transpose_engine(a, ctx)
-
-
 def _transpose_check(a, ctx, engine):
     p, f = partitions(a.data), free_size(a.data)
     if partitions(a.dst) != f or free_size(a.dst) != p:
