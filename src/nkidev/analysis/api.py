@@ -13,13 +13,14 @@ import duckdb
 from nkidev.analysis import bounds as bounds_mod
 from nkidev.analysis import source
 from nkidev.analysis.findings import SEVERITIES, off_critical_path
-from nkidev.analysis.investigations import Context, engine_of, run_all
+from nkidev.analysis.investigations import Context, engine_of, modules, run_all
 from nkidev.analysis.result import AnalysisResult
 from nkidev.analysis.tables import Profile, open_profile, prepare, sql_text
 from nkidev.errors import NkiUsageError
 from nkidev.hardware import get_target, target_for_instance
 
-TIMELINE_BINS = 600
+TIMELINE_BINS = 2400  # fine enough to zoom the HTML timeline 16x
+KINDS_ORDER = {m.NAME: m.RANK for m in modules()}
 
 
 def analyze(profile_dir: str | Path, source_root: str | Path | None = None) -> AnalysisResult:
@@ -27,16 +28,16 @@ def analyze(profile_dir: str | Path, source_root: str | Path | None = None) -> A
     profile = open_profile(profile_dir)
     try:
         prepare(profile)
-        bounds, engines = bounds_mod.compute(profile)
-        bottleneck = bounds.pop("bottleneck_engine")
         target = _target(profile)
+        bounds, engines = bounds_mod.compute(profile, target)
+        bottleneck = bounds.pop("bottleneck_engine")
         ctx = Context(profile, bounds, engines, bottleneck, target)
         outcomes = run_all(ctx)
         findings = [f for o in outcomes.values() for f in o.findings]
         for f in findings:
             off_critical_path(f, engine_of(f.kind), bottleneck)
-        findings.sort(key=lambda f: (SEVERITIES.index(f.severity), -f.time_gap_ns))
-        locations = [r["src"] for r in profile.rows("SELECT DISTINCT src FROM inst WHERE src IS NOT NULL")]
+        findings.sort(key=finding_order)
+        locations = [r["src"] for r in profile.rows("SELECT DISTINCT src FROM inst WHERE src IS NOT NULL ORDER BY src")]
         source.attach(findings, locations, source_root, profile.path)
         investigations = {
             name: {"status": o.status, "reason": o.reason, "findings": len(o.findings), "details": o.details}
@@ -56,6 +57,11 @@ def analyze(profile_dir: str | Path, source_root: str | Path | None = None) -> A
         )
     finally:
         profile.con.close()
+
+
+def finding_order(f) -> tuple:
+    """Severity (high first), cost (largest first), then fixed keys so ties print the same way on every run."""
+    return (SEVERITIES.index(f.severity), -round(f.time_gap_ns, 3), KINDS_ORDER.get(f.kind, 99), f.source_lines, f.summary)
 
 
 def _target(profile: Profile):

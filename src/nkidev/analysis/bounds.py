@@ -8,6 +8,7 @@ memory (DMA busy -> bytes at peak -> necessary bytes at peak), compute (TensorE 
 from __future__ import annotations
 
 from nkidev.analysis.tables import Profile, sql_text
+from nkidev.hardware import Target
 
 # Display name -> engine key used in the normalized tables.
 ENGINES = {"Tensor": "tensor", "Vector": "vector", "Scalar": "scalar", "GpSimd": "gpsimd", "DMA": "dma"}
@@ -39,24 +40,57 @@ def _sub(a, b):
     return None if a is None or b is None else a - b
 
 
-def compute(profile: Profile) -> tuple[dict, dict]:
-    """(bounds, engines) for the profile; see SCHEMA.md for every key."""
+def memory_ceilings(dma_bytes: float, hbm_bytes: float | None, dma_bw: float | None, hbm_bw: float | None) -> dict:
+    """The two ceilings every DMA byte meets and which one binds.
+
+    All DMA traffic goes through the 16 DMA engines of the NeuronCore (`dma_bw`: Metadata.dma_ddr_bandwidth,
+    which nkidev writes as the target's engines x theoretical rate); the part that reads or writes HBM also shares the NeuronCore's
+    HBM bandwidth (`hbm_bw`: the target's `[hbm] bytes_per_s_per_nc`). The ideal memory time is the larger of
+    the two times; on trn2 HBM (~363 GB/s) binds before DMA (435 GB/s) for HBM traffic.
+    """
+    hbm = dma_bytes if hbm_bytes is None else hbm_bytes
+    dma_ns, hbm_ns = _div(dma_bytes * 1e9, dma_bw), _div(hbm * 1e9, hbm_bw)
+    binding = None
+    if dma_ns is not None or hbm_ns is not None:
+        binding = "HBM" if (hbm_ns or 0) > (dma_ns or 0) else "DMA"
+    ideal = max(x for x in (dma_ns, hbm_ns, 0.0) if x is not None) if binding else None
+    return {
+        "dma_bytes_per_s": dma_bw,
+        "hbm_bytes_per_s": hbm_bw,
+        "dma_bytes": int(dma_bytes),
+        "hbm_bytes": int(hbm),
+        "hbm_bytes_source": "profile" if hbm_bytes is not None else "assumed: every DMA byte crosses HBM",
+        "dma_time_ns": dma_ns,
+        "hbm_time_ns": hbm_ns,
+        "binding": binding,
+        "ideal_ns": ideal,
+        "effective_bytes_per_s": _div(dma_bytes * 1e9, ideal) if ideal else (min(dma_bw, hbm_bw or dma_bw) if dma_bw else None),
+    }
+
+
+def compute(profile: Profile, target: Target) -> tuple[dict, dict]:
+    """(bounds, engines) for the profile; see SCHEMA.md for every key. `target` gives the HBM ceiling."""
     busy_source = build_busy(profile)
     q = profile.rows(sql_text("bounds.sql"))[0]
     total = q["total_time_ns"] or 0
     engine_times = {name: float(q[f"{key}_ns"]) for name, key in ENGINES.items()}
 
+    # Without Metadata a real profile names neither its DMA rate nor its instance: no ideal memory bounds.
     dma_bw, te_peak = q["dma_bw_peak"], q["te_peak_flops"]
+    hbm_bw = target.hbm.bytes_per_s_per_nc if dma_bw else None
+    ceilings = memory_ceilings(q["dma_transfer_bytes"], q["hbm_bytes"], dma_bw, hbm_bw)
+    necessary = q["necessary_bytes"]
+    floor_bw = min(dma_bw, hbm_bw) if dma_bw else None  # necessary bytes cross both HBM and DMA
     b = {
         "total_time_ns": float(total),
         "memory_bound_ns": engine_times["DMA"],
-        "memory_bound_ideal_ns": _div(q["dma_transfer_bytes"] * 1e9, dma_bw),
-        "memory_bound_ideal_no_reloads_ns": _div(None if q["necessary_bytes"] is None else q["necessary_bytes"] * 1e9, dma_bw),
+        "memory_bound_ideal_ns": ceilings["ideal_ns"],
+        "memory_bound_ideal_no_reloads_ns": _div(None if necessary is None else necessary * 1e9, floor_bw),
         "compute_bound_ns": engine_times["Tensor"],
         "compute_bound_ideal_flops_ns": _div(q["hw_flops"] * 1e9, te_peak),
         "compute_bound_ideal_useful_flops_ns": _div((q["hw_flops"] - q["transpose_flops"]) * 1e9, te_peak),
     }
-    bottleneck = max(engine_times, key=engine_times.get) if any(engine_times.values()) else None
+    bottleneck = max(engine_times, key=lambda e: (engine_times[e], -list(ENGINES).index(e))) if any(engine_times.values()) else None
     b["perfect_pipeline_ns"] = engine_times[bottleneck] if bottleneck else 0.0
     b["bottleneck_engine"] = bottleneck
     b["gaps"] = _gaps(b)
@@ -65,17 +99,22 @@ def compute(profile: Profile) -> tuple[dict, dict]:
         "t0_ns": q["t0"],
         "t1_ns": q["t1"],
         "window_source": q["window_source"],
+        "total_time_source": q["length_source"],
         "busy_source": busy_source,
         "dma_transfer_bytes": int(q["dma_transfer_bytes"]),
+        "hbm_bytes": ceilings["hbm_bytes"],
         "kernel_dma_packets": int(q["kernel_packets"]),
-        "necessary_bytes": None if q["necessary_bytes"] is None else int(q["necessary_bytes"]),
-        "excess_ratio": _div(q["dma_transfer_bytes"], q["necessary_bytes"]),
+        "necessary_bytes": None if necessary is None else int(necessary),
+        "excess_ratio": _div(q["dma_transfer_bytes"], necessary),
         "hw_flops": float(q["hw_flops"]),
         "transpose_flops": float(q["transpose_flops"]),
         "matmuls": q["matmuls"],
         "dma_bw_peak_bytes_per_s": dma_bw,
+        "hbm_bw_peak_bytes_per_s": hbm_bw,
+        "memory_ceiling": ceilings,
         "te_peak_flops_per_s": te_peak,
         "achieved_dma_bytes_per_s": _div(q["dma_transfer_bytes"] * 1e9, engine_times["DMA"]),
+        "achieved_hbm_bytes_per_s": _div(ceilings["hbm_bytes"] * 1e9, engine_times["DMA"]),
         "te_utilization": _div(q["hw_flops"] * 1e9, (te_peak or 0) * engine_times["Tensor"]),
     }
     return b, _engines(profile, engine_times, total)

@@ -14,6 +14,12 @@ SELECT w.t0, w.t1, w.t1 - w.t0 AS total_time_ns,
        (SELECT coalesce(sum(transfer_bytes), 0) FROM pkt
          WHERE kernel AND start_ts >= w.t0 AND start_ts < w.t1) AS dma_transfer_bytes,
        (SELECT count(*) FROM pkt WHERE kernel) AS kernel_packets,
+       -- the HBM side of the DMA traffic (prepare.sql), from DmaPacketAggregated; else the DMA instructions'
+       -- hbm_read_bytes + hbm_write_bytes; NULL when the profile has neither (then every DMA byte counts)
+       CASE WHEN EXISTS (SELECT 1 FROM dpa)
+            THEN (SELECT sum(hbm_read_bytes + hbm_write_bytes) FROM dpa WHERE start_ts >= w.t0 AND start_ts < w.t1)
+            ELSE (SELECT nullif(sum(hbm_read_bytes + hbm_write_bytes), 0) FROM inst) END AS hbm_bytes,
+       (SELECT length_source FROM win) AS length_source,
        (SELECT sum(size) FROM tensors WHERE type IN ('IN', 'OUT')) AS necessary_bytes,
        mm.hw_flops, mm.transpose_flops, mm.matmuls,
        (SELECT dma_bw_peak FROM meta) AS dma_bw_peak,

@@ -34,14 +34,24 @@ SELECT start_ts, end_ts, transfer_bytes, queue_name,
 FROM _raw_DmaPacket
 WHERE start_ts IS NOT NULL AND end_ts IS NOT NULL;
 
+-- The HBM side of a transfer: what it read from HBM (read_bytes) when its source is in HBM, what it wrote
+-- (write_bytes) when its destination is; transfer_bytes when a profile lacks those columns. A cast on the DMA
+-- (bf16 in HBM -> fp32 in SBUF) writes more bytes than it reads: the HBM side counts the bf16 bytes.
 CREATE OR REPLACE TEMP TABLE dpa AS
+WITH d AS (
+    SELECT *, coalesce(source NOT LIKE '%SB%' AND source NOT LIKE '%PSUM%', false) AS src_hbm,
+              coalesce(dest NOT LIKE '%SB%' AND dest NOT LIKE '%PSUM%', false) AS dst_hbm
+    FROM _raw_DmaPacketAggregated
+)
 SELECT id, start_ts, end_ts, coalesce(transfer_bytes, 0) AS transfer_bytes, source, dest, variable,
+       CASE WHEN src_hbm THEN coalesce(nullif(read_bytes, 0), transfer_bytes, 0) ELSE 0 END AS hbm_read_bytes,
+       CASE WHEN dst_hbm THEN coalesce(nullif(write_bytes, 0), transfer_bytes, 0) ELSE 0 END AS hbm_write_bytes,
        write_num_sbuf_partitions, read_num_sbuf_partitions,
        coalesce(is_transpose_mode, false) AS is_transpose_mode,
        coalesce(source LIKE '%INPUT%', false) AS is_load,
        coalesce(source LIKE '%VIRTUAL%', false) AS is_spill_reload,
        coalesce(dest LIKE '%VIRTUAL%', false) AS is_spill_save
-FROM _raw_DmaPacketAggregated;
+FROM d;
 
 -- Instruction -> DMA edges. AWS's analysis code matches 'Instruction' -> 'DmaPacketAggregated'; the
 -- schema reference names the tables 'instruction' -> 'dma_block'. Accept both spellings.
@@ -50,7 +60,8 @@ SELECT DISTINCT in_id, out_id FROM _raw_Flow
 WHERE lower(in_table) = 'instruction' AND lower(out_table) IN ('dmapacketaggregated', 'dma_block');
 
 CREATE OR REPLACE TEMP TABLE tensors AS
-SELECT variable_name, upper(type) AS type, size FROM _raw_TensorInfo WHERE size > 0;
+SELECT variable_name, upper(type) AS type, size, load_to_sbuf_total_size_bytes AS loaded_bytes
+FROM _raw_TensorInfo WHERE size > 0;
 
 CREATE OR REPLACE TEMP TABLE meta AS
 SELECT dma_ddr_bandwidth AS dma_bw_peak,
@@ -60,15 +71,25 @@ SELECT dma_ddr_bandwidth AS dma_bw_peak,
        instance_type
 FROM (SELECT * FROM _raw_Metadata LIMIT 1);
 
--- The analysis window: first to last kernel DMA transfer (DmaPacket, and DmaPacketAggregated when
--- present); a profile without DMA falls back to the instructions.
+-- The analysis window and the kernel time (one definition, used by every report): the window ends with the
+-- last kernel DMA transfer (DmaPacket, and DmaPacketAggregated when present; a profile without DMA ends with
+-- its last instruction). Its length is the profile's own kernel time, Summary.total_time, when the profile
+-- has one (nkidev writes the first instruction start to the last end, so `nkidev profile` and
+-- `nkidev analyze` print the same time); otherwise the window starts with the first kernel DMA transfer.
 CREATE OR REPLACE TEMP TABLE win AS
 WITH dma AS (
     SELECT start_ts, end_ts FROM pkt WHERE kernel
     UNION ALL SELECT start_ts, end_ts FROM dpa WHERE start_ts IS NOT NULL
 ), d AS (SELECT min(start_ts) AS t0, max(end_ts) AS t1, count(*) AS n FROM dma),
-   i AS (SELECT min(start_ts) AS t0, max(end_ts) AS t1 FROM inst)
-SELECT CASE WHEN d.n > 0 THEN d.t0 ELSE i.t0 END AS t0,
-       CASE WHEN d.n > 0 THEN d.t1 ELSE i.t1 END AS t1,
-       CASE WHEN d.n > 0 THEN 'dma' ELSE 'instructions' END AS source
-FROM d, i;
+   i AS (SELECT min(start_ts) AS t0, max(end_ts) AS t1 FROM inst),
+   s AS (SELECT CAST(round(max(total_time) * 1e9) AS BIGINT) AS ns FROM _raw_Summary WHERE total_time > 0),
+   w AS (
+    SELECT CASE WHEN d.n > 0 THEN d.t0 ELSE i.t0 END AS first_ts,
+           CASE WHEN d.n > 0 THEN d.t1 ELSE i.t1 END AS t1,
+           CASE WHEN d.n > 0 THEN 'dma' ELSE 'instructions' END AS source,
+           s.ns AS summary_ns
+    FROM d, i, s
+)
+SELECT CASE WHEN summary_ns IS NOT NULL THEN t1 - summary_ns ELSE first_ts END AS t0, t1, source,
+       CASE WHEN summary_ns IS NOT NULL THEN 'Summary.total_time' ELSE 'window' END AS length_source
+FROM w;

@@ -46,6 +46,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "start_ts": "BIGINT",
         "end_ts": "BIGINT",
         "transfer_bytes": "BIGINT",
+        "read_bytes": "BIGINT",
+        "write_bytes": "BIGINT",
         "source": "VARCHAR",
         "dest": "VARCHAR",
         "variable": "VARCHAR",
@@ -54,7 +56,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "is_transpose_mode": "BOOLEAN",
     },
     "Flow": {"in_table": "VARCHAR", "out_table": "VARCHAR", "in_id": "BIGINT", "out_id": "BIGINT"},
-    "TensorInfo": {"type": "VARCHAR", "size": "BIGINT", "variable_name": "VARCHAR"},
+    "TensorInfo": {"type": "VARCHAR", "size": "BIGINT", "variable_name": "VARCHAR", "load_to_sbuf_total_size_bytes": "BIGINT"},
     "Metadata": {
         "dma_ddr_bandwidth": "DOUBLE",
         "tensor_engine_num_rows": "DOUBLE",
@@ -62,6 +64,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "tensor_engine_clock_freq": "DOUBLE",
         "instance_type": "VARCHAR",
     },
+    "Summary": {"total_time": "DOUBLE"},
 }
 
 # Where each table comes from when it is missing, so the message can say how to get it.

@@ -19,6 +19,7 @@ from nkidev.costmodel import Timeline, schedule
 from nkidev.emulator.location import is_internal
 from nkidev.errors import NkiError, NkiUsageError
 from nkidev.hardware import Target, get_target
+from nkidev.profile.summary import kernel_time_ns
 from nkidev.profile.writer import build_tables, check_destination, write_profile
 from nkidev.taskfile import load_task, parse_spec
 
@@ -110,7 +111,7 @@ def _kernel_raised(name: str, e: Exception) -> NkiError:
 
 
 def _result(dest: Path, kernel: str, tl: Timeline, tables: dict[str, pa.Table], compute: bool) -> ProfileResult:
-    total = tl.total_ns
+    total = kernel_time_ns(tables)
     busy = tl.busy_ns()
     counts: dict[str, int] = {}
     for e in tl.rows.engine:

@@ -28,8 +28,16 @@ def _pct(part: float, whole: float) -> float:
 
 
 def total_ns(tables: dict[str, pa.Table]) -> float:
+    """The kernel time nkidev writes as Summary.total_time: from the kernel start (0, the first instruction) to
+    the last end of any instruction or DMA packet, in the integer ns of the tables. `nkidev profile` prints it
+    (kernel_time_ns) and `nkidev analyze` reads it back (analysis/prepare.sql), so both agree."""
     ends = [int(_num(tables[t], "end_ts").max()) for t in ("Instruction", "DmaPacket") if tables[t].num_rows]
     return float(max(ends, default=0))
+
+
+def kernel_time_ns(tables: dict[str, pa.Table]) -> float:
+    """Summary.total_time of built tables, in ns: the one kernel time every nkidev report shows."""
+    return round(float(tables["Summary"].column("total_time")[0].as_py()) * 1e9, 3)
 
 
 def summary_table(tables: dict[str, pa.Table], hw: Target, total: float) -> pa.Table:

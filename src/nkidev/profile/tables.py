@@ -385,8 +385,8 @@ def tensor_info_table(tl: Timeline) -> pa.Table:
         ins = tl.trace.instructions[i]
         if t.op == "read":
             for a in ins.reads:
-                if a.buffer == "hbm":
-                    loads.setdefault(a.tensor, []).append(a.nbytes)
+                if a.buffer == "hbm":  # each transfer loads a byte of the tensor once (a broadcast reads it P times)
+                    loads.setdefault(a.tensor, []).append(min(a.nbytes, a.byte_stop - a.byte_start))
     cols: dict[str, list] = {
         k: []
         for k in (

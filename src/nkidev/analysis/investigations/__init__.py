@@ -46,9 +46,14 @@ class Context:
     def inputs(self) -> dict:
         return self.bounds["inputs"]
 
+    def peak_bytes_per_s(self) -> float | None:
+        """The rate the kernel's DMA bytes could move at: their bytes over the ideal memory time, i.e. the
+        binding ceiling (HBM or DMA, bounds.memory_ceilings) applied to this kernel's mix of traffic."""
+        return self.inputs["memory_ceiling"]["effective_bytes_per_s"]
+
     def dma_bytes_per_ns(self) -> float | None:
-        """The kernel's achieved DMA rate (bytes/ns), or the peak when nothing moved."""
-        rate = self.inputs["achieved_dma_bytes_per_s"] or self.inputs["dma_bw_peak_bytes_per_s"]
+        """The kernel's achieved DMA rate (bytes/ns), or the binding ceiling when nothing moved."""
+        rate = self.inputs["achieved_dma_bytes_per_s"] or self.peak_bytes_per_s()
         return rate / 1e9 if rate else None
 
 

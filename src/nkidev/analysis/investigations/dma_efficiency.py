@@ -33,7 +33,8 @@ def run(ctx: Context) -> Outcome:
     details = {
         "efficiency_gap_ns": gap,
         "achieved_bytes_per_s": inputs["achieved_dma_bytes_per_s"],
-        "peak_bytes_per_s": inputs["dma_bw_peak_bytes_per_s"],
+        "peak_bytes_per_s": ctx.peak_bytes_per_s(),
+        "binding_ceiling": inputs["memory_ceiling"]["binding"],
         "dpa_coverage": dpa_bytes / total_bytes if total_bytes else None,
         "min_efficient_bytes_per_partition": ctx.target.dma.min_efficient_bytes_per_partition,
         "saturating_bytes_per_partition": ctx.target.dma.saturating_bytes_per_partition,
@@ -41,7 +42,7 @@ def run(ctx: Context) -> Outcome:
     }
     out = Outcome(details=details)
     significant = b["memory_bound_ns"] and gap >= FINE_GAP_SHARE * b["memory_bound_ns"]
-    shares = _gap_shares(lines, inputs["dma_bw_peak_bytes_per_s"], total_bytes)
+    shares = _gap_shares(lines, ctx.peak_bytes_per_s(), total_bytes)
     for r, share in zip(lines, shares):
         desc = r["desc_bytes"]
         small = desc < ctx.target.dma.min_efficient_bytes_per_partition
@@ -53,8 +54,8 @@ def run(ctx: Context) -> Outcome:
 
 
 def _gap_shares(lines: list[dict], peak_bytes_per_s: float, total_bytes: int) -> list[float]:
-    """Each line's share of the kernel's efficiency gap: its transfers' time beyond their bytes at peak,
-    relative to all lines' (falls back to byte shares when transfer times are missing)."""
+    """Each line's share of the kernel's efficiency gap: its transfers' time beyond their bytes at the binding
+    ceiling, relative to all lines' (falls back to byte shares when transfer times are missing)."""
     excess = [max(0.0, (r["transfer_ns"] or 0) - r["bytes"] * 1e9 / peak_bytes_per_s) for r in lines]
     if sum(excess) > 0:
         return [x / sum(excess) for x in excess]
@@ -89,7 +90,13 @@ def _finding(ctx: Context, r: dict, time_gap: float, small: bool) -> Finding:
         **_line(r),
         "target_bytes_per_partition": target,
         "achieved_bytes_per_s": ctx.inputs["achieved_dma_bytes_per_s"],
-        "peak_bytes_per_s": ctx.inputs["dma_bw_peak_bytes_per_s"],
+        "peak_bytes_per_s": ctx.peak_bytes_per_s(),
+        "binding_ceiling": ctx.inputs["memory_ceiling"]["binding"],
+        "computed_as": (
+            f"bytes per partition = median transfer bytes / median SBUF partitions = {r['median_bytes']:.0f} / "
+            f"{r['partitions'] or 1:.0f}; time = the kernel's DMA busy time beyond its bytes at the "
+            f"{ctx.inputs['memory_ceiling']['binding']} ceiling, shared by each line's transfer time beyond its bytes at that ceiling"
+        ),
         "share_of_dma_bytes": r["bytes"] / ctx.inputs["dma_transfer_bytes"] if ctx.inputs["dma_transfer_bytes"] else None,
     }
     return Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, [where] if r["src"] else [], evidence)

@@ -18,7 +18,11 @@ WITH t AS (
       AND d.start_ts >= w.t0 AND d.start_ts < w.t1
       AND NOT d.is_transpose_mode AND NOT d.is_spill_save AND NOT d.is_spill_reload
 )
-SELECT src, count(*) AS transfers, sum(transfer_bytes) AS bytes, sum(ns) AS transfer_ns, mode(variable) AS tensor,
-       mode(is_load) AS is_load, median(transfer_bytes) AS median_bytes, median(partitions) AS partitions,
+SELECT src, count(*) AS transfers, sum(transfer_bytes) AS bytes, sum(ns) AS transfer_ns,
+       -- the most frequent tensor and direction of the line (ties: by name, loads first), deterministically
+       first(variable ORDER BY variable_n DESC, variable) AS tensor,
+       first(is_load ORDER BY load_n DESC, is_load DESC) AS is_load,
+       median(transfer_bytes) AS median_bytes, median(partitions) AS partitions,
        median(transfer_bytes) / greatest(coalesce(median(partitions), 1), 1) AS desc_bytes
-FROM t GROUP BY src ORDER BY bytes DESC;
+FROM (SELECT *, count(*) OVER (PARTITION BY src, variable) AS variable_n, count(*) OVER (PARTITION BY src, is_load) AS load_n FROM t)
+GROUP BY src ORDER BY bytes DESC, src;

@@ -6,7 +6,7 @@ SELECT src, opcode, count(*) AS instructions, sum(duration_ns) AS busy_ns, avg(d
 FROM inst, win w
 WHERE engine = $engine AND start_ts >= w.t0 AND start_ts < w.t1
 GROUP BY src, opcode
-ORDER BY busy_ns DESC
+ORDER BY busy_ns DESC, src, opcode
 LIMIT 20;
 
 -- name: opcodes
@@ -14,4 +14,4 @@ SELECT opcode, count(*) AS instructions, sum(duration_ns) AS busy_ns, avg(durati
 FROM inst, win w
 WHERE engine = $engine AND start_ts >= w.t0 AND start_ts < w.t1
 GROUP BY opcode
-ORDER BY busy_ns DESC;
+ORDER BY busy_ns DESC, opcode;

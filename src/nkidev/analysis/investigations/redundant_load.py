@@ -1,8 +1,10 @@
-"""Redundant loads: input tensors loaded from HBM more than once.
+"""Redundant loads: input tensors read from HBM more than once.
 
-Detect: excess_ratio = DMA bytes / necessary bytes; per input tensor, repeat = bytes loaded / size
-(a tensor loaded 8 times has repeat 8). Localize: the dma_copy lines that load each tensor
-(Instruction -> Flow -> DmaPacketAggregated with source [[INPUT]]), profiles.md §3.5.
+Detect: per input tensor, repeat = bytes its loads read from HBM / its size (a tensor loaded 8 times has
+repeat 8). The bytes are the HBM side of each transfer (a cast on the DMA writes more than it reads), and a
+transfer counts each byte of the tensor once (a stride-0 broadcast to 128 partitions is one load, not 128;
+redundant_load.sql). Localize: the dma_copy lines that load each tensor (Instruction -> Flow ->
+DmaPacketAggregated with source [[INPUT]]), profiles.md §3.5.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ RANK = 2  # position in reports (analysis order)
 ENGINE = "DMA"  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (
     ("Instruction", ("id", "hbm_read_bytes")),
-    ("DmaPacketAggregated", ("id", "transfer_bytes", "source", "variable")),
+    ("DmaPacketAggregated", ("id", "transfer_bytes", "source", "variable")),  # read_bytes is used when present
     ("Flow", ("in_table", "out_table", "in_id", "out_id")),
     ("TensorInfo", ("type", "size", "variable_name")),
 )
@@ -57,6 +59,8 @@ def _tensor(r: dict) -> dict:
         "tensor": r["tensor"],
         "size_bytes": int(r["size"]),
         "loaded_bytes": int(r["bytes"]),
+        "loaded_bytes_source": r["bytes_source"],
+        "hbm_read_bytes": int(r["raw_bytes"]),
         "transfers": r["transfers"],
         "repeat": r["repeat"],
     }
@@ -71,11 +75,18 @@ def _finding(ctx: Context, r: dict, lines: list[dict], excess: float, time_gap: 
         f"~{fmt_ns(time_gap)} of DMA time. Keep it resident in SBUF and reuse it across loop iterations "
         f"(hoist the load out of the loop, or block the loops so each tile is loaded once)."
     )
+    rate = ctx.dma_bytes_per_ns() or 0.0
     evidence = {
         **_tensor(r),
+        "computed_as": (
+            f"repeat = bytes loaded / size = {int(r['bytes'])} / {int(r['size'])} = {r['repeat']:.2f} "
+            f"(from {r['bytes_source']}: each transfer's HBM reads, each byte of {r['tensor']} at most once per "
+            f"transfer, so broadcasts and casts on the DMA are not reloads); time = (loaded - size) / achieved "
+            f"DMA rate = {int(excess)} B / {rate:.1f} B/ns"
+        ),
         "excess_bytes": int(excess),
         "excess_ratio": ctx.inputs["excess_ratio"],
-        "time_gap_at_peak_ns": excess * 1e9 / ctx.inputs["dma_bw_peak_bytes_per_s"] if ctx.inputs["dma_bw_peak_bytes_per_s"] else None,
+        "time_gap_at_peak_ns": excess * 1e9 / ctx.peak_bytes_per_s() if ctx.peak_bytes_per_s() else None,
         "lines": [{"source_line": short_location(x["src"]), "transfers": x["transfers"], "bytes": int(x["bytes"])} for x in lines],
     }
     return Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, where, evidence)

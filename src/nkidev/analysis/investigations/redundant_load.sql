@@ -1,22 +1,36 @@
--- Redundant loads (profiles.md §3.5): per input tensor, the bytes DMAs moved for it
--- (DmaPacketAggregated.variable) against its size (TensorInfo), and the lines that load it.
+-- Redundant loads (profiles.md §3.5): per input tensor, the bytes its loads read from HBM against its size
+-- (TensorInfo), and the lines that load it.
+-- A load's bytes are the HBM side (dpa.hbm_read_bytes, prepare.sql): a cast on the DMA writes more bytes
+-- than it reads, and the read side is what reloads repeat. A transfer counts each byte of the tensor at
+-- most once: a stride-0 broadcast (one row sent to 128 partitions) reads more bytes than the tensor holds
+-- but loads every element once, so one transfer's bytes are capped at the tensor's size. When the profile's
+-- producer states the bytes loaded per tensor (TensorInfo.load_to_sbuf_total_size_bytes; nkidev counts each
+-- transfer's region of the tensor once), that number is used instead.
 
 -- name: tensors
 WITH moved AS (
-    SELECT variable, sum(transfer_bytes) AS bytes, count(*) AS transfers
-    FROM dpa WHERE variable IS NOT NULL GROUP BY variable
+    SELECT d.variable, sum(least(d.hbm_read_bytes, t.size)) AS bytes, sum(d.hbm_read_bytes) AS raw_bytes,
+           count(*) AS transfers, max(d.hbm_read_bytes) AS largest_transfer
+    FROM dpa d JOIN tensors t ON t.variable_name = d.variable
+    WHERE d.is_load AND d.variable IS NOT NULL AND t.type = 'IN'
+    GROUP BY d.variable
 )
-SELECT t.variable_name AS tensor, t.size, coalesce(m.bytes, 0) AS bytes, coalesce(m.transfers, 0) AS transfers,
-       coalesce(m.bytes, 0) / t.size AS repeat
+SELECT t.variable_name AS tensor, t.size,
+       coalesce(t.loaded_bytes, m.bytes, 0) AS bytes,
+       CASE WHEN t.loaded_bytes IS NOT NULL THEN 'TensorInfo.load_to_sbuf_total_size_bytes'
+            ELSE 'DmaPacketAggregated.read_bytes' END AS bytes_source,
+       coalesce(m.raw_bytes, 0) AS raw_bytes, coalesce(m.transfers, 0) AS transfers,
+       coalesce(m.largest_transfer, 0) AS largest_transfer,
+       coalesce(t.loaded_bytes, m.bytes, 0) / t.size AS repeat
 FROM tensors t LEFT JOIN moved m ON m.variable = t.variable_name
 WHERE t.type = 'IN'
-ORDER BY coalesce(m.bytes, 0) - t.size DESC;
+ORDER BY coalesce(t.loaded_bytes, m.bytes, 0) - t.size DESC, t.variable_name;
 
 -- name: lines
-SELECT d.variable AS tensor, i.src, count(*) AS transfers, sum(d.transfer_bytes) AS bytes
+SELECT d.variable AS tensor, i.src, count(*) AS transfers, sum(d.hbm_read_bytes) AS bytes
 FROM flow_dma f
 JOIN inst i ON i.id = f.in_id
 JOIN dpa d ON d.id = f.out_id
-WHERE d.is_load AND i.hbm_read_bytes > 0
+WHERE d.is_load
 GROUP BY d.variable, i.src
-ORDER BY bytes DESC;
+ORDER BY bytes DESC, d.variable, i.src;

@@ -3,4 +3,4 @@ SELECT src, count(*) AS transposes, sum(adjusted_flops) AS flops, sum(duration_n
 FROM inst, win w
 WHERE is_matmul AND is_transpose AND start_ts >= w.t0 AND start_ts < w.t1
 GROUP BY src
-ORDER BY flops DESC;
+ORDER BY flops DESC, src;

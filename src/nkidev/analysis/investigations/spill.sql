@@ -16,4 +16,4 @@ JOIN dpa d ON d.id = f.out_id
 JOIN inst i ON i.id = f.in_id
 WHERE d.is_spill_reload
 GROUP BY i.src
-ORDER BY reload_bytes DESC;
+ORDER BY reload_bytes DESC, i.src;

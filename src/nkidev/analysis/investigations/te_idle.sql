@@ -11,7 +11,10 @@ SELECT 'inner' AS phase, prev_end AS gs, s AS ge FROM busy WHERE engine = 'tenso
 UNION ALL
 SELECT 'prologue', w.t0, min(b.s) FROM busy b, win w WHERE b.engine = 'tensor' GROUP BY w.t0 HAVING min(b.s) > w.t0;
 
+-- One producer per end time (ties broken by name), so the ASOF joins below are deterministic.
 CREATE OR REPLACE TEMP TABLE producers AS
+SELECT end_ts, waited_on, what, src FROM (
+SELECT *, row_number() OVER (PARTITION BY end_ts ORDER BY waited_on, what, src) AS k FROM (
 SELECT d.end_ts, 'DMA' AS waited_on, d.variable AS what, i.src
 FROM dpa d
 LEFT JOIN flow_dma f ON f.out_id = d.id
@@ -21,7 +24,8 @@ UNION ALL
 SELECT end_ts, 'DMA', queue_name, NULL FROM pkt WHERE kernel AND NOT EXISTS (SELECT 1 FROM dpa)
 UNION ALL
 SELECT end_ts, engine, opcode, src FROM inst
-WHERE engine IN ('vector', 'scalar', 'gpsimd') AND hbm_read_bytes = 0 AND hbm_write_bytes = 0;
+WHERE engine IN ('vector', 'scalar', 'gpsimd') AND hbm_read_bytes = 0 AND hbm_write_bytes = 0
+)) WHERE k = 1;
 
 -- name: gaps
 WITH attributed AS (
@@ -33,10 +37,10 @@ WITH attributed AS (
 ), resumed AS (
     SELECT a.*, t.src AS te_src
     FROM attributed a
-    ASOF LEFT JOIN (SELECT start_ts, src FROM inst WHERE engine = 'tensor') t ON a.ge <= t.start_ts
+    ASOF LEFT JOIN (SELECT start_ts, min(src) AS src FROM inst WHERE engine = 'tensor' GROUP BY start_ts) t ON a.ge <= t.start_ts
 )
 SELECT phase, waited_on, what, src, count(*) AS gaps, sum(ns) AS idle_ns, max(ns) AS longest_ns,
-       mode(te_src) AS resumed_src
-FROM resumed
-GROUP BY ALL
-ORDER BY idle_ns DESC;
+       first(te_src ORDER BY te_n DESC, te_src) AS resumed_src
+FROM (SELECT *, count(*) OVER (PARTITION BY phase, waited_on, what, src, te_src) AS te_n FROM resumed)
+GROUP BY phase, waited_on, what, src
+ORDER BY idle_ns DESC, phase, waited_on, what, src;

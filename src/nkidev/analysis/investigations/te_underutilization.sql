@@ -19,4 +19,4 @@ SELECT src, TRY_CAST(k_text AS INTEGER) AS K, TRY_CAST(m_text AS INTEGER) AS M, 
        count(*) AS tiles, sum(adjusted_flops) AS flops, sum(duration_ns) AS busy_ns
 FROM mm
 GROUP BY ALL
-ORDER BY busy_ns DESC;
+ORDER BY busy_ns DESC, src, K, M, N;
