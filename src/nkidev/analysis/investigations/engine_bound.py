@@ -47,11 +47,11 @@ def run(ctx: Context) -> Outcome:
             continue
         time_gap = min(float(r["busy_ns"]), headroom)
         if reportable(time_gap, ctx.total_ns):
-            out.findings.append(_finding(ctx, r, busy, time_gap))
+            out.findings.append(_finding(ctx, r, busy, time_gap, headroom))
     return out
 
 
-def _finding(ctx: Context, r: dict, busy: float, time_gap: float) -> Finding:
+def _finding(ctx: Context, r: dict, busy: float, time_gap: float, headroom: float) -> Finding:
     where = short_location(r["src"])
     hint = (
         f" Most are short ({fmt_ns(r['mean_ns'])} each), so fixed per-instruction overhead dominates: process "
@@ -70,5 +70,10 @@ def _finding(ctx: Context, r: dict, busy: float, time_gap: float) -> Finding:
         "busy_ns": r["busy_ns"],
         "mean_ns": r["mean_ns"],
         "engine_busy_ns": busy,
+        "next_engine_busy_ns": busy - headroom,
+        "computed_as": (
+            f"time = min(line busy {r['busy_ns']:.0f} ns, bottleneck busy {busy:.0f} ns - next slowest engine "
+            f"{busy - headroom:.0f} ns): removing the line cannot save more before another engine binds"
+        ),
     }
     return Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, [where] if r["src"] else [], evidence)

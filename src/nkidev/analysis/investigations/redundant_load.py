@@ -29,7 +29,7 @@ def run(ctx: Context) -> Outcome:
     q = queries(NAME)
     tensors = ctx.profile.rows(q["tensors"])
     lines = ctx.profile.rows(q["lines"])
-    reload_excess = sum(r["bytes"] - r["size"] for r in tensors if r["repeat"] > 1.0)
+    reload_excess = sum(avoidable_bytes(r) for r in tensors)
     details = {
         "excess_ratio": ctx.inputs["excess_ratio"],
         "necessary_bytes": ctx.inputs["necessary_bytes"],
@@ -46,12 +46,22 @@ def run(ctx: Context) -> Outcome:
     for r in tensors:
         if r["repeat"] < REPEAT_FLAG or not rate:
             continue
-        excess = r["bytes"] - r["size"]
+        excess = avoidable_bytes(r)
         time_gap = excess / rate
         if reportable(time_gap, ctx.total_ns):
             mine = [x for x in lines if x["tensor"] == r["tensor"]]
             out.findings.append(_finding(ctx, r, mine, excess, time_gap))
     return out
+
+
+def avoidable_bytes(r: dict) -> float:
+    """HBM bytes the reloads cost: all but one load's share of what the tensor's loads read. A tensor loaded
+    `repeat` times that read `hbm_read` bytes could have read hbm_read / repeat (a broadcast reloaded in a loop
+    costs its full 128-partition traffic each time, a one-time broadcast costs nothing)."""
+    if r["repeat"] <= 1.0 or not r["bytes"]:
+        return 0.0
+    raw = r["raw_bytes"] or r["bytes"]
+    return raw - raw / r["repeat"]
 
 
 def _tensor(r: dict) -> dict:
@@ -81,8 +91,9 @@ def _finding(ctx: Context, r: dict, lines: list[dict], excess: float, time_gap: 
         "computed_as": (
             f"repeat = bytes loaded / size = {int(r['bytes'])} / {int(r['size'])} = {r['repeat']:.2f} "
             f"(from {r['bytes_source']}: each transfer's HBM reads, each byte of {r['tensor']} at most once per "
-            f"transfer, so broadcasts and casts on the DMA are not reloads); time = (loaded - size) / achieved "
-            f"DMA rate = {int(excess)} B / {rate:.1f} B/ns"
+            f"transfer, so broadcasts and casts on the DMA are not reloads); avoidable bytes = HBM bytes read x "
+            f"(1 - 1/repeat) = {int(r['raw_bytes'])} x (1 - 1/{r['repeat']:.2f}) = {int(excess)}; "
+            f"time = {int(excess)} B / achieved DMA rate {rate:.1f} B/ns"
         ),
         "excess_bytes": int(excess),
         "excess_ratio": ctx.inputs["excess_ratio"],

@@ -43,6 +43,7 @@ def run(ctx: Context) -> Outcome:
             "flops": r["flops"],
             "busy_ns": r["busy_ns"],
             "gap_at_peak_ns": r["flops"] * 1e9 / peak if peak else None,
+            "computed_as": "time = TensorE busy time of the line's TRANSPOSE matmuls (they add nothing to the result)",
         }
         out.findings.append(Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, [where] if r["src"] else [], evidence))
     return out

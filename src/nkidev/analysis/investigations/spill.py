@@ -42,7 +42,12 @@ def run(ctx: Context) -> Outcome:
                 f"({fmt_bytes(cost)} round trip, ~{fmt_ns(time_gap)} of DMA time). Reduce live SBUF data "
                 f"around it: smaller tiles, fewer buffers, or consume the result sooner."
             )
-            evidence = {"reloads": r["reloads"], "reload_bytes": int(r["reload_bytes"]), "spill_cost_bytes": int(cost)}
+            evidence = {
+                "reloads": r["reloads"],
+                "reload_bytes": int(r["reload_bytes"]),
+                "spill_cost_bytes": int(cost),
+                "computed_as": f"time = save + reload = 2 x {int(r['reload_bytes'])} B / achieved DMA rate {rate:.1f} B/ns",
+            }
             out.findings.append(Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, [where] if r["src"] else [], evidence))
     unlinked = max(totals["save_bytes"] + totals["reload_bytes"], totals["spill_queue_bytes"])
     if not lines and reportable(unlinked / rate, ctx.total_ns):

@@ -70,5 +70,11 @@ def _finding(ctx: Context, g: dict) -> Finding:
         f"the Tensor Engine sat idle {fmt_ns(g['idle_ns'])} ({pct(g['idle_ns'], ctx.total_ns)} of the "
         f"kernel) in {plural(g['gaps'], 'gap')} waiting on {what}{issued}. {hint}"
     )
-    evidence = _group(g)
+    evidence = {
+        **_group(g),
+        "computed_as": (
+            "time = sum of the TensorE idle gaps whose last finishing producer (DMA load or other-engine "
+            "instruction) before the TensorE resumed was this line (a heuristic: profiles hold no dependencies)"
+        ),
+    }
     return Finding(NAME, severity(g["idle_ns"], ctx.total_ns), float(g["idle_ns"]), summary, [where] if where else [], evidence)

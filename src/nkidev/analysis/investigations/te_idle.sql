@@ -6,8 +6,11 @@
 
 -- name: build
 -- busy.sql marks the pieces that follow an idle gap: they start after prev_end.
+-- Gaps that end by the first MATMUL are prologue too: a LoadStationary may run before the moving data arrives.
 CREATE OR REPLACE TEMP TABLE te_gaps AS
-SELECT 'inner' AS phase, prev_end AS gs, s AS ge FROM busy WHERE engine = 'tensor' AND s > prev_end
+SELECT CASE WHEN s <= (SELECT min(start_ts) FROM inst WHERE is_matmul) THEN 'prologue' ELSE 'inner' END AS phase,
+       prev_end AS gs, s AS ge
+FROM busy WHERE engine = 'tensor' AND s > prev_end
 UNION ALL
 SELECT 'prologue', w.t0, min(b.s) FROM busy b, win w WHERE b.engine = 'tensor' GROUP BY w.t0 HAVING min(b.s) > w.t0;
 

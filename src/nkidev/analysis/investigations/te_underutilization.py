@@ -63,5 +63,10 @@ def _finding(ctx: Context, r: dict, used: float, time_gap: float, limits: tuple[
         f"{100 * used:.0f}% of the Tensor Engine's {kmax}x{mmax} array, ~{fmt_ns(time_gap)} lost. "
         f"Tile the contraction dim to {kmax} partitions and the stationary free dim to {mmax}."
     )
-    evidence = {**_line(r), "array_fraction_used": used, "utilization": ctx.inputs["te_utilization"]}
+    evidence = {
+        **_line(r),
+        "array_fraction_used": used,
+        "utilization": ctx.inputs["te_utilization"],
+        "computed_as": f"time = line TensorE busy x (1 - K*M / (rows*cols)) = {r['busy_ns']:.0f} ns x (1 - {r['K']}*{r['M']} / ({kmax}*{mmax}))",
+    }
     return Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, [where] if r["src"] else [], evidence)
