@@ -54,6 +54,7 @@ def analyze(profile_dir: str | Path, source_root: str | Path | None = None) -> A
             investigations=investigations,
             warnings=_warnings(profile, bounds, bool(locations)),
             timeline=_timeline(profile),
+            lines=_line_costs(profile, source_root),
         )
     finally:
         profile.con.close()
@@ -89,6 +90,21 @@ def _warnings(profile: Profile, bounds: dict, has_locations: bool) -> list[str]:
         out.append(
             "no source locations (Instruction.nki_source_location / bir_debug_info_source_location are "
             "empty): findings cannot name lines; recompile with NKI debug info (NEURON_FRAMEWORK_DEBUG=1)"
+        )
+    return out
+
+
+def _line_costs(profile: Profile, source_root) -> list[dict]:
+    """Per kernel source line: instruction time per engine, DMA transfers, and the line's text (lines.sql)."""
+    out = []
+    for r in profile.rows(sql_text("lines.sql")):
+        where = source.describe(r["src"], source_root, profile.path)
+        out.append(
+            {
+                "source_line": where["location"],
+                "text": where["text"],
+                **{k: (int(v) if isinstance(v, int | float) else v) for k, v in r.items() if k != "src"},
+            }
         )
     return out
 

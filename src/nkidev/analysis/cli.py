@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from nkidev import exitcodes
-from nkidev.cli_common import JsonOption, command, console, print_json
+from nkidev.cli_common import JsonOption, TargetOption, command, console, print_json
 from nkidev.errors import NkiUsageError
 
 SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
@@ -34,7 +34,7 @@ def analyze(
         raise NkiUsageError("err_bad_argument", f"--fail-on {fail_on!r} is not a severity", "use high, medium or low")
     result = run_analysis(profile_dir, source_root=source_root)
     if html is not None:
-        html.write_text(report_html.render(result))
+        write_text_atomic(html, report_html.render(result))
     if as_json:
         print_json(result.to_dict())
     else:
@@ -69,7 +69,42 @@ def query(
     console.print(f"{len(rows)} row(s)", highlight=False)
 
 
+@command
+def compare(
+    a: Annotated[str, typer.Argument(metavar="A", help="Before: a profile directory or FILE::KERNEL (profiled with the cost model).")],
+    b: Annotated[str, typer.Argument(metavar="B", help="After: a profile directory or FILE::KERNEL.")],
+    as_json: JsonOption = False,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML comparison here.")] = None,
+    case: Annotated[int, typer.Option("--case", help="Input case of a FILE::KERNEL spec's task file.")] = 0,
+    target: TargetOption = None,
+    source_root: Annotated[
+        Path | None, typer.Option("--source-root", help="Directory to find kernel files in when the profile's paths do not exist here.")
+    ] = None,
+) -> None:
+    """Compare two profiles: time and per-engine deltas, bounds, findings fixed/introduced, cost per source line."""
+    from nkidev.analysis import report_compare, report_html
+    from nkidev.analysis.compare import compare as run_compare
+
+    result = run_compare(a, b, case=case, target=target, source_root=source_root)
+    if html is not None:
+        write_text_atomic(html, report_html.render_compare(result))
+    if as_json:
+        print_json(result.to_dict())
+        return
+    report_compare.render(result, console)
+    if html is not None:
+        console.print(f"HTML comparison: {html}", highlight=False)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a report next to its final name, then rename: an interrupted write never leaves half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
 def register(app: typer.Typer) -> None:
     """Add this package's commands to the nkidev app."""
     app.command("analyze")(analyze)
     app.command("query")(query)
+    app.command("compare")(compare)

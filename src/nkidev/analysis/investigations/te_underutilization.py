@@ -67,6 +67,8 @@ def _finding(ctx: Context, r: dict, used: float, time_gap: float, limits: tuple[
         **_line(r),
         "array_fraction_used": used,
         "utilization": ctx.inputs["te_utilization"],
-        "computed_as": f"time = line TensorE busy x (1 - K*M / (rows*cols)) = {r['busy_ns']:.0f} ns x (1 - {r['K']}*{r['M']} / ({kmax}*{mmax}))",
+        "computed_as": (
+            f"time = line TensorE busy x (1 - K*M / (rows*cols)) = {r['busy_ns']:.0f} ns x (1 - {r['K']}*{r['M']} / ({kmax}*{mmax}))"
+        ),
     }
     return Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, [where] if r["src"] else [], evidence)
