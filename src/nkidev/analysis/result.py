@@ -21,7 +21,7 @@ class AnalysisResult:
     investigations: dict[str, dict]
     warnings: list[str] = field(default_factory=list)
     timeline: dict = field(default_factory=dict, repr=False)  # binned engine busy fractions, for the HTML report
-    lines: list[dict] = field(default_factory=list, repr=False)  # cost per source line (lines.sql)
+    lines: list[dict] = field(default_factory=list, repr=False)  # cost per source line (lines.sql), for nkidev compare
 
     def by_kind(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
@@ -38,5 +38,4 @@ class AnalysisResult:
             "findings": [f.to_dict() for f in self.findings],
             "investigations": self.investigations,
             "warnings": self.warnings,
-            "lines": self.lines,
         }
