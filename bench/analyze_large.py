@@ -158,7 +158,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", help="write the profile here instead of a temp dir")
     args = ap.parse_args()
-    out = args.keep or tempfile.mkdtemp(prefix="nkidev-bench-")
+    if args.keep:
+        run(args, args.keep)
+        return
+    with tempfile.TemporaryDirectory(prefix="nkidev-bench-") as out:  # removed afterwards, also on errors
+        run(args, out)
+
+
+def run(args, out: str) -> None:
     t = time.perf_counter()
     tables = build(args.instructions, args.packets_per_dma)
     write_tables(out, tables, split={"Instruction": 4, "DmaPacket": 4})

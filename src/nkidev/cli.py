@@ -3,15 +3,33 @@ behind it and a `--json` form for agents; subsystems register their own commands
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 app = typer.Typer(
     name="nkidev",
     help="Write, debug, profile and optimize NKI kernels for AWS Trainium - no hardware needed.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion [bash|zsh|fish|powershell]
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from nkidev import __version__
+
+        typer.echo(f"nkidev {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print nkidev's version and exit.")] = False,
+) -> None:
+    """Write, debug, profile and optimize NKI kernels for AWS Trainium - no hardware needed."""
+
 
 _REGISTRARS = (
     "nkidev.emulator.cli",
@@ -35,7 +53,7 @@ _register()
 
 
 def main() -> None:
-    app()
+    app(prog_name="nkidev")  # also under `python -m nkidev`, so completion scripts name the real command
 
 
 if __name__ == "__main__":

@@ -50,23 +50,26 @@ def query(
     profile_dir: Annotated[Path, typer.Argument(help="Profile directory (nkidev profile or neuron-explorer).")],
     sql: Annotated[str, typer.Argument(help="One SELECT over the tables, e.g. 'SELECT opcode, count(*) FROM Instruction GROUP BY 1'.")],
     as_json: JsonOption = False,
+    fmt: Annotated[
+        str, typer.Option("--format", help="table (fits the terminal: wide results become records or lose columns) | csv | json.")
+    ] = "table",
+    max_rows: Annotated[int, typer.Option("--max-rows", help="Rows the table view prints (csv and json print all).")] = 100,
 ) -> None:
     """Run a read-only SQL SELECT over a profile's tables (DuckDB; table names as in neuron-explorer)."""
-    from rich.table import Table
+    import sys
 
+    from nkidev.analysis import report_query
     from nkidev.analysis.api import query as run_query
 
+    if fmt not in report_query.FORMATS:
+        raise NkiUsageError("err_bad_argument", f"--format {fmt!r} is not a format", f"use one of: {', '.join(report_query.FORMATS)}")
     rows = run_query(profile_dir, sql)
-    if as_json:
+    if as_json or fmt == "json":
         print_json(rows)
-        return
-    table = Table(show_lines=False)
-    for name in rows[0] if rows else {}:
-        table.add_column(str(name))
-    for r in rows:
-        table.add_row(*("" if v is None else str(v) for v in r.values()))
-    console.print(table)
-    console.print(f"{len(rows)} row(s)", highlight=False)
+    elif fmt == "csv":
+        sys.stdout.write(report_query.to_csv(rows))
+    else:
+        report_query.render(rows, console, max_rows=max_rows)
 
 
 @command
