@@ -52,6 +52,8 @@ def print_json(data) -> None:
 
 
 def fail(error: NkiError, as_json: bool, code: int) -> None:
+    if error.user_traceback and _debug():  # NKIDEV_DEBUG=1: the kernel's own traceback, on stderr in both modes
+        sys.stderr.write(error.user_traceback)
     if as_json:
         print_json({"error": error.to_dict()})
     else:

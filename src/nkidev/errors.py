@@ -74,6 +74,13 @@ _CATALOGUE = [
         True,
     ),
     _e(
+        "err_python_operator_on_tile",
+        "A Python operator other than + - * / @ and unary - was applied to a tile (t[0, 0] > 0, t % 2, int(t), abs(t), ...): "
+        "tile values exist only on the device, so Python cannot compare or convert them.",
+        "compute on the device instead: nl.greater(t, 0) or nisa.tensor_scalar(..., op0=nl.greater, operand0=0.0) give a 0/1 "
+        "tile, nl.where / nisa.tensor_copy_predicated select with it; for control flow load a register with nisa.scalar_load",
+    ),
+    _e(
         "err_ambiguous_tensor_truth_value",
         "A multi-element tensor was used as a Python bool.",
         "compare with nl.equal/nl.greater etc. and reduce, or test `is not None`",
@@ -354,6 +361,21 @@ class NkiError(NkiValidationError):
 
     def to_dict(self) -> dict:
         return {"name": self.name, "message": self.message, "fix": self.fix, "location": self.location}
+
+    # The traceback of the user's own exception behind this error (err_kernel_raised): the CLI prints it when
+    # NKIDEV_DEBUG=1. Set with `with_traceback_of`; None for errors nkidev detected itself.
+    user_traceback: str | None = None
+
+    def with_traceback_of(self, exc: BaseException) -> NkiError:
+        """Keep the traceback of `exc` (the kernel's own exception): every frame of the user's code, none of nkidev's."""
+        import traceback
+
+        from nkidev.emulator.location import is_internal
+
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if not is_internal(f.filename)]
+        text = "Traceback (the kernel's frames; nkidev's are left out):\n" + "".join(traceback.format_list(frames))
+        self.user_traceback = text + "".join(traceback.format_exception_only(type(exc), exc))
+        return self
 
 
 class KernelRuleError(NkiError, AssertionError):

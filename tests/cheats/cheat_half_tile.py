@@ -1,4 +1,4 @@
-"""Cheat (cheat_output_not_written): computes only the first 64 rows of each SBUF tile but stores all 128,
+"""Half-computed tiles (fail_output_not_written, a likely bug): computes only the first 64 rows of each SBUF tile but stores all 128,
 so half of every tile goes out as whatever the uninitialized SBUF held."""
 
 import ml_dtypes

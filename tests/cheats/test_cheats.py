@@ -20,9 +20,10 @@ HONEST = [
 ]
 
 CHEATS = [
-    ("cheat_skip_tail.py", "cheat_output_not_written"),
+    # leaving part of the output unwritten is most likely a bug (fail_); computing none of it is the cheat (issue 12.6)
+    ("cheat_skip_tail.py", "fail_output_not_written"),
     ("cheat_never_written.py", "cheat_output_not_written"),
-    ("cheat_half_tile.py", "cheat_output_not_written"),
+    ("cheat_half_tile.py", "fail_output_not_written"),
     ("cheat_inplace.py", "cheat_input_modified"),
     ("cheat_uniform_softmax.py", "cheat_input_independent"),
     ("cheat_ignores_weight.py", "cheat_input_independent"),
@@ -82,3 +83,21 @@ def test_corpus_size_and_every_file_listed():
         "cheat_calls_reference",
         "cheat_data_dependent_program",
     }
+
+
+def test_partly_unwritten_output_is_a_bug_with_its_first_element_and_allocation_line():
+    result = validate_task(str(HERE / "cheat_skip_tail.py"))
+    found = [f for c in result.cases for f in c.findings if f.verdict == "fail_output_not_written"]
+    assert found and not any(f.verdict == "cheat_output_not_written" for f in result.cheats)
+    f = found[0]
+    text = (HERE / "cheat_skip_tail.py").read_text().splitlines()
+    alloc = next(i for i, line in enumerate(text, 1) if "out = nl.ndarray" in line)
+    assert f.location.endswith(f"cheat_skip_tail.py:{alloc}")
+    assert f"allocated at cheat_skip_tail.py:{alloc}" in f.message
+    assert "(first at index (256, 0))" in f.message  # rows 256..299 of the (300, 512) case: the dropped partial tile
+
+
+def test_never_written_output_is_the_cheat():
+    result = validate_task(str(HERE / "cheat_never_written.py"))
+    assert any(f.verdict == "cheat_output_not_written" for f in result.cheats)
+    assert not any(f.verdict == "fail_output_not_written" for c in result.cases for f in c.findings)

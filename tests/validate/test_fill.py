@@ -34,7 +34,8 @@ def test_unwritten_rows_hold_the_fill(dtype, default, alternative):
 def test_integer_output_depending_on_unwritten_memory_is_caught():
     x = np.arange(128 * 8, dtype=np.int32).reshape(128, 8)
     result = validate(KERNEL, lambda a: a, [(x,)], seeds=0)
-    found = [f for f in result.cheats if f.verdict == "cheat_output_not_written"]
+    # half of the output written: a likely bug (fail_output_not_written), not the cheat (issue 12.6)
+    found = [f for c in result.cases for f in c.findings if f.verdict == "fail_output_not_written"]
     assert found and found[0].message.startswith("512 of 1024 elements of output 0 depend on memory")
     assert "(first at index (64, 0))" in found[0].message
 
@@ -43,5 +44,7 @@ def test_without_an_alternative_fill_nan_outputs_and_reruns_still_name_the_cheat
     monkeypatch.setattr(fill, "_PROBED", [False])  # as if the emulator offered no way to change the fill
     cheats = Path(__file__).parents[1] / "cheats"
     verdicts = lambda name: {f.verdict for f in validate_task(str(cheats / name), seeds=0).cheats}  # noqa: E731
-    assert verdicts("cheat_skip_tail.py") == {"cheat_output_not_written"}
+    unwritten = {f.verdict for c in validate_task(str(cheats / "cheat_skip_tail.py"), seeds=0).cases for f in c.findings}
+    assert "fail_output_not_written" in unwritten and verdicts("cheat_skip_tail.py") == set()  # a likely bug (issue 12.6)
+    assert verdicts("cheat_never_written.py") == {"cheat_output_not_written"}
     assert verdicts("cheat_random.py") == {"cheat_nondeterministic"}

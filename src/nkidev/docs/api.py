@@ -1,8 +1,10 @@
 """The docs library behind `nkidev docs search|show` and `nkidev explain` (and the MCP tools).
 
     search("psum bank")            -> [{id, title, kind, summary, snippet, score}, ...]
-    show("nc_matmul")              -> {id, kind, title, summary, aliases, body}
-    explain("err_psum_bank_overflow") -> {name, summary, fix, official, raised_by, page}
+    show("nc_matmul")              -> {id, kind, title, summary, aliases, body}   (also a unique short name: "gelu")
+    listing(kind=None)             -> [{id, kind, title, summary}, ...]
+    explain("err_psum_bank_overflow") -> {name, kind, summary, fix, official, raised_by, page}
+                                      (also verdicts, finding kinds such as redundant_load, and NCC_ codes)
 
 Unknown names raise `err_unknown_topic` with the closest matches in the message.
 """
@@ -10,11 +12,12 @@ Unknown names raise `err_unknown_topic` with the closest matches in the message.
 from __future__ import annotations
 
 import difflib
+import inspect
 import re
 from functools import cache
 
 from nkidev.docs import index
-from nkidev.docs.pages import Page, all_pages, raisers
+from nkidev.docs.pages import KINDS, Page, all_pages, raisers
 from nkidev.errors import ERRORS, NkiUsageError
 
 _ERROR_NAME = re.compile(r"\berr_[a-z0-9_]+")
@@ -48,29 +51,35 @@ def show(topic: str) -> dict:
 
 
 def explain(name: str) -> dict:
-    """What an error name means and how to fix it. Accepts a bare name, `nki.errors.<name>` or a whole error line."""
-    found = _ERROR_NAME.search(name.strip().lower())
-    key = found.group(0) if found else name.strip()
+    """What a name nkidev (or the Neuron compiler) reports means and what to do: an error (bare, `nki.errors.<name>`
+    or a whole error line), a validation verdict, an analysis finding kind, or an NCC_ compiler code."""
+    text = name.strip()
+    found = _ERROR_NAME.search(text.lower())
+    key = found.group(0) if found else text
     info = ERRORS.get(key)
-    if info is None:
-        verdict = _verdict(name.strip())
-        if verdict is not None:
-            return verdict
-        page = _lookup().get(_key(name))
-        hint = f"; {name!r} is a docs page, not an error: run `nkidev docs show {name}`" if page else _suggest(key, {n: n for n in ERRORS})
-        raise NkiUsageError(
-            "err_unknown_topic",
-            f"no error named {name!r}{hint}",
-            "error names start with err_; `nkidev docs search error WORDS` lists them",
-        )
-    return {
-        "name": info.name,
-        "summary": info.summary,
-        "fix": info.fix,
-        "official": info.official,
-        "raised_by": raisers().get(info.name, []),
-        "page": f"errors/{info.name}",
-    }
+    if info is not None:
+        return {
+            "name": info.name,
+            "kind": "error",
+            "summary": info.summary,
+            "fix": info.fix,
+            "official": info.official,
+            "raised_by": raisers().get(info.name, []),
+            "page": f"errors/{info.name}",
+        }
+    for lookup in (_verdict, _finding, _ncc):
+        hit = lookup(text)
+        if hit is not None:
+            return hit
+    page = _lookup().get(_key(name))
+    known = {n: n for n in (*ERRORS, *_verdict_names(), *_finding_names(), *_ncc_names())}
+    hint = f"; {name!r} is a docs page, not an error: run `nkidev docs show {name}`" if page else _suggest(key, known)
+    raise NkiUsageError(
+        "err_unknown_topic",
+        f"nothing named {name!r} to explain{hint}",
+        "explain takes an error (err_...), a verdict (cheat_..., fail_...), a finding (redundant_load, ...) or an NCC_ code; "
+        "`nkidev docs list` lists them all",
+    )
 
 
 def _verdict(name: str) -> dict | None:
@@ -82,6 +91,7 @@ def _verdict(name: str) -> dict | None:
         return None
     return {
         "name": v.name,
+        "kind": "verdict",
         "summary": v.summary,
         "fix": v.fix,
         "official": False,
@@ -90,18 +100,88 @@ def _verdict(name: str) -> dict | None:
     }
 
 
+def _verdict_names() -> list[str]:
+    from nkidev.validate.verdicts import VERDICTS
+
+    return list(VERDICTS)
+
+
+def _finding_names() -> list[str]:
+    from nkidev.analysis.investigations import KINDS
+
+    return list(KINDS)
+
+
+def _ncc_names() -> list[str]:
+    from nkidev.docs.ncc import NCC_CODES
+
+    return list(NCC_CODES)
+
+
+def _finding(name: str) -> dict | None:
+    """`nkidev explain redundant_load`: a finding kind of `nkidev analyze`."""
+    from nkidev.analysis.investigations import modules
+
+    m = next((m for m in modules() if m.NAME == name), None)
+    if m is None:
+        return None
+    return {
+        "name": m.NAME,
+        "kind": "finding",
+        "summary": (inspect.getdoc(m) or m.NAME).split("\n")[0],
+        "fix": m.ADVICE,
+        "official": False,
+        "raised_by": ["nkidev analyze", "nkidev compare"],
+        "page": f"findings/{m.NAME}",
+    }
+
+
+def _ncc(name: str) -> dict | None:
+    """`nkidev explain NCC_EVRF007` (also `EVRF007`): a Neuron compiler error code."""
+    from nkidev.docs.ncc import NCC_CODES
+
+    key = name.upper()
+    c = NCC_CODES.get(key) or NCC_CODES.get(f"NCC_{key}")
+    if c is None:
+        return None
+    return {
+        "name": c.code,
+        "kind": "ncc",
+        "summary": c.meaning,
+        "fix": c.fix,
+        "official": True,
+        "raised_by": ["neuronx-cc (the Neuron compiler, on a Neuron machine; not nkidev)"],
+        "page": f"ncc/{c.code}",
+        "url": c.url,
+    }
+
+
 def topics() -> list[str]:
     """Every page id."""
     return [page.id for page in all_pages()]
 
 
+def listing(kind: str | None = None) -> list[dict]:
+    """Every page (of one kind: guide, isa, language, error, verdict, finding, ncc, hardware), in index order."""
+    if kind is not None and kind not in KINDS:
+        raise NkiUsageError("err_invalid_argument", f"no page kind {kind!r}", f"use one of: {', '.join(KINDS)}")
+    return [{"id": p.id, "kind": p.kind, "title": p.title, "summary": p.summary} for p in all_pages() if kind is None or p.kind == kind]
+
+
 @cache
 def _lookup() -> dict[str, Page]:
-    """Lower-case id or alias -> page; the first page claiming an alias keeps it (guides and nki.isa first)."""
+    """Lower-case id or alias -> page; the first page claiming an alias keeps it (guides and nki.isa first).
+    A short name (the id after its '/', e.g. `gelu` for `language/gelu`) resolves when exactly one page has it."""
     table: dict[str, Page] = {}
     for page in all_pages():
         for key in (page.id, page.title, *page.aliases):
             table.setdefault(_key(key), page)
+    short: dict[str, list[Page]] = {}
+    for page in all_pages():
+        short.setdefault(_key(page.id.rsplit("/", 1)[-1]), []).append(page)
+    for name, pages in short.items():
+        if len(pages) == 1:
+            table.setdefault(name, pages[0])
     return table
 
 

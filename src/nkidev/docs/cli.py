@@ -31,10 +31,35 @@ def search(
         console.print(f"[bold]{hit['id']}[/]  {hit['summary']}", highlight=False, soft_wrap=True)
 
 
+@docs_app.command("list")
+@command
+def list_pages(
+    kind: str = typer.Option(None, "--kind", help="Only pages of one kind: guide, isa, language, error, verdict, finding, ncc, hardware."),
+    as_json: JsonOption = False,
+) -> None:
+    """List every docs page (id and summary); `nkidev docs show ID` prints one."""
+    from rich.text import Text
+
+    from nkidev.docs.api import listing
+
+    pages = listing(kind)
+    if as_json:
+        print_json(pages)
+        return
+    current = None
+    for p in pages:
+        if p["kind"] != current:
+            current = p["kind"]
+            console.print(Text(f"{current} pages", style="bold"))
+        console.print(Text.assemble(f"  {p['id']:<40} ", (p["summary"], "dim")), soft_wrap=True)
+    console.print(f"{len(pages)} page(s)", highlight=False)
+
+
 @docs_app.command("show")
 @command
 def show(
-    topic: str = typer.Argument(..., help="A page id or name: nc_matmul, nl.ndarray, trn2, tiling, err_..."), as_json: JsonOption = False
+    topic: str = typer.Argument(..., help="A page id or name: nc_matmul, nl.ndarray, gelu, trn2, tiling, err_..., redundant_load"),
+    as_json: JsonOption = False,
 ) -> None:
     """Print one docs page."""
     from rich.markdown import Markdown
@@ -50,10 +75,12 @@ def show(
 
 @command
 def explain(
-    name: str = typer.Argument(..., help="An error name such as err_psum_bank_overflow, or a whole error line."),
+    name: str = typer.Argument(
+        ..., help="An error (err_psum_bank_overflow or a whole error line), a verdict, a finding (redundant_load) or an NCC_ code."
+    ),
     as_json: JsonOption = False,
 ) -> None:
-    """Explain an error nkidev raised and how to fix it."""
+    """Explain an error, validation verdict, analysis finding or Neuron compiler (NCC_) code, and how to fix it."""
     from nkidev.docs.api import explain as run_explain
 
     info = run_explain(name)
@@ -64,6 +91,9 @@ def explain(
     console.print(f"[bold]fix[/]: {info['fix']}", highlight=False, soft_wrap=True)
     for line in info["raised_by"]:
         console.print(f"  raised by {line}", highlight=False, soft_wrap=True)
+    if info.get("url"):
+        console.print(f"  docs: {info['url']}", highlight=False, soft_wrap=True)
+    console.print(f"  more: nkidev docs show {info['page']}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

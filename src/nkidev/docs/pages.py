@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-KINDS = ("guide", "isa", "language", "error", "verdict", "hardware")
+KINDS = ("guide", "isa", "language", "error", "verdict", "finding", "ncc", "hardware")
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,16 @@ class Page:
 @cache
 def all_pages() -> tuple[Page, ...]:
     """Every page, guides first (they are the best answers to how-to questions)."""
-    return (*guide_pages(), *isa_pages(), *language_pages(), *error_pages(), *verdict_pages(), *hardware_pages())
+    return (
+        *guide_pages(),
+        *isa_pages(),
+        *language_pages(),
+        *error_pages(),
+        *verdict_pages(),
+        *finding_pages(),
+        *ncc_pages(),
+        *hardware_pages(),
+    )
 
 
 # ---------------------------------------------------------------- nki.isa
@@ -114,7 +123,52 @@ def _language():
 def language_pages() -> list[Page]:
     nl = _language()
     pages = [_language_page(name, getattr(nl, name)) for name in nl.__all__ if inspect.isfunction(getattr(nl, name))]
-    return [*pages, _dtypes_page(nl), _buffers_page(), _tile_size_page(nl)]
+    return [*pages, _dtypes_page(nl), _buffers_page(), _tile_size_page(nl), _activations_page()]
+
+
+def _activation_lines(name: str) -> list[str]:
+    from nkidev.emulator.alu import ACTIVATION_DOCS
+
+    if name not in ACTIVATION_DOCS:
+        return []
+    return [
+        "## What nkidev computes",
+        "",
+        f"`{name}(x)` = {ACTIVATION_DOCS[name]}.",
+        "",
+        f"Also accepted as `nisa.activation(op=nl.{name}, ...)`. The Scalar Engine evaluates a piecewise polynomial "
+        "fit (coefficients unpublished); nkidev evaluates the formula in fp32, so results are close to, not "
+        "bit-exact with, the hardware. All activations: `nkidev docs show activations`.",
+        "",
+    ]
+
+
+def _activations_page() -> Page:
+    from nkidev.emulator.alu import ACTIVATION_DOCS
+
+    rows = [f"| `nl.{name}` | {doc} |" for name, doc in ACTIVATION_DOCS.items()]
+    body = "\n".join(
+        [
+            "# Activation functions",
+            "",
+            "The `op=` of `nisa.activation` (and the `nl` functions of the same names). Each row says what nkidev "
+            "computes; the Scalar Engine itself evaluates unpublished piecewise polynomial fits, so nkidev's results "
+            "are close to, not bit-exact with, the hardware. Outside the stated valid ranges the hardware's results "
+            "are not valid. Sources: docs/sources.md, entry `activations`.",
+            "",
+            "| op | nkidev computes |",
+            "|---|---|",
+            *rows,
+        ]
+    )
+    return Page(
+        "language/activations",
+        "language",
+        "Activation functions",
+        "Every activation op, the formula nkidev computes (which GELU) and its valid input range.",
+        body,
+        ("activations", "activation functions", "gelu formula"),
+    )
 
 
 def _language_page(name: str, fn) -> Page:
@@ -127,6 +181,7 @@ def _language_page(name: str, fn) -> Page:
     lines = [f"# nki.language.{name}", "", f"`{signature}`", ""]
     if doc:
         lines += [doc, ""]
+    lines += _activation_lines(name)
     lines.append("nki.language helpers run as nki.isa instructions; the trace and the profile show those instructions.")
     return Page(f"language/{name}", "language", f"nki.language.{name}", summary, "\n".join(lines), (f"nl.{name}", f"nki.language.{name}"))
 
@@ -256,6 +311,39 @@ def verdict_pages() -> list[Page]:
         )
         for v in VERDICTS.values()
     ]
+
+
+def finding_pages() -> list[Page]:
+    """One page per `nkidev analyze` finding kind, from the investigation modules themselves."""
+    from nkidev.analysis.investigations import modules
+
+    pages = []
+    for m in modules():
+        doc = inspect.getdoc(m) or m.NAME
+        cost = f"It costs {m.ENGINE} time" if m.ENGINE else "It costs the bottleneck engine's time"
+        body = (
+            f"# {m.NAME} (profile finding)\n\n{doc}\n\n## What to do\n\n{m.ADVICE}\n\n{cost}; a finding's "
+            "`evidence.computed_as` gives its numbers. Reported by `nkidev analyze` (schema: "
+            "`nkidev/analysis/SCHEMA.md`) and compared by `nkidev compare`.\n"
+        )
+        pages.append(Page(f"findings/{m.NAME}", "finding", m.NAME, doc.split("\n")[0], body, (m.NAME,)))
+    return pages
+
+
+def ncc_pages() -> list[Page]:
+    """One page per Neuron compiler error code (NCC_...): raised by neuronx-cc on a Neuron machine, never by nkidev."""
+    from nkidev.docs.ncc import INDEX_URL, NCC_CODES
+
+    pages = []
+    for c in NCC_CODES.values():
+        scope = "an NKI-kernel-level error" if c.kernel_level else "mostly a whole-model (graph) compilation error"
+        body = (
+            f"# {c.code}\n\nNeuron compiler (neuronx-cc) error: {c.meaning}.\n\n**Try:** {c.fix}.\n\n"
+            f"This is {scope}; nkidev's emulator does not run neuronx-cc, so you meet it only when compiling on a "
+            f"Neuron machine. Public page: {c.url} (all codes: {INDEX_URL}).\n"
+        )
+        pages.append(Page(f"ncc/{c.code}", "ncc", c.code, c.meaning, body, (c.code, c.code.removeprefix("NCC_"))))
+    return pages
 
 
 def hardware_pages() -> list[Page]:

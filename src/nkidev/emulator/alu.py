@@ -218,6 +218,49 @@ ACTIVATIONS: dict[str, Callable] = {
     "abs": lambda x, a=0.0: np.abs(x),
 }
 
+# What nkidev computes for each activation, and how that relates to the NKI docs (docs/sources.md
+# "activations"). ScalarE evaluates piecewise polynomial fits whose coefficients are unpublished; nkidev
+# evaluates these formulas in fp32, so results are close to, not bit-exact with, the hardware. Valid input
+# ranges are those the NKI docs state (outside them the hardware's results are not valid).
+ACTIVATION_DOCS: dict[str, str] = {
+    "copy": "x",
+    "square": "x^2",
+    "sigmoid": "1 / (1 + exp(-x))",
+    "relu": "max(x, 0)",
+    "prelu": "x for x >= 0, alpha * x otherwise (alpha: the instruction's scalar parameter)",
+    "gelu": (
+        "0.5 * x * (1 + erf(x / sqrt(2))): the exact (erf) GELU, as torch.nn.functional.gelu with its default "
+        "approximate='none'. The NKI docs give no formula (older nki.language docs compare nl.gelu with "
+        "torch's gelu); the tanh approximation is the separate gelu_apprx_tanh"
+    ),
+    "gelu_dx": "d/dx of the erf GELU: 0.5 * (1 + erf(x / sqrt(2))) + x * exp(-x^2 / 2) / sqrt(2 pi)",
+    "gelu_apprx_tanh": (
+        "0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))), the usual tanh approximation (torch's "
+        "approximate='tanh'); the NKI docs name it but give no constants"
+    ),
+    "gelu_apprx_sigmoid": "x * sigmoid(1.702 x), the usual sigmoid approximation; the NKI docs give no constant",
+    "gelu_apprx_sigmoid_dx": "d/dx of x * sigmoid(1.702 x): s + 1.702 x s (1 - s), s = sigmoid(1.702 x)",
+    "silu": "x * sigmoid(x) (torch.nn.functional.silu)",
+    "silu_dx": "d/dx of silu: s * (1 + x (1 - s)), s = sigmoid(x)",
+    "tanh": "tanh(x)",
+    "softplus": "log(1 + exp(x))",
+    "mish": "x * tanh(softplus(x))",
+    "erf": "2 / sqrt(pi) * integral_0^x exp(-t^2) dt (nkidev: Abramowitz-Stegun 7.1.26, |error| < 1.5e-7)",
+    "erf_dx": "2 / sqrt(pi) * exp(-x^2)",
+    "exp": "exp(x)",
+    "log": "log(x); valid for x in [2^-64, 2^64]",
+    "sin": (
+        "sin(x); valid for x in [-pi, pi]: activation(op=nl.sin) does no range reduction, and outside that range "
+        "nkidev extrapolates like the hardware (sin(9.0) = 27.65); nl.sin reduces the range first"
+    ),
+    "arctan": "arctan(x); valid for x in [-pi/2, pi/2]",
+    "sqrt": "sqrt(x); valid for x in [2^-116, 2^118]",
+    "rsqrt": "1 / sqrt(x); valid for x in [2^-87, 2^97]",
+    "reciprocal": "1 / x; valid for |x| in [2^-42, 2^42]",
+    "sign": "-1, 0 or +1",
+    "abs": "|x|",
+}
+
 _NAME_CACHE: dict = {}
 
 

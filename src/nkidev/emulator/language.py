@@ -714,9 +714,47 @@ def _setitem(self, key, value) -> None:
         _fill(dst, value)
 
 
+# Python operators with no NKI meaning on tile values, and the nl function that does it on the device.
+# (== and != keep Python's identity semantics: tensors are compared and hashed by identity elsewhere.)
+_UNSUPPORTED_OPERATORS = {
+    "lt": ("<", "nl.less"),
+    "le": ("<=", "nl.less_equal"),
+    "gt": (">", "nl.greater"),
+    "ge": (">=", "nl.greater_equal"),
+    "floordiv": ("//", "nl.floor(nl.divide(a, b))"),
+    "mod": ("%", "nl.mod"),
+    "pow": ("**", "nl.power"),
+    "and": ("&", "nl.bitwise_and / nl.logical_and"),
+    "or": ("|", "nl.bitwise_or / nl.logical_or"),
+    "xor": ("^", "nl.bitwise_xor"),
+    "lshift": ("<<", "nl.left_shift"),
+    "rshift": (">>", "nl.right_shift"),
+}
+_UNSUPPORTED_UNARY = {
+    "invert": ("~", "nl.invert"),
+    "abs": ("abs()", "nl.abs"),
+    "pos": ("unary +", "the tile itself"),
+    "int": ("int()", "a register: nisa.scalar_load"),
+    "float": ("float()", "a register: nisa.scalar_load"),
+    "index": ("use as an index or range() bound", "a register (nisa.scalar_load) with .ap(scalar_offset=...) or nl.fori_loop"),
+}
+
+
+def _unsupported(symbol: str, device_op: str):
+    def method(self, *_other):
+        raise rule_error(
+            "err_python_operator_on_tile",
+            f"Python operator {symbol} on tile {self.name!r} {self.shape}: its values exist only on the device",
+            f"compute it on the device with {device_op}; Python control flow cannot depend on tile values",
+        )
+
+    return method
+
+
 def install_tensor_methods() -> None:
     """Give NkiTensor its operators (`a + b` is nl.add, `a @ b` nl.matmul, ...) and `t[...] = x`: they are
-    nki.language operations, so this layer adds them to the class the tensor layer defines."""
+    nki.language operations, so this layer adds them to the class the tensor layer defines. Operators with no
+    NKI meaning on tiles raise err_python_operator_on_tile instead of Python's bare TypeError."""
     binary = {"add": add, "sub": subtract, "mul": multiply, "truediv": divide}
     for name, fn in binary.items():
         setattr(NkiTensor, f"__{name}__", _operator(fn, False))
@@ -724,6 +762,12 @@ def install_tensor_methods() -> None:
     NkiTensor.__matmul__ = _operator(matmul, False)
     NkiTensor.__neg__ = lambda self: negative(self)
     NkiTensor.__setitem__ = _setitem
+    for name, (symbol, device_op) in _UNSUPPORTED_OPERATORS.items():
+        setattr(NkiTensor, f"__{name}__", _unsupported(symbol, device_op))
+        if name not in ("lt", "le", "gt", "ge"):  # comparisons reflect onto each other, not onto __r*__
+            setattr(NkiTensor, f"__r{name}__", _unsupported(symbol, device_op))
+    for name, (symbol, device_op) in _UNSUPPORTED_UNARY.items():
+        setattr(NkiTensor, f"__{name}__", _unsupported(symbol, device_op))
 
 
 install_tensor_methods()

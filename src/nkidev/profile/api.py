@@ -107,7 +107,7 @@ def _kernel_raised(name: str, e: Exception) -> NkiError:
         f"{name}: the kernel raised {type(e).__name__}: {e}",
         "fix the kernel line named here; rerun with NKIDEV_DEBUG=1 for the full traceback",
         location,
-    )
+    ).with_traceback_of(e)
 
 
 def _result(dest: Path, kernel: str, tl: Timeline, tables: dict[str, pa.Table], compute: bool) -> ProfileResult:

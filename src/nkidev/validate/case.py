@@ -24,6 +24,8 @@ from nkidev.validate.inputs import array_positions, first_shape, same_bits, vary
 from nkidev.validate.result import CaseResult, Finding
 from nkidev.validate.tolerance import Tolerance, expected_dtype, mantissa_bits, resolve
 
+UNWRITTEN = ("fail_output_not_written", "cheat_output_not_written")
+
 # kernel errors that are verdicts rather than crashes
 ERROR_VERDICTS = {"err_numpy_on_kernel_data": "cheat_numpy_on_kernel_data", "err_tensor_output_not_written_to": "cheat_output_not_written"}
 
@@ -82,7 +84,7 @@ def check_case(
     for k, (seed_case, task_made) in enumerate(zip(seed_inputs, from_task), start=1):
         _check_variant(setup, i, seed_case, f"seed {k}", None, primary, expected, tols, result, task_made, notes)
     _check_each_input(setup, i, case, seed_inputs, from_task, primary, expected, tols, result, notes)
-    if any(f.verdict == "cheat_output_not_written" for f in result.findings):  # the NaNs are the unwritten memory
+    if any(f.verdict in UNWRITTEN for f in result.findings):  # the NaNs are the unwritten memory
         result.findings[:] = [f for f in result.findings if f.verdict != "fail_nonfinite"]
     return result
 
@@ -145,7 +147,9 @@ def _kernel_error(failed: runner.KernelFailed, where: str) -> NkiError:
     if isinstance(e, NkiError):  # keep the class: NkiUsageError and KernelRuleError map to different exit codes
         return type(e)(e.name, f"{where}: {e.message}", e.fix, e.location)
     at = f" at {short(failed.location)}" if failed.location else ""
-    return NkiError("err_kernel_raised", f"{where}: the kernel raised {type(e).__name__}{at}: {e}", None, failed.location)
+    return NkiError(
+        "err_kernel_raised", f"{where}: the kernel raised {type(e).__name__}{at}: {e}", None, failed.location
+    ).with_traceback_of(e)
 
 
 # ---------------------------------------------------------------- checks on one run
@@ -187,7 +191,7 @@ def _fill_and_rerun(setup: Setup, i: int, case: tuple, primary: runner.Run, expe
     changed = _changed_output(primary.outputs, second.outputs)
     if changed is None:
         if not alt:
-            _add(result, _nan_fallback(primary.outputs, expected))
+            _add(result, _nan_fallback(primary, expected))
         return
     if alt:
         third = _run(setup, i, case, result, "third run", alternative_fill=True)
@@ -195,20 +199,24 @@ def _fill_and_rerun(setup: Setup, i: int, case: tuple, primary: runner.Run, expe
             return
         rerun = _changed_output(second.outputs, third.outputs)
         if rerun is None:
-            j, count, index = changed
-            _add(
-                result,
-                Finding(
-                    "cheat_output_not_written",
-                    f"{count} of {primary.outputs[j].size} elements of "
-                    f"output {j} depend on memory the kernel never wrote (first at index {index}); "
-                    "they change with the uninitialized-memory fill",
-                ),
-            )
+            _add(result, _unwritten(primary, *changed, "they change with the uninitialized-memory fill"))
             return
         changed = rerun
     j, count, index = changed
     _add(result, Finding("cheat_nondeterministic", f"two identical runs differ in {count} elements of output {j} (first at index {index})"))
+
+
+def _unwritten(run: runner.Run, j: int, count: int, index: tuple, why: str) -> Finding:
+    """Unwritten output elements: a likely bug when the kernel computed the rest of the output (fail_), the cheat
+    pattern when it computed none of it (cheat_). Names the first element and the line that allocated the output."""
+    size = run.outputs[j].size
+    verdict = "cheat_output_not_written" if count >= size else "fail_output_not_written"
+    outputs = [t for t in run.trace.tensors.values() if t.kind == "output"] if run.trace is not None else []
+    record = outputs[j] if j < len(outputs) else (outputs[0] if outputs else None)
+    where = record.location if record is not None else None
+    allocated = f"; output {record.name!r} was allocated at {short(where)}" if where else ""
+    message = f"{count} of {size} elements of output {j} depend on memory the kernel never wrote (first at index {index}); {why}{allocated}"
+    return Finding(verdict, message, where)
 
 
 def _changed_output(a: list, b: list) -> tuple[int, int, tuple] | None:
@@ -221,17 +229,15 @@ def _changed_output(a: list, b: list) -> tuple[int, int, tuple] | None:
     return None
 
 
-def _nan_fallback(outs: list, expected: list) -> Finding | None:
+def _nan_fallback(run: runner.Run, expected: list) -> Finding | None:
     """Without an alternative fill: NaN where the reference is finite is the emulator's fill (or NaN math)."""
-    for j, (o, e) in enumerate(zip(outs, expected)):
+    for j, (o, e) in enumerate(zip(run.outputs, expected)):
         if o.dtype.kind in "biu":
             continue
         nan = np.isnan(np.asarray(o, np.float64)) & np.isfinite(np.asarray(e.value, np.float64)).reshape(o.shape)
         if nan.any():
-            n = int(nan.sum())
-            return Finding(
-                "cheat_output_not_written", f"{n} of {o.size} elements of output {j} are NaN, the emulator's fill for never-written memory"
-            )
+            first = tuple(int(k) for k in np.argwhere(nan)[0])
+            return _unwritten(run, j, int(nan.sum()), first, "they are NaN, the emulator's fill for never-written memory")
     return None
 
 

@@ -45,10 +45,19 @@ _TABLE = [
         "allocate the output with the kind of dtype the task expects",
     ),
     _v(
+        "fail_output_not_written",
+        "Some output elements hold memory the kernel never wrote (the emulator fills fresh allocations with NaN, "
+        "4 for integers) while the rest was computed: most likely a bug such as a loop bound that drops the last "
+        "partial tile or a tile stored before all its rows were computed. The message names the first such element "
+        "and the line that allocated the output.",
+        "write every output element: check loop bounds (ceil, not floor, for the last partial tile), slices that stop one short, "
+        "and tiles copied out before being fully computed",
+    ),
+    _v(
         "cheat_output_not_written",
-        "Output elements hold memory the kernel never wrote (the emulator fills fresh "
-        "allocations with NaN, 4 for integers); they change when that fill changes.",
-        "write every output element: check loop bounds, the last partial tile, and tiles copied out before being fully computed",
+        "No element of an output was computed by the kernel: it returns memory it never wrote (the emulator fills "
+        "fresh allocations with NaN, 4 for integers; the values change when that fill changes).",
+        "compute the output and write every element of it",
     ),
     _v(
         "cheat_input_modified",

@@ -1,6 +1,7 @@
 """Investigations: each detects one kind of inefficiency and traces it to source lines.
 
-An investigation is a module of this package with `NAME`, `RANK` (its place in reports), `ENGINE` (the
+An investigation is a module of this package with `NAME`, `ADVICE` (what to do about its findings), `RANK`
+(its place in reports), `ENGINE` (the
 engine whose time its findings cost), `NEEDS` (the tables and columns it reads) and `run(ctx) -> Outcome`,
 and a SQL file of the same name next to it. Modules are discovered: adding an investigation is adding its
 two files. `run_all` checks NEEDS first, so a profile that lacks a table gets a clear "skipped: missing X"

@@ -11,6 +11,11 @@ from nkidev.analysis.findings import Finding, fmt_bytes, fmt_ns, plural, reporta
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "dma_efficiency"
+# What to do about a finding (`nkidev explain dma_efficiency`).
+ADVICE = (
+    "Move more contiguous bytes per partition per dma_copy (>= 2 KiB, ideally >= 4 KiB): wider tiles, "
+    "whole rows instead of column slices, or merge adjacent small loads into one."
+)
 RANK = 1  # position in reports (analysis order)
 ENGINE = "DMA"  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (

@@ -12,6 +12,11 @@ from nkidev.analysis.findings import Finding, fmt_ns, pct, reportable, severity,
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "engine_bound"
+# What to do about a finding (`nkidev explain engine_bound`).
+ADVICE = (
+    "Remove or fuse work on the bottleneck engine, move it to an idler engine (Scalar <-> Vector), or "
+    "give each instruction more elements (larger free dim, all 128 partitions)."
+)
 RANK = 6  # position in reports (analysis order)
 ENGINE = None  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (("Instruction", ("id", "engine", "opcode")),)

@@ -13,6 +13,11 @@ from nkidev.analysis.findings import Finding, fmt_bytes, fmt_ns, reportable, sev
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "redundant_load"
+# What to do about a finding (`nkidev explain redundant_load`).
+ADVICE = (
+    "Load the tensor once and keep it resident in SBUF: hoist the load out of the loop, or reorder/block "
+    "the loops so each tile is reused by every iteration that needs it."
+)
 RANK = 2  # position in reports (analysis order)
 ENGINE = "DMA"  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (

@@ -10,6 +10,8 @@ from nkidev.analysis.findings import Finding, fmt_ns, pct, reportable, severity,
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "redundant_transpose"
+# What to do about a finding (`nkidev explain redundant_transpose`).
+ADVICE = "Pass the operand already transposed, load it transposed with nisa.dma_transpose, or transpose once and reuse it."
 RANK = 5  # position in reports (analysis order)
 ENGINE = "Tensor"  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (("Instruction", ("id", "engine", "opcode", "tensor_instruction_type", "adjusted_flops")),)

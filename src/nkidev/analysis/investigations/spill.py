@@ -10,6 +10,8 @@ from nkidev.analysis.findings import Finding, fmt_bytes, fmt_ns, plural, reporta
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "spill"
+# What to do about a finding (`nkidev explain spill`).
+ADVICE = "Reduce the live SBUF data around the spilled operation: smaller tiles, fewer buffers in flight, or consume the result sooner."
 RANK = 3  # position in reports (analysis order)
 ENGINE = "DMA"  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (("DmaPacketAggregated", ("id", "transfer_bytes", "source", "dest")), ("Flow", ("in_table", "out_table", "in_id", "out_id")))

@@ -12,6 +12,11 @@ from nkidev.analysis.findings import Finding, fmt_ns, pct, plural, reportable, s
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "te_idle"
+# What to do about a finding (`nkidev explain te_idle`).
+ADVICE = (
+    "Overlap the producer with the matmuls: issue loads earlier (double-buffer the tiles), reuse loaded "
+    "data, or move the blocking instruction to a less busy engine."
+)
 RANK = 7  # position in reports (analysis order)
 ENGINE = "Tensor"  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (("Instruction", ("id", "engine", "start_ts", "end_ts")),)

@@ -12,6 +12,8 @@ from nkidev.analysis.findings import Finding, fmt_ns, reportable, severity, shor
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "te_underutilization"
+# What to do about a finding (`nkidev explain te_underutilization`).
+ADVICE = "Tile the contraction dim (K) to 128 partitions and the stationary free dim (M) to 128 columns; pack small matmuls together."
 RANK = 4  # position in reports (analysis order)
 ENGINE = "Tensor"  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (("Instruction", ("id", "engine", "opcode", "operands", "adjusted_flops")),)
