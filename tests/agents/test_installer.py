@@ -194,3 +194,17 @@ def test_cli_reports_bad_input_without_traceback(tmp_path, monkeypatch):
     assert code == exitcodes.USAGE and payload["error"]["name"] == "err_install_conflict"
     code, payload = run_json("install --target claude --dry-run --json")
     assert code == exitcodes.FAILED and payload["conflicts"] == [".claude/agents/nki-writer.md"]
+
+
+def test_mcp_entry_is_portable_and_a_missing_launcher_is_named(tmp_path, monkeypatch):
+    import os
+
+    from nkidev.agents.clients import launcher_problem, mcp_entry
+
+    entry = mcp_entry()
+    assert not os.path.isabs(entry["command"]) and entry["command"] in ("nkidev", "python3", "python")
+    assert entry["args"][-1] == "mcp"
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing on PATH: nkidev would not start from the client
+    entry = mcp_entry()
+    assert entry == {"command": "nkidev", "args": ["mcp"]}
+    assert "not on PATH" in launcher_problem(entry)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from nkidev import exitcodes
-from nkidev.cli_common import JsonOption, command, console, print_json
+from nkidev.cli_common import JsonOption, command, console, err_console, print_json
 
 TARGET = typer.Option(..., "--target", "-t", help="The agent client: claude, kiro or cursor.")
 SCOPE = typer.Option("project", "--scope", help="project (the current directory) or user (your home directory).")
@@ -29,8 +29,15 @@ def install(
     """Install nkidev's skills, agents and MCP server where an agent client looks for them."""
     from nkidev.agents.installer import install as run_install
 
+    from nkidev.agents.clients import launcher_problem, mcp_entry
+
     result = run_install(target, scope, dry_run=dry_run, force=force)
+    problem = launcher_problem(mcp_entry())
+    if problem:
+        result["warnings"] = [*result.get("warnings", []), problem]
     _report(result, as_json, "install")
+    if problem and not as_json:
+        err_console.print(f"[bold yellow]warning[/] {problem}", highlight=False, soft_wrap=True)
     if not dry_run and result["changed"] and not as_json:
         console.print(_NEXT_STEPS[result["target"]], highlight=False)
 

@@ -8,7 +8,8 @@ sub-agents.md, kiro.dev configuration reference, Cursor's .cursor/ layout).
 from __future__ import annotations
 
 import json
-import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,12 +53,40 @@ class Client:
         return f"{self.home}/nkidev-install.json"
 
 
+PORTABLE_ENTRY = {"command": SERVER_NAME, "args": ["mcp"]}
+
+
 def mcp_entry() -> dict:
-    """How clients start the server: absolute paths, because clients spawn it without the user's shell PATH."""
-    script = Path(sys.executable).parent / ("nkidev.exe" if os.name == "nt" else "nkidev")
-    if script.is_file():
-        return {"command": str(script), "args": ["mcp"]}
-    return {"command": sys.executable, "args": ["-m", "nkidev", "mcp"]}
+    """How clients start the server: a command found on PATH, never an absolute path, so a committed project config
+    works for every teammate. `nkidev` when it is on PATH; else `python3 -m nkidev` when that Python has nkidev;
+    else `nkidev` anyway (`launcher_problem()` says what to fix)."""
+    if shutil.which(SERVER_NAME):
+        return dict(PORTABLE_ENTRY)
+    python = _python_with_nkidev()
+    if python is not None:
+        return {"command": python, "args": ["-m", "nkidev", "mcp"]}
+    return dict(PORTABLE_ENTRY)
+
+
+def _python_with_nkidev() -> str | None:
+    """The name of a Python on PATH that can import nkidev (python3, then python), or None."""
+    for name in ("python3", "python"):
+        exe = shutil.which(name)
+        if exe and subprocess.run([exe, "-c", "import nkidev"], capture_output=True, timeout=60).returncode == 0:
+            return name
+    return None
+
+
+def launcher_problem(entry: dict) -> str | None:
+    """Why a client could not start the registered server from a shell like this one, or None when it can."""
+    if shutil.which(entry["command"]):
+        return None
+    here = Path(sys.executable).parent
+    return (
+        f"`{entry['command']}` is not on PATH here, so the client cannot start the nkidev MCP server; put the environment "
+        f"that has nkidev on PATH (e.g. `. {here}/activate`, or install nkidev with `pipx install` / `uv tool install` "
+        "from a checkout or a wheel), then restart the client"
+    )
 
 
 def _claude(agent: AgentDef, ctx: Context) -> str:
