@@ -2,7 +2,7 @@
 
 C[M, N] = lhsT[K, M].T @ rhs[K, N] in bf16 with M=4096, K=8192, N=8192 (the tutorial's shapes), written
 for the current NKI API (nisa.dma_copy / nc_matmul / tensor_copy). The published hardware latencies
-(one trn1 NeuronCore, reference/hardware.md §2.3) are printed next to the cost model's prediction.
+(one trn1 NeuronCore, [sources: mm-tutorial]) are printed next to the cost model's prediction.
 
     python bench/matmul_tutorial.py [--target trn1] [--json]
 
@@ -26,7 +26,7 @@ import numpy as np
 M, K, N = 4096, 8192, 8192
 TM, TK, TN = 128, 128, 512  # stationary free, contraction, moving free tile sizes
 
-# hardware.md §2.3: nki.benchmark P99 latency on one trn1.32xlarge NeuronCore, milliseconds
+# [sources: mm-tutorial "Testing Correctness and Benchmarking"]: nki.benchmark P99 latency on one trn1.32xlarge NeuronCore, milliseconds
 PUBLISHED_MS = {
     "matmul_tiled": 51.80,
     "matmul_hoisted": 42.96,

@@ -1,7 +1,7 @@
 """Named errors: every failure nkidev reports is a value with a name, a message, a fix and a place.
 
 The catalogue below is the single list of names; rules, the CLI, `nkidev explain` and the docs
-all read it. Official NKI names (reference/errors.md) keep their spelling; names we had to coin
+all read it. Official NKI names ([sources: nki-errors]) keep their spelling; names we had to coin
 follow the same `err_*` style and are marked `official=False`.
 """
 
@@ -24,7 +24,7 @@ def _e(name: str, summary: str, fix: str, official: bool = False) -> ErrorInfo:
 
 
 _CATALOGUE = [
-    # --- official NKI error names (legacy error manual, reference/errors.md §3.1) ---
+    # --- official NKI error names (legacy error manual, [sources: nki-errors]) ---
     _e(
         "err_num_partition_exceed_arch_limit",
         "A tile's partition dimension is larger than the 128 partitions of SBUF/PSUM.",

@@ -45,7 +45,8 @@ def test_small_descriptors_are_slower_per_byte():
             plans.append(plan_transfer(b.trace.instructions[i], b.trace, hw))
         times.append(sum(sum(p.packet_ns) for p in plans))
     assert times[0] > times[1] > times[2]
-    # the trn2 example in profiles.md §3.5: 1 KiB rows reach ~259 GB/s, 4 KiB rows ~354 GB/s (16 engines)
+    # the trn2 example of [sources: agentic-investigations "Mixed DGE kernel"]:
+    # 1 KiB rows reach ~259 GB/s, 4 KiB rows ~354 GB/s (16 engines)
     per_engine = 1024 * 8 / (8 * 1024 / 23 + 8 * hw.dma.descriptor_overhead_ns)
     assert 16 * per_engine == pytest.approx(275, rel=0.1)
 

@@ -27,9 +27,8 @@ def install(
     as_json: JsonOption = False,
 ) -> None:
     """Install nkidev's skills, agents and MCP server where an agent client looks for them."""
-    from nkidev.agents.installer import install as run_install
-
     from nkidev.agents.clients import launcher_problem, mcp_entry
+    from nkidev.agents.installer import install as run_install
 
     result = run_install(target, scope, dry_run=dry_run, force=force)
     problem = launcher_problem(mcp_entry())

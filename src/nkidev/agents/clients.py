@@ -1,7 +1,7 @@
 """Where each agent client looks for skills, agents and MCP servers, and how an agent is written for it.
 
 Paths are relative to the install base: the project directory (`--scope project`) or the home
-directory (`--scope user`). Sources: reference/agent-integration.md (Claude Code docs/skills.md and
+directory (`--scope user`). Sources: [sources: agent-clients] (Claude Code skills and
 sub-agents.md, kiro.dev configuration reference, Cursor's .cursor/ layout).
 """
 

@@ -1,4 +1,4 @@
-"""Performance bounds, bottleneck engine and the gaps between them (profiles.md §3.4).
+"""Performance bounds, bottleneck engine and the gaps between them ([sources: agentic-bounds "Performance Bounds"]).
 
 Three families of lower bounds on the kernel time, each removing one layer of overhead:
 memory (DMA busy -> bytes at peak -> necessary bytes at peak), compute (TensorE busy -> FLOPs at peak

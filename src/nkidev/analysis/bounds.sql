@@ -1,4 +1,4 @@
--- The inputs of the performance bounds (profiles.md §3.4), all within the window [t0, t1).
+-- The inputs of the performance bounds ([sources: agentic-bounds "Performance Bounds"]), all within the window [t0, t1).
 -- Byte and FLOP sums count rows that start inside the window; busy times come from the merged
 -- intervals of busy.sql, already clipped to the window.
 WITH w AS (SELECT t0, t1 FROM win),

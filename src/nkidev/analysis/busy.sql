@@ -1,4 +1,4 @@
--- Busy time per engine within the window, without double counting ("interval merge", profiles.md §3.4).
+-- Busy time per engine within the window, without double counting ("interval merge", [sources: agentic-bounds "Performance Bounds"]).
 -- busy_raw(engine, start_ts, end_ts) is built by bounds.py from ActiveTime (or, when a profile lacks
 -- it, from the Instruction rows) plus every DmaPacket row as engine 'dma'.
 -- In start order, each interval keeps only the part after `prev_end`, the latest end of all earlier

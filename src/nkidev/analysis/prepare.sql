@@ -1,5 +1,5 @@
 -- Normalized tables shared by the bounds and the investigations, built from the typed copies
--- _raw_<Table> (tables.py). Column meanings: profiles.md §3.2.
+-- _raw_<Table> (tables.py). Column meanings: [sources: explorer-schema].
 
 -- Engine names differ between producers ('Tensor', 'tensor', 'TensorMatrix', 'Pool'...): one key each.
 CREATE OR REPLACE MACRO engine_key(e) AS CASE

@@ -5,7 +5,7 @@ A profile directory holds `<Table>.parquet` files, large tables split as `<Table
 becomes a view named like the table, so queries written for real profiles run unchanged.
 
 The analysis then reads a few columns of a few tables through `prepare()`: it copies exactly the
-columns it uses (profiles.md §3.2) into small typed temp tables, with NULL for any column the
+columns it uses ([sources: explorer-schema]) into small typed temp tables, with NULL for any column the
 profile lacks, and records what is missing so each investigation can say why it could not run.
 """
 
@@ -22,7 +22,7 @@ from nkidev.errors import NkiUsageError
 
 _SPLIT = re.compile(r"^(?P<table>.+?)_(?P<part>\d+)$")
 
-# The columns the analysis reads, per table, and the DuckDB type each is cast to (profiles.md §3.2).
+# The columns the analysis reads, per table, and the DuckDB type each is cast to ([sources: explorer-schema]).
 COLUMNS: dict[str, dict[str, str]] = {
     "Instruction": {
         "id": "BIGINT",

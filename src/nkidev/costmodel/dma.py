@@ -2,7 +2,7 @@
 
 A transfer (one dma_copy / dma_transpose / dma_compute / sendrecv) is issued on a queue, waits the
 fixed trigger-to-start latency, then each DMA engine that serves its SBUF partitions (8 partitions per
-engine, hardware.md §2.2) moves its share as one packet:
+engine, [sources: dma-overview "Performance Considerations"]) moves its share as one packet:
 
     packet_ns = bytes_e / (bytes_per_ns_per_engine * efficiency) + descriptors_e * descriptor_overhead_ns
 

@@ -56,7 +56,7 @@ def engine_work(ins: Instruction, hw: Target) -> EngineWork:
 
 def dependent_latency_ns(engine: str, hw: Target) -> float:
     """Extra wait of an instruction that reads what the previous one on the same engine wrote: the
-    SBUF/PSUM access overhead (hardware.md §2.2). TensorE accumulation chains pipeline in PSUM: none."""
+    SBUF/PSUM access overhead ([sources: arch-v2 "Tensor access overhead"]). TensorE accumulation chains pipeline in PSUM: none."""
     if engine in ("tensor", "dma"):
         return 0.0
     return hw.engines.static_overhead_cycles / clock_ghz(engine, hw)

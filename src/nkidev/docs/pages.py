@@ -378,7 +378,10 @@ def _hardware_page(t) -> Page:
             lines += [f"## {section.name}", "", "| field | value |", "|---|---|"]
             lines += [f"| {f.name} | {getattr(value, f.name)} |" for f in fields(value)]
             lines.append("")
-    lines.append(f"Every number is sourced in `nkidev/hardware/{t.name}.toml`. Pick it with `--target {t.name}`.")
+    lines.append(
+        f"Every number is sourced in `nkidev/hardware/{t.name}.toml`, whose comments cite entries of `nkidev docs show sources` "
+        f"(the public page and section of each). Pick it with `--target {t.name}`."
+    )
     return Page(f"hardware/{t.name}", "hardware", f"Hardware target {t.name}", summary, "\n".join(lines), (t.name, *t.aliases))
 
 

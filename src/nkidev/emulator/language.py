@@ -74,7 +74,7 @@ class _TileSize(NKIObject):
     psum_num_banks = property(lambda self: self._t.psum.banks)
     gemm_stationary_fmax = property(lambda self: self._t.tensor_engine.stationary_fmax)
     gemm_moving_fmax = property(lambda self: self._t.psum_bank_fmax)
-    bn_stats_fmax = property(lambda self: 512)  # nki-api.md §1.9: bn_stats free size <= 512 on every generation
+    bn_stats_fmax = property(lambda self: 512)  # [sources: isa-api "bn_stats"]: free size <= 512 on every generation
     psum_min_align = property(lambda self: 4)
     sbuf_min_align = property(lambda self: 1)
     sbuf_size_bytes = property(lambda self: self._t.sbuf.partitions * self._t.sbuf.bytes_per_partition)

@@ -2,7 +2,8 @@
 
 Detect: memory_bound - memory_bound_ideal (DMA busy time beyond bytes at peak) and the achieved
 bandwidth. Localize: each dma_copy line's bytes per partition per transfer against the target's
-2 KiB (minimum recommended) and 4 KiB (saturating) sizes (hardware.md §2.2, profiles.md §3.5).
+2 KiB (minimum recommended) and 4 KiB (saturating) sizes ([sources: dma-bandwidth "Bandwidth vs. Payload Size"],
+[sources: agentic-investigations]).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
--- DMA efficiency (profiles.md §3.5): per source line of the HBM transfers, the bytes each DMA moves
+-- DMA efficiency ([sources: agentic-investigations]): per source line of the HBM transfers, the bytes each DMA moves
 -- per SBUF partition ("descriptor bytes" = median transfer bytes / median partitions).
 -- Instruction -> Flow -> DmaPacketAggregated. DMA transposes are excluded (slower by design), and so
 -- are compiler spills (the spill investigation accounts for them).

@@ -24,7 +24,8 @@ NEEDS = (("Instruction", ("id", "engine", "opcode")),)
 ELIGIBLE = ("Vector", "Scalar", "GpSimd")
 LINE_SHARE = 0.05  # a line must fill at least 5% of the engine's busy time
 MAX_FINDINGS = 5
-SHORT_INSTRUCTION_NS = 200  # ~ fixed per-instruction overhead (64-cycle min II + ~100 cycles static, hardware.md)
+# ~ fixed per-instruction overhead: 64-cycle min II [sources: isa-legacy] + ~100 cycles static [sources: arch-v2 "Vector Engine"]
+SHORT_INSTRUCTION_NS = 200
 
 
 def run(ctx: Context) -> Outcome:

@@ -4,7 +4,7 @@ Detect: per input tensor, repeat = bytes its loads read from HBM / its size (a t
 repeat 8). The bytes are the HBM side of each transfer (a cast on the DMA writes more than it reads), and a
 transfer counts each byte of the tensor once (a stride-0 broadcast to 128 partitions is one load, not 128;
 redundant_load.sql). Localize: the dma_copy lines that load each tensor (Instruction -> Flow ->
-DmaPacketAggregated with source [[INPUT]]), profiles.md §3.5.
+DmaPacketAggregated with source [[INPUT]]), [sources: agentic-investigations].
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
--- Redundant loads (profiles.md §3.5): per input tensor, the bytes its loads read from HBM against its size
+-- Redundant loads ([sources: agentic-investigations]): per input tensor, the bytes its loads read from HBM against its size
 -- (TensorInfo), and the lines that load it.
 -- A load's bytes are the HBM side (dpa.hbm_read_bytes, prepare.sql): a cast on the DMA writes more bytes
 -- than it reads, and the read side is what reloads repeat. A transfer counts each byte of the tensor at

@@ -1,4 +1,4 @@
--- Spills (profiles.md §3.5): compiler-inserted SBUF <-> HBM traffic, DmaPacketAggregated rows with
+-- Spills ([sources: agentic-investigations]): compiler-inserted SBUF <-> HBM traffic, DmaPacketAggregated rows with
 -- VIRTUAL in source (reload) or dest (save). Lines come from the reload direction (its Flow edges
 -- are complete); the cost of a spill is save + reload = 2 x reload bytes.
 

@@ -2,7 +2,7 @@
 
 Detect: achieved FLOP rate over TensorE busy time against peak. Localize: each nc_matmul line's
 K (contraction, <= 128 rows), M (stationary free, <= 128 columns) and N (moving free, <= 512).
-K and M below the maximum cut throughput linearly; a short N costs little (profiles.md §3.5), so
+K and M below the maximum cut throughput linearly; a short N costs little ([sources: agentic-investigations]), so
 only K and M are flagged and the time gap of a line is its TensorE time x (1 - K*M / (rows*cols)).
 """
 

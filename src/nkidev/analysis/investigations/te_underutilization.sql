@@ -1,4 +1,4 @@
--- TensorE underutilization (profiles.md §3.5): MATMUL tile sizes per source line, parsed from
+-- TensorE underutilization ([sources: agentic-investigations]): MATMUL tile sizes per source line, parsed from
 -- Instruction.operands. Two layouts are known: neuron-explorer 2.22+ ends the text with `K*M`
 -- (AWS's analysis skill); the legacy profiler syntax has `<M>*<K> acc_flags=...`. N is the first
 -- element of the src shape in both. Transposes are left to redundant_transpose.
