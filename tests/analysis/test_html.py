@@ -52,3 +52,19 @@ def test_findings_appear_in_the_rendered_dom(tmp_path):
             assert line in dom
     assert "nisa.dma_copy(dst=lhs_sb, src=lhsT)" in dom  # the code excerpt of the reload
     assert dom.count("<rect") > 10  # the timeline and bound bars were drawn
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (apt-get install chromium)")
+@pytest.mark.parametrize("spec,case", [("matmul.py::matmul_kernel", 0), ("layernorm.py::layernorm_kernel", 1)])
+def test_roofline_and_rates_render_for_matmul_and_elementwise_kernels(tmp_path, spec, case):
+    from nkidev.examples import example
+    from nkidev.profile.api import profile_task
+
+    file, kernel = spec.split("::")
+    made = profile_task(f"{example(file)}::{kernel}", case=case, out=tmp_path / "p", compute=False)
+    page = tmp_path / "report.html"
+    page.write_text(report_html.render(analyze(made.profile_dir)))
+    dom = dump_dom(page, tmp_path / "chromium-profile")
+    assert "HBM 363 GB/s" in dom and "DMA 435 GB/s" in dom and "HBM (binding)" in dom
+    assert ("kernel:" in dom and "FLOP/B" in dom) if file == "matmul.py" else "no TensorE FLOPs" in dom
+    assert 'id="tz16"' in dom and "1 P" in dom  # zoom controls and labelled roofline ticks
