@@ -19,8 +19,14 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cmp")
+    return {name: profile_task(spec, out=root / name, compute=False).profile_dir for name, spec in (("naive", NAIVE), ("fixed", FIXED))}
+
+
+@pytest.fixture(scope="module")
 def comparison():
-    return compare(NAIVE, FIXED)
+    return compare(NAIVE, FIXED)  # specs: profiled with the cost model into a temporary directory
 
 
 def test_time_and_engines(comparison):
@@ -48,14 +54,15 @@ def test_lines_are_matched_by_code_and_sorted_by_change(comparison):
     assert all(r["status"] in ("both", "only_a", "only_b") for r in lines)
 
 
-def test_spec_profiles_leave_no_temporary_files(monkeypatch, tmp_path):
+def test_spec_profiles_leave_no_temporary_files(monkeypatch, tmp_path, dirs):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    compare(FIXED, FIXED)
+    c = compare(dirs["naive"], FIXED)
+    assert c.b.kind == "spec" and c.to_dict()["b"]["profile_dir"] is None
     assert list(tmp_path.iterdir()) == []
 
 
-def test_profile_directories_and_the_cli_json(tmp_path):
-    a = profile_task(NAIVE, out=tmp_path / "a", compute=False).profile_dir
+def test_profile_directories_and_the_cli_json(tmp_path, dirs):
+    a = dirs["naive"]
     done = runner.invoke(app, ["compare", a, FIXED, "--json", "--html", str(tmp_path / "cmp.html")])
     assert done.exit_code == 0, done.output
     d = json.loads(done.output)
@@ -67,8 +74,8 @@ def test_profile_directories_and_the_cli_json(tmp_path):
     assert 'data-change="fixed"' in page or "data-change='fixed'" in page
 
 
-def test_text_output_names_both_sides():
-    done = runner.invoke(app, ["compare", FIXED, FIXED])
+def test_text_output_names_both_sides(dirs):
+    done = runner.invoke(app, ["compare", dirs["fixed"], dirs["fixed"]])
     assert done.exit_code == 0, done.output
     assert "1.00x" in done.output and "0 fixed, 0 introduced" in done.output
 
