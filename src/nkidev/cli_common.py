@@ -28,6 +28,19 @@ TargetOption = Annotated[
     ),
 ]
 
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        help="Stop the run after this many seconds (the task file, cases(), reference and kernel run in an isolated "
+        "child process; default 600).",
+    ),
+]
+MemoryOption = Annotated[
+    str | None,
+    typer.Option("--memory", help="Address-space limit of the isolated child process, e.g. 8G or 512M (default: three quarters of the RAM)."),
+]
+
 
 def to_json(data) -> str:
     return json.dumps(data, indent=2, default=_default)

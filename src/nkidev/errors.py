@@ -295,6 +295,36 @@ _CATALOGUE = [
     ),
     _e("err_output_exists", "The output path already exists.", "pass --force to replace it or choose another path"),
     _e("err_internal", "A bug in nkidev.", "rerun with NKIDEV_DEBUG=1 for the traceback and report it"),
+    _e(
+        "err_timeout",
+        "The run took longer than its time limit and was stopped (the task file, cases(), the reference or the kernel, or a query).",
+        "look for an endless loop; for a long but finite run raise the limit with --timeout SECONDS",
+    ),
+    _e(
+        "err_memory_limit",
+        "The run needed more memory than its limit (--memory, or the emulator's memory budget) and was stopped.",
+        "use smaller shapes or fewer live tensors; raise the limit with --memory (e.g. --memory 16G) if the size is intended",
+    ),
+    _e(
+        "err_child_exited",
+        "The isolated process running the task ended without a result (os._exit, a signal, a crash in native code).",
+        "remove the os._exit/exit call or the crashing native code from the task file or kernel; the message names the exit code",
+    ),
+    _e(
+        "err_outside_root",
+        "A path resolves outside the workspace root the MCP server was started with (symlinks are resolved).",
+        "use a path inside the root, or restart the server with `nkidev mcp --root DIR` covering it",
+    ),
+    _e(
+        "err_query_too_large",
+        "The query returned more rows than the row cap.",
+        "add a LIMIT or an aggregation, or raise the cap with --max-rows",
+    ),
+    _e(
+        "err_hbm_capacity_exceeded",
+        "Live HBM tensors need more bytes than one NeuronCore's share of the chip's HBM.",
+        "use smaller tensors, or split the work over several kernel launches",
+    ),
     _e("err_bad_profile", "The profile directory is missing tables or columns.", "point at a neuron-explorer or nkidev profile"),
     _e(
         "err_bad_query",
@@ -314,8 +344,13 @@ _CATALOGUE = [
     ),
     _e(
         "err_not_writable",
-        "nkidev cannot write to the install directory.",
-        "check the directory's permissions, or install with the other --scope (project or user)",
+        "nkidev cannot write where it was asked to (an install directory, a profile --out directory).",
+        "check the directory's permissions, choose another --out, or install with the other --scope (project or user)",
+    ),
+    _e(
+        "err_not_installed",
+        "There is no nkidev install manifest here, so nothing is known to remove.",
+        "run the command from the directory you installed into (or pass the same --scope); nothing was changed",
     ),
     _e(
         "err_bad_client_config",

@@ -13,6 +13,7 @@ import importlib.abc
 import importlib.machinery
 import os
 import sys
+import threading
 
 ENV_VAR = "NKIDEV_EMULATE"
 
@@ -71,23 +72,41 @@ _FORCED = _Finder(fallback=False)
 _FALLBACK = _Finder(fallback=True)
 
 
+_lock = threading.Lock()
+_depth = 0  # active emulate() blocks, in every thread: the emulator's modules stay until the last one ends
+_saved: dict = {}  # the nki* modules that were imported before the first block
+_added_finder: list[bool] = []  # whether the first block put the forcing finder on sys.meta_path
+
+
+def _is_nki(name: str) -> bool:
+    return name == "nki" or name.startswith("nki.")
+
+
 class emulate:  # noqa: N801 - used like a function: nkidev.emulate() / with nkidev.emulate():
     """Make `import nki` (and nki.language, nki.isa, ...) resolve to the emulator.
 
     `emulate(target="trn3")` also sets the default target for kernels this thread runs until the block ends
-    (a context variable: other threads and os.environ are untouched).
+    (a context variable: other threads and os.environ are untouched). Blocks may nest and may run in several
+    threads at once: `sys.modules` is shared, so the emulator's modules are installed by the first active
+    block and whatever was imported before is put back when the last one ends.
     """
 
     def __init__(self, target: str | None = None):
+        global _depth
         from nkidev.hardware import resolve_target_name, target_override
 
-        self._saved = {name: sys.modules.get(name) for name in list(sys.modules) if name == "nki" or name.startswith("nki.")}
         self._token = target_override.set(resolve_target_name(target)) if target is not None else None
-        for name in self._saved:
-            del sys.modules[name]
-        sys.modules.update(_modules())
-        if _FORCED not in sys.meta_path:
-            sys.meta_path.insert(0, _FORCED)
+        with _lock:
+            if _depth == 0:
+                _saved.clear()
+                _saved.update({name: mod for name, mod in sys.modules.items() if _is_nki(name)})
+                for name in _saved:
+                    del sys.modules[name]
+                sys.modules.update(_modules())
+                _added_finder[:] = [_FORCED not in sys.meta_path]
+                if _added_finder[0]:
+                    sys.meta_path.insert(0, _FORCED)
+            _depth += 1
         self.active = True
 
     def __enter__(self) -> emulate:
@@ -97,23 +116,27 @@ class emulate:  # noqa: N801 - used like a function: nkidev.emulate() / with nki
         self.restore()
 
     def restore(self) -> None:
-        """Undo: remove the emulator's modules and bring back whatever was imported before."""
+        """Undo: when no other block is active, remove the emulator's modules and bring back what was there."""
+        global _depth
         from nkidev.hardware import target_override
 
         if not self.active:
             return
-        for name in list(sys.modules):
-            if name == "nki" or name.startswith("nki."):
-                del sys.modules[name]
-        sys.modules.update({k: v for k, v in self._saved.items() if v is not None})
-        if _FORCED in sys.meta_path:
-            sys.meta_path.remove(_FORCED)
+        self.active = False
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                for name in [n for n in sys.modules if _is_nki(n)]:
+                    del sys.modules[name]
+                sys.modules.update(_saved)
+                _saved.clear()
+                if _added_finder and _added_finder[0] and _FORCED in sys.meta_path:  # NKIDEV_EMULATE=1's finder stays
+                    sys.meta_path.remove(_FORCED)
         if self._token is not None:
             try:
                 target_override.reset(self._token)
             except ValueError:  # restored from another thread or context: clear this one's override
                 target_override.set(None)
-        self.active = False
 
 
 def install_fallback() -> None:

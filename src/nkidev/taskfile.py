@@ -2,12 +2,16 @@
 
 A task file is a plain Python module with one or more `@nki.jit` kernels, a `reference(*inputs)`
 function (NumPy, or PyTorch when installed), a `cases()` function returning a list of input tuples,
-and optionally `TOLERANCE = dict(atol=..., rtol=...)`. Commands name a kernel as FILE::KERNEL.
+and optionally `TOLERANCE = dict(atol=..., rtol=...)` and `GRID` (the SPMD launch grid: `GRID = 4`, `GRID = (2, 2)`,
+or `GRID = {"kernel_name": 4}` per kernel). Commands name a kernel as FILE::KERNEL, or FILE::KERNEL[4] /
+FILE::KERNEL[2,2] to launch it on a grid (the spec's grid wins over GRID).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
+import re
 import sys
 import traceback
 from collections.abc import Callable, Iterable
@@ -43,6 +47,21 @@ class Task:
         fn = self.function(name, "cases() returning a list of input tuples")
         return case_list(fn, f"{self.path}: {name}")
 
+    def launch(self, spec: KernelSpec):
+        """The kernel a spec names, with its launch grid (the spec's, else the task file's GRID) applied."""
+        kernel = self.kernel(spec.name)
+        grid = spec.grid or self.grid(kernel.__name__)
+        return kernel[grid] if grid is not None else kernel
+
+    def grid(self, kernel_name: str) -> tuple[int, ...] | None:
+        """The task file's GRID for this kernel (None: launch one program)."""
+        value = self.attr("GRID")
+        if isinstance(value, dict):
+            value = value.get(kernel_name)
+        if value is None:
+            return None
+        return check_grid(value, f"{self.path}: GRID")
+
     def kernel(self, name: str | None):
         if name is None:
             if len(self.kernels) == 1:
@@ -70,7 +89,7 @@ def case_list(cases, where: str) -> list[tuple]:
     """A task's cases (a list of input tuples, or a function returning one) as tuples of NumPy inputs."""
     try:
         value = cases() if callable(cases) else cases
-    except Exception as e:  # noqa: BLE001 - the task's generator failed: report it, no traceback
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the task's generator failed (exit() too): report it, no traceback
         raise NkiUsageError(
             "err_bad_task_file",
             f"{where}() raised {type(e).__name__}: {e}",
@@ -89,10 +108,99 @@ def case_list(cases, where: str) -> list[tuple]:
     return out
 
 
-def parse_spec(spec: str) -> tuple[Path, str | None]:
-    """'path/to/file.py::kernel' -> (path, 'kernel'); the kernel part is optional."""
+@dataclass(frozen=True)
+class KernelSpec:
+    """FILE::KERNEL[grid] taken apart: the task file, the kernel's name (None: the file's only kernel), the grid."""
+
+    path: Path
+    name: str | None
+    grid: tuple[int, ...] | None = None
+
+
+_GRID = re.compile(r"^(?P<name>[^\[\]]*)\[(?P<grid>[^\[\]]*)\]$")
+MAX_PROGRAMS = 1024  # a grid larger than this is a typo, not a launch the emulator should attempt
+
+
+def check_grid(value, where: str) -> tuple[int, ...]:
+    """A launch grid as a tuple of positive ints (4 -> (4,)), or err_invalid_argument saying what is wrong."""
+    items = (value,) if isinstance(value, int) else value
+    try:
+        grid = tuple(items)
+        ok = bool(grid) and all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in grid)
+    except TypeError:
+        ok = False
+    if not ok or len(grid) > 4 or _product(grid) > MAX_PROGRAMS:
+        raise NkiUsageError(
+            "err_invalid_argument",
+            f"{where}: launch grid {value!r}",
+            f"use 1 to 4 positive ints with at most {MAX_PROGRAMS} programs, e.g. ::kernel[4] or ::kernel[2,2] (GRID = (2, 2))",
+        )
+    return grid
+
+
+def _product(grid: tuple[int, ...]) -> int:
+    n = 1
+    for g in grid:
+        n *= g
+    return n
+
+
+def kernel_spec(spec: str) -> KernelSpec:
+    """'path/to/file.py::kernel[2,2]' -> KernelSpec(path, 'kernel', (2, 2)); the kernel and the grid are optional."""
     path, _, name = str(spec).partition("::")
-    return Path(path), (name or None)
+    grid = None
+    m = _GRID.match(name)
+    if m:
+        name = m.group("name")
+        try:
+            parts = tuple(int(g) for g in m.group("grid").split(","))
+        except ValueError:
+            parts = m.group("grid")
+        grid = check_grid(parts, spec)
+    return KernelSpec(Path(path), name or None, grid)
+
+
+def parse_spec(spec: str) -> tuple[Path, str | None]:
+    """'path/to/file.py::kernel' -> (path, 'kernel'); the kernel part is optional, a [grid] suffix is dropped."""
+    parsed = kernel_spec(spec)
+    return parsed.path, parsed.name
+
+
+def check_cases(kernel, cases: list[tuple], where: str) -> None:
+    """Every case fits the kernel's signature and holds only values a kernel can take (err_bad_task_file)."""
+    fn = getattr(kernel, "fn", kernel)
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    for i, case in enumerate(cases):
+        try:
+            signature.bind(*case)
+        except TypeError as e:
+            raise NkiUsageError(
+                "err_bad_task_file",
+                f"{where}: case {i} has {len(case)} input(s) but {getattr(fn, '__name__', 'the kernel')}{signature} does not take them ({e})",
+                "make each case a tuple with one value per kernel parameter, in order",
+            ) from None
+        for j, x in enumerate(case):
+            if not _kernel_value(x):
+                raise NkiUsageError(
+                    "err_bad_task_file",
+                    f"{where}: case {i} input {j} is a {type(x).__name__}, which a kernel cannot take",
+                    "pass NumPy arrays (or torch CPU tensors), Python numbers, bools, strings, enums or None",
+                )
+
+
+def _kernel_value(x, depth: int = 0) -> bool:
+    from enum import Enum
+
+    if x is None or isinstance(x, bool | int | float | str | Enum | np.ndarray | np.generic):
+        return True
+    if type(x).__module__.split(".")[0] == "torch":
+        return True
+    if isinstance(x, list | tuple) and depth < 3:
+        return all(_kernel_value(v, depth + 1) for v in x)
+    return False
 
 
 def _error_line(exc: BaseException, path: Path) -> str:

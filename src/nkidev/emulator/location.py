@@ -25,6 +25,35 @@ def is_internal(filename: str) -> bool:
     return filename.startswith(_PKG) and not filename.startswith(_EXAMPLES)
 
 
+def _is_library(filename: str) -> bool:
+    """Frames that are neither nkidev's nor the user's: the standard library, NumPy and other installed packages."""
+    if filename.startswith("<frozen") or filename == "<string>":
+        return True
+    return any(filename.startswith(p) for p in _LIBRARY_DIRS) and not is_internal(filename)
+
+
+_LIBRARY_DIRS = tuple(
+    sorted({os.path.dirname(os.__file__) + os.sep} | {p + os.sep for p in sys.path if p.endswith(("site-packages", "dist-packages"))})
+)
+
+
+def raised_in_nkidev(exc: BaseException) -> bool:
+    """True when an exception that is not a named error comes from nkidev's own code: walking out from where it
+    was raised, past library frames (NumPy, the standard library), the first frame is nkidev's, not the user's.
+    Such an exception is an nkidev bug (err_internal), never the kernel's fault."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    for filename in reversed(frames):
+        if is_internal(filename):
+            return True
+        if not _is_library(filename):
+            return False
+    return False
+
+
 def _code_internal(code: types.CodeType) -> bool:
     hit = _internal.get(code)
     if hit is None:

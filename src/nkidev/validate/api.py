@@ -9,18 +9,24 @@ verdicts in `verdicts.py`. The kernel's source is scanned once.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
 
 from nkidev.emulator.jit import as_kernel
 from nkidev.errors import NkiUsageError
 from nkidev.hardware import get_target
-from nkidev.taskfile import case_list, load_task, parse_spec
+from nkidev.taskfile import KernelSpec, case_list, check_cases, kernel_spec, load_task
 from nkidev.validate import source_check
 from nkidev.validate.case import Setup, check_case
-from nkidev.validate.inputs import seed_cases
+from nkidev.validate.inputs import first_shape, seed_cases
+from nkidev.validate.report import case_line
 from nkidev.validate.result import Finding, ValidationResult
-from nkidev.validate.tolerance import check_spec
+from nkidev.validate.tolerance import check_spec, check_value
 from nkidev.validate.verdicts import VERDICTS
 
 
@@ -36,6 +42,7 @@ def validate(
     seeds: int = 3,
     allow: Iterable[str] = (),
     label: str | None = None,
+    progress: Callable[[dict], None] | None = None,
 ) -> ValidationResult:
     """Check `kernel` against `reference` on every case, with the anti-cheat checks on.
 
@@ -44,6 +51,10 @@ def validate(
     (if it takes `seed`, extra seeds call it with seed=1, 2, ...). tolerance: `dict(atol, rtol, rel_l2, cosine,
     precision)`; atol/rtol override it. target: trn1 | trn2 | trn3. seeds: extra random inputs per case.
     allow: verdict names to report as warnings instead of failures (e.g. "cheat_precision_downgrade").
+    progress: called with a plain dict per event, as the work goes: {"event": "start", "cases": n},
+    {"event": "case_start", "index": i, "stage": ...}, then {"event": "case", "index": i, "case": CaseResult.to_dict(),
+    "line": the case's PASS/FAIL line} as soon as case i is decided (the CLI streams these; the sandbox forwards them).
+    Safe to call from several threads at once (per-thread emulator state, captures and tripwires).
 
     Raises NkiUsageError for malformed input, NkiError (err_kernel_raised or the kernel's rule error) when the
     kernel raises, and NkiError err_reference_failed when the reference raises or returns NaN/Inf.
@@ -51,8 +62,12 @@ def validate(
     kernel = as_kernel(kernel)
     label = label or kernel.__name__
     target = get_target(target)  # resolved once; the runs get the Target object
+    atol = check_value("atol", atol, label) if atol is not None else None
+    rtol = check_value("rtol", rtol, label) if rtol is not None else None
+    check_seeds(seeds)
     cases_fn = cases if callable(cases) else None
     cases_ = case_list(cases, f"{label}: cases")
+    check_cases(kernel, cases_, f"{label}: cases")
     setup = Setup(
         kernel,
         reference,
@@ -65,35 +80,97 @@ def validate(
         _allowed(allow),
         tuple(f for f in (reference, cases_fn) if f is not None),
     )
-    if seeds < 0:
-        raise NkiUsageError("err_invalid_argument", f"seeds={seeds}", "pass 0 or more extra seeds")
+    emit = progress or (lambda event: None)
+    emit({"event": "start", "kernel": label, "cases": len(cases_), "stage": f"checking the source of {label}"})
     static, notes = _static(setup)
     variants = [seed_cases(cases_fn, cases_, s + 1) for s in range(seeds)]
     results, warnings = [], []
-    for i, case in enumerate(cases_):
-        result = check_case(setup, i, case, [v[0][i] for v in variants], [v[1] for v in variants], warnings, notes)
-        result.findings[:0] = [replace(f, case=None) for f in static]
-        results.append(result)
+    with np.errstate(all="ignore"):  # nkidev's own NaN/overflow arithmetic is reported as verdicts, not warnings
+        for i, case in enumerate(cases_):
+            stage = f"checking case {i + 1} of {len(cases_)}" + (f" (shape {first_shape(case)})" if first_shape(case) else "")
+            emit({"event": "case_start", "index": i, "stage": stage})
+            result = check_case(setup, i, case, [v[0][i] for v in variants], [v[1] for v in variants], warnings, notes)
+            result.findings[:0] = [replace(f, case=None) for f in static]
+            _allow_findings(result.findings, setup.allow)
+            results.append(result)
+            emit({"event": "case", "index": i, "case": result.to_dict(), "line": case_line(result.to_dict()), "stage": stage})
     cheats = _unique([f for r in results for f in r.findings if f.verdict.startswith("cheat_")])
     out = ValidationResult(label, target.name, results, cheats, list(dict.fromkeys(warnings)), notes)
     return _apply_allow(out, setup.allow)
 
 
+MAX_SEEDS = 100
+
+
+def check_seeds(seeds) -> int:
+    """--seeds is a count of extra runs per case: 0 to 100."""
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or not 0 <= seeds <= MAX_SEEDS:
+        raise NkiUsageError("err_invalid_argument", f"seeds={seeds!r}", f"pass 0 to {MAX_SEEDS} extra seeds (default 3)")
+    return seeds
+
+
 def validate_task(
-    spec: str, reference: str = "reference", cases: str = "cases", target: str | None = None, seeds: int = 3, **options
+    spec: str,
+    reference: str = "reference",
+    cases: str = "cases",
+    target: str | None = None,
+    seeds: int = 3,
+    progress: Callable[[dict], None] | None = None,
+    **options,
 ) -> ValidationResult:
-    """Validate FILE::KERNEL from a task file (its `reference`, `cases` and optional `TOLERANCE`)."""
-    path, name = parse_spec(spec)
+    """Validate FILE::KERNEL (or FILE::KERNEL[grid]) from a task file: its `reference`, `cases` and optional
+    `TOLERANCE` and `GRID`. `kernel_source`: validate this module text instead of FILE's own kernel (see
+    `validate_source`)."""
+    parsed = kernel_spec(spec)
     target = get_target(target)
-    task = load_task(path)
-    kernel = task.kernel(name)
-    ref_fn = task.function(reference, "reference(*inputs) returning the expected output(s)")
-    cases_fn = task.function(cases, "cases() returning a list of input tuples")
-    tolerance = options.pop("tolerance", None) or task.attr("TOLERANCE")
-    label = f"{path}::{name or kernel.__name__}"
-    return validate(
-        kernel, ref_fn, cases_fn, tolerance=check_spec(tolerance, str(path)), target=target, seeds=seeds, label=label, **options
-    )
+    check_seeds(seeds)
+    task = load_task(parsed.path)
+    source = options.pop("kernel_source", None)
+    with _candidate(source, parsed, task) if source is not None else nullcontext(task.launch(parsed)) as kernel:
+        ref_fn = task.function(reference, "reference(*inputs) returning the expected output(s)")
+        cases_fn = task.function(cases, "cases() returning a list of input tuples")
+        tolerance = options.pop("tolerance", None) or task.attr("TOLERANCE")
+        grid = f"[{','.join(map(str, kernel.grid))}]" if getattr(kernel, "grid", None) else ""
+        label = f"{parsed.path}::{parsed.name or kernel.__name__}{grid}"
+        return validate(
+            kernel,
+            ref_fn,
+            cases_fn,
+            tolerance=check_spec(tolerance, str(parsed.path)),
+            target=target,
+            seeds=seeds,
+            label=label,
+            progress=progress,
+            **options,
+        )
+
+
+def validate_task_data(spec: str, progress: Callable[[dict], None] | None = None, **options) -> dict:
+    """`validate_task(...).to_dict()`: the plain-data form the sandbox returns (the CLI's and MCP's entry point)."""
+    return validate_task(spec, progress=progress, **options).to_dict()
+
+
+def validate_source(
+    source: str, task_spec: str, progress: Callable[[dict], None] | None = None, kernel: str | None = None, **options
+) -> dict:
+    """Validate a candidate kernel module given as source text against another task file's reference, cases,
+    TOLERANCE and GRID (the optimization loops' entry point; run it in the sandbox:
+    `sandbox.run("nkidev.validate.api:validate_source", {"source": text, "task_spec": "task.py::k"})`).
+    The candidate is written to a private temporary file and imported under emulation; `kernel` names its
+    kernel when it is not the task spec's name. Returns the `--json` dict."""
+    spec = task_spec if kernel is None else f"{kernel_spec(task_spec).path}::{kernel}"
+    return validate_task(spec, progress=progress, kernel_source=source, **options).to_dict()
+
+
+@contextmanager
+def _candidate(source: str, parsed: KernelSpec, task):
+    """The kernel of a candidate module (source text) with the task's launch grid, imported from a private
+    temporary file that lives while the candidate is validated (its lines are read for errors and the scan)."""
+    with tempfile.TemporaryDirectory(prefix="nkidev-candidate-") as tmp:
+        path = Path(tmp) / f"{parsed.path.stem}_candidate.py"
+        path.write_text(source)
+        candidate = load_task(path)
+        yield candidate.launch(KernelSpec(path, parsed.name, parsed.grid or (task.grid(parsed.name) if parsed.name else None)))
 
 
 # ---------------------------------------------------------------- inputs
@@ -127,8 +204,12 @@ def _unique(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def _apply_allow(result: ValidationResult, allow: frozenset) -> ValidationResult:
-    for f in result.cheats + [f for c in result.cases for f in c.findings]:
+def _allow_findings(findings: list[Finding], allow: frozenset) -> None:
+    for f in findings:
         if f.verdict in allow:
             f.severity = "warn"
+
+
+def _apply_allow(result: ValidationResult, allow: frozenset) -> ValidationResult:
+    _allow_findings(result.cheats + [f for c in result.cases for f in c.findings], allow)
     return result

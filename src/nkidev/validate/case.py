@@ -3,11 +3,15 @@ compare it with itself (another fill for fresh memory, a rerun, extra seeds, eac
 
 from __future__ import annotations
 
+import os
+import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from nkidev.emulator.location import raised_in_nkidev
 from nkidev.errors import NkiError
 from nkidev.hardware import Target
 from nkidev.validate import fill, precision, reference, runner
@@ -147,6 +151,16 @@ def _kernel_error(failed: runner.KernelFailed, where: str) -> NkiError:
     if isinstance(e, NkiError):  # keep the class: NkiUsageError and KernelRuleError map to different exit codes
         return type(e)(e.name, f"{where}: {e.message}", e.fix, e.location)
     at = f" at {short(failed.location)}" if failed.location else ""
+    if raised_in_nkidev(e):  # nkidev's own code failed on what the kernel passed: our bug, not the kernel's
+        if os.environ.get("NKIDEV_DEBUG", "") not in ("", "0"):
+            traceback.print_exception(e, file=sys.stderr)
+        return NkiError(
+            "err_internal",
+            f"{where}: nkidev raised {type(e).__name__}: {e} while running the kernel{at}",
+            "this is a bug in nkidev, not in your kernel; please report it with the kernel line named here "
+            "(NKIDEV_DEBUG=1 prints nkidev's traceback)",
+            failed.location,
+        )
     return NkiError(
         "err_kernel_raised", f"{where}: the kernel raised {type(e).__name__}{at}: {e}", None, failed.location
     ).with_traceback_of(e)

@@ -7,8 +7,9 @@ from typing import Annotated
 import typer
 
 from nkidev import exitcodes
-from nkidev.cli_common import JsonOption, TargetOption, command, console, print_json
+from nkidev.cli_common import JsonOption, MemoryOption, TargetOption, TimeoutOption, command, console, print_json
 from nkidev.errors import NkiUsageError
+from nkidev.sandbox.limits import cli_limits
 
 
 def verdict_table() -> list[dict]:
@@ -33,23 +34,46 @@ def validate_command(
         ),
     ] = None,
     verdicts: Annotated[bool, typer.Option("--verdicts", help="List the verdict names and exit.")] = False,
+    timeout: TimeoutOption = None,
+    memory: MemoryOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Check a kernel against its CPU reference on every case, with anti-cheat checks. Exit 0 only if all pass."""
+    """Check a kernel against its CPU reference on every case, with anti-cheat checks. Exit 0 only if all pass.
+
+    FILE::KERNEL[4] or FILE::KERNEL[2,2] (or GRID in the task file) launches an SPMD grid: every program runs.
+    The task file runs in an isolated child process stopped by --timeout / --memory."""
     if verdicts:
         return _print_verdicts(as_json)
     if not spec:
         raise NkiUsageError("err_bad_task_file", "no task given", "run `nkidev validate FILE::KERNEL`")
-    from nkidev.validate.api import validate_task
-    from nkidev.validate.report import lines
+    result = validate_isolated(
+        spec,
+        {"reference": reference, "cases": cases, "target": target, "seeds": seeds, "atol": atol, "rtol": rtol, "allow": list(allow or ())},
+        cli_limits(timeout, memory),
+        as_json,
+    )
+    raise typer.Exit(exitcodes.OK if result["passed"] else exitcodes.FAILED)
 
-    result = validate_task(spec, reference=reference, cases=cases, target=target, seeds=seeds, atol=atol, rtol=rtol, allow=allow or ())
+
+def validate_isolated(spec: str, options: dict, limits, as_json: bool) -> dict:
+    """Run validate_task in the sandbox, streaming each case's line as it is decided; print the rest at the end."""
+    from nkidev import sandbox
+    from nkidev.cli_progress import Progress, output_notes
+    from nkidev.validate.report import tail_lines
+
+    with Progress(as_json, f"validate {spec}") as progress:
+        job = sandbox.start("nkidev.validate.api:validate_task_data", {"spec": spec, **options}, limits, progress.event, label=spec)
+        try:
+            result = job.result()
+        finally:
+            job.worker.kill()
+    result["notes"] = result["notes"] + output_notes(job.stdout, job.stderr)
     if as_json:
-        print_json(result.to_dict())
+        print_json(result)
     else:
-        for line in lines(result):
+        for line in tail_lines(result):
             console.print(line, highlight=False, markup=False, soft_wrap=True)
-    raise typer.Exit(exitcodes.OK if result.passed else exitcodes.FAILED)
+    return result
 
 
 def _print_verdicts(as_json: bool) -> None:

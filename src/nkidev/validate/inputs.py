@@ -113,7 +113,7 @@ def seed_cases(cases_fn: Callable | None, cases: list[tuple], seed: int) -> tupl
     if cases_fn is not None and takes_seed(cases_fn):
         try:
             new = [numpy_case(c) for c in cases_fn(seed=seed)]
-        except Exception:  # noqa: BLE001 - a generator that cannot reseed falls back to resampling
+        except (Exception, SystemExit):  # noqa: BLE001 - a generator that cannot reseed falls back to resampling
             new = None
         if new is not None and len(new) == len(cases) and all(_compatible(o, n) for o, n in zip(cases, new)):
             return [tuple(n_x if is_array(o_x) else o_x for o_x, n_x in zip(o, n)) for o, n in zip(cases, new)], True

@@ -8,15 +8,14 @@ declare an exact integer output.
 
 from __future__ import annotations
 
-import io
 import sys
-from contextlib import redirect_stdout
 from dataclasses import dataclass
 
 import numpy as np
 
 from nkidev.emulator.dtypes import lookup
 from nkidev.errors import NkiError
+from nkidev.validate.capture import captured
 from nkidev.validate.inputs import as_numpy
 from nkidev.validate.tolerance import is_float
 
@@ -57,7 +56,7 @@ def _torch_in(x):
 def _torch_retry(reference, args: tuple):
     try:
         return _invoke(reference, tuple(_torch_in(x) for x in args))
-    except Exception:  # noqa: BLE001 - the NumPy attempt's error is the one reported
+    except (Exception, SystemExit):  # noqa: BLE001 - the NumPy attempt's error is the one reported
         return None
 
 
@@ -68,7 +67,7 @@ def outputs_of(value) -> list:
 
 def _invoke(reference, args: tuple):
     # NaN/Inf results are reported by count, not as warnings; prints would break --json
-    with np.errstate(all="ignore"), redirect_stdout(io.StringIO()):
+    with np.errstate(all="ignore"), captured():
         return reference(*args)
 
 
@@ -81,7 +80,7 @@ def call(reference, case: tuple, where: str) -> list[Expected]:
     torch_first = uses_torch(reference)
     try:
         value = _invoke(reference, tuple(_torch_in(x) for x in args) if torch_first else args)
-    except Exception as e:  # noqa: BLE001 - any failure in user code is reported, never a traceback
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - any failure in user code (exit() too) is reported, never a traceback
         value = _torch_retry(reference, args) if not torch_first and "torch" in sys.modules else None
         if value is None:
             raise NkiError(

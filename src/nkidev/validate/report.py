@@ -1,41 +1,53 @@
-"""The human form of a ValidationResult: one line per case (the seed walkthrough's format), then the
-cheats and a summary."""
+"""The human form of a validation: one line per case (the seed walkthrough's format), then the cheats and a
+summary. Works on the `--json` dict (what the sandbox returns), or on a ValidationResult."""
 
 from __future__ import annotations
 
 import math
 
 from nkidev.validate.checks import short
-from nkidev.validate.result import CaseResult, ValidationResult
 
 
 def _diff(x: float | None) -> str:
     return "nan" if x is None or math.isnan(x) else f"{x:.6f}"
 
 
-def case_line(case: CaseResult) -> str:
-    diff = case.primary.max_abs_diff if case.primary else None
-    line = f"{'PASS' if case.passed else 'FAIL'}: shape={tuple(case.shape)}, max_diff={_diff(diff)}"
-    if not case.passed:
-        line += f" [{', '.join(case.verdicts)}] {case.reason}"
+def _plain(result) -> dict:
+    return result.to_dict() if hasattr(result, "to_dict") else result
+
+
+def case_line(case) -> str:
+    """`PASS: shape=(...), max_diff=...` (FAIL with its verdicts and reason) for one case (dict or CaseResult)."""
+    case = _plain(case)
+    line = f"{'PASS' if case['passed'] else 'FAIL'}: shape={tuple(case['shape'])}, max_diff={_diff(case['max_abs_diff'])}"
+    if not case["passed"]:
+        line += f" [{', '.join(case['verdicts'])}] {case['reason']}"
     return line
 
 
-def lines(result: ValidationResult) -> list[str]:
-    out = [case_line(c) for c in result.cases]
-    for f in result.cheats:
-        tag = "CHEAT" if f.severity == "fail" else "WARN"
-        at = f" ({short(f.location)})" if f.location else ""
-        out.append(f"{tag} {f.verdict}{at}: {f.message}")
-    out += [f"warning: {w}" for w in result.warnings]
-    out += [f"note: {n}" for n in result.notes]
-    if result.passed:
+def tail_lines(result) -> list[str]:
+    """Everything after the case lines: cheats, warnings, notes and the verdict."""
+    result = _plain(result)
+    out = []
+    for f in result["cheats"]:
+        tag = "CHEAT" if f["severity"] == "fail" else "WARN"
+        at = f" ({short(f['location'])})" if f["location"] else ""
+        out.append(f"{tag} {f['verdict']}{at}: {f['message']}")
+    out += [f"warning: {w}" for w in result["warnings"]]
+    out += [f"note: {n}" for n in result["notes"]]
+    if result["passed"]:
         out.append("All tests passed.")
         return out
-    failed = sum(not c.passed for c in result.cases)
-    verdicts = sorted({v for c in result.cases for v in c.verdicts} | {f.verdict for f in result.cheats if f.severity == "fail"})
+    cases = result["cases"]
+    failed = sum(not c["passed"] for c in cases)
+    verdicts = sorted({v for c in cases for v in c["verdicts"]} | {f["verdict"] for f in result["cheats"] if f["severity"] == "fail"})
     out.append(
-        f"FAILED: {result.kernel}: {failed} of {len(result.cases)} cases failed ({', '.join(verdicts)}). "
+        f"FAILED: {result['kernel']}: {failed} of {len(cases)} cases failed ({', '.join(verdicts)}). "
         "Verdicts are explained by `nkidev validate --verdicts`."
     )
     return out
+
+
+def lines(result) -> list[str]:
+    result = _plain(result)
+    return [case_line(c) for c in result["cases"]] + tail_lines(result)

@@ -8,10 +8,8 @@ says which instruction wrote them.
 from __future__ import annotations
 
 import inspect
-import io
 import os
-import warnings
-from contextlib import nullcontext, redirect_stdout
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,9 +18,10 @@ from nkidev.emulator.context import EmulatorOptions
 from nkidev.emulator.jit import run as emulate
 from nkidev.emulator.location import is_internal
 from nkidev.emulator.trace import Trace
-from nkidev.errors import NkiError
+from nkidev.errors import NkiError, NkiWarning
 from nkidev.hardware import Target
 from nkidev.validate import fill, guard
+from nkidev.validate.capture import captured
 from nkidev.validate.inputs import array_positions, copy_case, same_bits
 from nkidev.validate.reference import outputs_of
 
@@ -53,19 +52,18 @@ class KernelFailed(Exception):
 def run(kernel, case: tuple, target: Target, guarded=(), alternative_fill: bool = False) -> Run:
     args = copy_case(case)
     options = EmulatorOptions(target=target, **(fill.option_kwargs() if alternative_fill else {}))
-    guard.calls.clear()
+    guard.calls().clear()
     swap = fill.alternative() if alternative_fill else nullcontext()
-    printed = io.StringIO()
-    with warnings.catch_warnings(record=True) as caught, guard.tripwire(guarded), swap, redirect_stdout(printed):
-        warnings.simplefilter("always")
+    with captured() as (printed, caught), guard.tripwire(guarded), swap:
         try:
             result = emulate(kernel, args, {}, options)
         except (Exception, SystemExit) as e:  # noqa: BLE001 - whatever the kernel raises is reported by name
-            raise KernelFailed(e, _location(e, _source_file(kernel)), list(guard.calls)) from None
-    if guard.calls:  # the kernel caught the tripwire's exception and carried on
-        raise KernelFailed(guard.ReferenceCalled(guard.calls[0][0]), guard.calls[0][1], list(guard.calls))
+            raise KernelFailed(e, _location(e, _source_file(kernel)), list(guard.calls())) from None
+    calls = guard.calls()
+    if calls:  # the kernel caught the tripwire's exception and carried on
+        raise KernelFailed(guard.ReferenceCalled(calls[0][0]), calls[0][1], list(calls))
     notes = [f"{w['name']}: {w['message']}" + (f" ({_short(w['location'])})" if w.get("location") else "") for w in result.warnings]
-    notes += [f"{w.category.__name__}: {w.message}" for w in caught]
+    notes += [f"{w.category.__name__}: {w.message}" for w in caught if not issubclass(w.category, NkiWarning)]  # those are in the trace
     return Run(outputs_of(result.outputs), result.trace, _written_inputs(kernel, case, args, result.trace), notes, printed.getvalue())
 
 

@@ -97,6 +97,9 @@ def check_spec(spec, where: str) -> dict:
     unknown = sorted(set(spec) - set(KEYS))
     if unknown:
         raise NkiUsageError("err_bad_task_file", f"{where}: unknown TOLERANCE keys {unknown}", f"use only {', '.join(KEYS)}")
+    for key in ("atol", "rtol", "rel_l2", "cosine"):
+        if spec.get(key) is not None:
+            check_value(key, spec[key], f"{where}: TOLERANCE", "err_bad_task_file")
     if spec.get("precision") is not None and lookup(spec["precision"]) is None:
         raise NkiUsageError(
             "err_bad_task_file",
@@ -104,6 +107,21 @@ def check_spec(spec, where: str) -> dict:
             "use a name such as 'float32', 'bfloat16', 'float16', 'float8_e4m3'",
         )
     return dict(spec)
+
+
+def check_value(key: str, value, where: str, error: str = "err_invalid_argument") -> float:
+    """A tolerance must be a finite number >= 0 (cosine: within [-1, 1]); NaN would make every comparison pass."""
+    ok = isinstance(value, int | float | np.floating | np.integer) and not isinstance(value, bool) and math.isfinite(float(value))
+    if ok:
+        ok = -1.0 <= float(value) <= 1.0 if key == "cosine" else float(value) >= 0
+    if not ok:
+        allowed = "a number in [-1, 1]" if key == "cosine" else "a finite number >= 0"
+        raise NkiUsageError(
+            error,
+            f"{where}: {key}={value!r} is not {allowed}",
+            f"set {key} to {allowed}, e.g. {key}=1e-3" if key != "cosine" else "set cosine to e.g. 0.999",
+        )
+    return float(value)
 
 
 def resolve(expected: str | None, spec: dict, atol: float | None = None, rtol: float | None = None, scale: float = 1.0) -> Tolerance:

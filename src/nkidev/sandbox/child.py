@@ -1,0 +1,134 @@
+"""The child process: `python -m nkidev.sandbox.child --fd N [--memory BYTES] [--preload MODULE ...]`.
+
+It limits its own address space first (before anything else is imported, so no library can opt out), imports
+the preload modules (a warm worker waits here), says "ready", reads one job from stdin, runs it and writes
+exactly one result or error to the message pipe, then leaves with os._exit so that threads the kernel
+started cannot keep it alive. stdin is /dev/null while the job runs; stdout and stderr go to the parent,
+which keeps them as the run's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import os
+import sys
+import threading
+
+_RESERVE = 4 << 20  # freed on MemoryError, so the error can still be encoded and sent
+
+
+class _Channel:
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.lock = threading.Lock()
+
+    def send(self, message: dict) -> None:
+        from nkidev.sandbox.wire import encode
+
+        data = encode(message)
+        with self.lock:
+            while data:
+                data = data[os.write(self.fd, data) :]
+
+
+def _limit_memory(nbytes: int | None) -> None:
+    if not nbytes:
+        return
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
+    except (ImportError, ValueError, OSError):  # not enforced on this OS: the emulator's budget still applies
+        pass
+
+
+def resolve(name: str):
+    """'package.module:function' -> the function."""
+    module, _, attr = name.partition(":")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _run(job: dict, channel: _Channel) -> dict:
+    from nkidev.errors import NkiError
+    from nkidev.sandbox.wire import error_to_wire
+
+    reserve = bytearray(_RESERVE)
+    try:
+        fn = resolve(job["function"])
+        kwargs = dict(job.get("kwargs") or {})
+        if "progress" in inspect.signature(fn).parameters:
+            kwargs["progress"] = lambda event: channel.send({"kind": "event", "event": event})
+        return {"kind": "result", "value": fn(**kwargs)}
+    except NkiError as e:
+        return {"kind": "error", "error": error_to_wire(e)}
+    except MemoryError:
+        del reserve
+        return {"kind": "error", "error": _limit_error()}
+    except BaseException as e:  # noqa: BLE001 - the library call should have named it: an nkidev bug
+        if os.environ.get("NKIDEV_DEBUG", "") not in ("", "0"):
+            import traceback
+
+            traceback.print_exc()
+        return {
+            "kind": "error",
+            "error": {
+                "name": "err_internal",
+                "message": f"{job.get('function')}: {type(e).__name__}: {e}",
+                "fix": "this is a bug in nkidev; rerun with NKIDEV_DEBUG=1 for the traceback and report it",
+                "location": None,
+                "class": "NkiError",
+            },
+        }
+
+
+def _limit_error() -> dict:
+    return {
+        "name": "err_memory_limit",
+        "message": "the run ran out of memory under its limit (--memory)",
+        "fix": None,
+        "location": None,
+        "class": "NkiError",
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="nkidev.sandbox.child")
+    parser.add_argument("--fd", type=int, required=True)
+    parser.add_argument("--memory", type=int, default=0)
+    parser.add_argument("--preload", action="append", default=[])
+    args = parser.parse_args(argv)
+    _limit_memory(args.memory)
+    os.set_inheritable(args.fd, False)  # grandchildren the kernel may start get no channel
+    channel = _Channel(args.fd)
+    for module in args.preload:
+        importlib.import_module(module)
+    channel.send({"kind": "ready"})
+    line = sys.stdin.buffer.readline()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    if not line:
+        os._exit(0)  # the parent went away (a spare worker that was never used)
+    import json
+
+    message = _run(json.loads(line), channel)
+    try:
+        channel.send(message)
+    except (TypeError, ValueError) as e:  # the value is not plain data: a bug in the library function
+        channel.send(
+            {
+                "kind": "error",
+                "error": {"name": "err_internal", "message": f"result is not plain data: {e}", "location": None, "class": "NkiError"},
+            }
+        )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
