@@ -94,7 +94,7 @@ REQUIRED = {
 
 def test_every_table_is_written_with_the_schema(mm):
     d = Path(mm.profile_dir)
-    assert sorted(p.name for p in d.iterdir()) == sorted([f"{t}.parquet" for t in schema.TABLES] + ["trace.json", "hardware.json"])
+    assert sorted(p.name for p in d.iterdir()) == sorted([f"{t}.parquet" for t in schema.TABLES] + ["trace.json", "hardware.json", schema.MARKER_FILE])
     assert json.loads((d / "hardware.json").read_text())["dma"]["engines"] == 16
     for table in schema.TABLES:
         written = pq.read_schema(d / f"{table}.parquet")
@@ -304,8 +304,15 @@ def test_existing_output_needs_force(tmp_path):
     with pytest.raises(NkiUsageError) as e:
         profile(K.scale_rows, *CASES[0], out=out)
     assert e.value.name == "err_output_exists" and (out / "keep.txt").read_text() == "mine"
+    with pytest.raises(NkiUsageError) as e:  # --force replaces only a profile nkidev wrote, never the user's directory
+        profile(K.scale_rows, *CASES[0], out=out, force=True)
+    assert e.value.name == "err_output_exists" and "not an nkidev profile" in e.value.message
+    assert (out / "keep.txt").read_text() == "mine"
+    (out / "keep.txt").unlink()
+    profile(K.scale_rows, *CASES[0], out=out)
+    first = (out / "Instruction.parquet").stat().st_ino
     profile(K.scale_rows, *CASES[0], out=out, force=True)
-    assert not (out / "keep.txt").exists() and (out / "Instruction.parquet").exists()
+    assert (out / "Instruction.parquet").exists() and (out / "Instruction.parquet").stat().st_ino != first
     assert _leftovers(tmp_path) == ["p"]
 
 

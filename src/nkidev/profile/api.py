@@ -3,25 +3,29 @@
 from nkidev.profile.api import profile, profile_task
 result = profile(kernel, a, b, target="trn2", out="prof/")        # also nkidev.profile(...)
 result = profile_task("kernels/mm.py::matmul", case=1, out="prof/", compute=False)
+result = profile_task("kernels/mm.py::matmul[4]")  # SPMD grid: every program runs, one process per core
 result.to_dict()  # {"profile_dir": ..., "total_time_ns": ..., "engines": {...}, ...}
+
+Without `out`, a fresh directory under ./nkidev-profiles/ is created (named after the kernel and the time).
 """
 
 from __future__ import annotations
 
-import tempfile
+import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 
 from nkidev.costmodel import Timeline, schedule
-from nkidev.emulator.location import is_internal
+from nkidev.emulator.location import is_internal, raised_in_nkidev
 from nkidev.errors import NkiError, NkiUsageError
 from nkidev.hardware import Target, get_target
 from nkidev.profile.summary import kernel_time_ns
 from nkidev.profile.writer import build_tables, check_destination, write_profile
-from nkidev.taskfile import load_task, parse_spec
+from nkidev.taskfile import kernel_spec, load_task
 
 
 @dataclass
@@ -51,57 +55,100 @@ class ProfileResult:
         }
 
 
+DEFAULT_ROOT = "nkidev-profiles"
+
+
+def default_out(kernel_name: str, root: str | Path = DEFAULT_ROOT) -> Path:
+    """A fresh directory name under ./nkidev-profiles/: KERNEL-YYYYmmdd-HHMMSS (with -2, -3, ... if taken)."""
+    base = Path(root) / f"{kernel_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
 def profile(
-    kernel, *args, target: str | Target | None = None, out: str | Path | None = None, compute: bool = True, force: bool = False, **kwargs
+    kernel,
+    *args,
+    target: str | Target | None = None,
+    out: str | Path | None = None,
+    compute: bool = True,
+    force: bool = False,
+    progress: Callable[[dict], None] | None = None,
+    **kwargs,
 ) -> ProfileResult:
     """Run `kernel(*args, **kwargs)` on the emulator, predict its timeline on `target` and write a profile
-    directory to `out` (a fresh temporary directory when None). `compute=False` skips the numerics (large
-    shapes); `force=True` replaces an existing `out`; `kernel[2]` profiles an SPMD/LNC2 launch. Raises
-    NkiUsageError for bad input and NkiError (a named rule error or err_kernel_raised) when the kernel fails."""
+    directory to `out` (a fresh directory under ./nkidev-profiles/ when None). `compute=False` skips the numerics
+    (large shapes); `force=True` replaces an existing `out` if it is an nkidev profile; `kernel[2]` profiles an
+    SPMD/LNC2 launch. Raises NkiUsageError for bad input (err_output_exists, err_not_writable before the kernel
+    runs) and NkiError (a named rule error, err_kernel_raised, or err_internal for an nkidev bug)."""
     from nkidev.emulator.context import EmulatorOptions
     from nkidev.emulator.jit import as_kernel, run
 
     hw = get_target(target)  # err_unknown_target before any work
-    dest = check_destination(out, force) if out is not None else None
     k = as_kernel(kernel)
+    dest = check_destination(out if out is not None else default_out(k.__name__), force)
+    emit = progress or (lambda event: None)
+    emit({"event": "stage", "stage": f"emulating {k.__name__} on {hw.name}"})
     try:
         result = run(k, args, kwargs, options=EmulatorOptions(target=hw, compute=compute))
     except NkiError:
         raise
-    except Exception as e:  # noqa: BLE001 - the kernel's own bug: report it by name and line
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the kernel's own bug (exit() too): report it by name and line
         raise _kernel_raised(k.__name__, e) from None
+    emit({"event": "stage", "stage": f"scheduling {len(result.trace)} instructions"})
     timeline = schedule(result.trace, hw)
     notes = [] if compute else [("Simulation", "numerics skipped (--no-compute): outputs were not computed")]
+    emit({"event": "stage", "stage": f"writing {dest}"})
     tables = build_tables(timeline, notes)
-    if dest is None:
-        dest = Path(tempfile.mkdtemp(prefix=f"nkidev-profile-{k.__name__}-")) / "profile"
     write_profile(dest, tables, f"{k.__name__} on {hw.name} (nkidev cost model)", force=force, target=hw)
     return _result(dest, k.__name__, timeline, tables, compute)
 
 
 def profile_task(
-    spec: str, case: int = 0, target: str | None = None, out: str | Path | None = None, compute: bool = True, force: bool = False
+    spec: str,
+    case: int = 0,
+    target: str | None = None,
+    out: str | Path | None = None,
+    compute: bool = True,
+    force: bool = False,
+    progress: Callable[[dict], None] | None = None,
 ) -> ProfileResult:
-    """Profile FILE::KERNEL on input case `case` of the task file's `cases()`."""
-    path, name = parse_spec(spec)
+    """Profile FILE::KERNEL (or FILE::KERNEL[grid], or with the task file's GRID) on input case `case` of `cases()`."""
+    parsed = kernel_spec(spec)
     hw = get_target(target)
     if out is not None:
         check_destination(out, force)
-    task = load_task(path)
-    kernel = task.kernel(name)
+    if not isinstance(case, int) or isinstance(case, bool) or case < 0:
+        raise NkiUsageError("err_invalid_argument", f"--case {case!r}", "pass a case index of 0 or more")
+    task = load_task(parsed.path)
+    kernel = task.launch(parsed)
     cases = task.cases()
     if not 0 <= case < len(cases):
         raise NkiUsageError(
-            "err_invalid_argument", f"--case {case}: {path} has {len(cases)} case(s)", f"pass --case between 0 and {len(cases) - 1}"
+            "err_invalid_argument", f"--case {case}: {parsed.path} has {len(cases)} case(s)", f"pass --case between 0 and {len(cases) - 1}"
         )
-    return profile(kernel, *cases[case], target=hw, out=out, compute=compute, force=force)
+    return profile(kernel, *cases[case], target=hw, out=out, compute=compute, force=force, progress=progress)
 
 
-def _kernel_raised(name: str, e: Exception) -> NkiError:
+def profile_task_data(spec: str, progress: Callable[[dict], None] | None = None, **options) -> dict:
+    """`profile_task(...).to_dict()`: the plain-data form the sandbox returns (the CLI's and MCP's entry point)."""
+    return profile_task(spec, progress=progress, **options).to_dict()
+
+
+def _kernel_raised(name: str, e: BaseException) -> NkiError:
     location = None
     for frame in traceback.extract_tb(e.__traceback__):
         if not is_internal(frame.filename) and not frame.filename.startswith("<"):
             location = f"{frame.filename}:{frame.lineno}"
+    if raised_in_nkidev(e):
+        return NkiError(
+            "err_internal",
+            f"{name}: nkidev raised {type(e).__name__}: {e} while running the kernel",
+            "this is a bug in nkidev, not in your kernel; please report it with the kernel line named here",
+            location,
+        )
     return NkiError(
         "err_kernel_raised",
         f"{name}: the kernel raised {type(e).__name__}: {e}",

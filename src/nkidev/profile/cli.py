@@ -7,11 +7,10 @@ from typing import Annotated
 
 import typer
 
-from nkidev.cli_common import JsonOption, TargetOption, command, console, print_json
+from nkidev.cli_common import JsonOption, MemoryOption, TargetOption, TimeoutOption, command, console, print_json
 
 
-def _human(result) -> None:
-    d = result.to_dict()
+def _human(d: dict) -> None:
     console.print(
         f"[bold]{d['kernel']}[/] on {d['target']} (simulated): [bold]{d['total_time_ns'] / 1e3:,.1f} us[/] "
         f"for {d['instructions']} instructions, {d['dma_transfers']} DMA transfers",
@@ -25,20 +24,40 @@ def _human(result) -> None:
 
 @command
 def profile(
-    spec: Annotated[str, typer.Argument(metavar="FILE::KERNEL", help="Task file and kernel name.")],
-    out: Annotated[Path, typer.Option("--out", help="Profile directory to write (must not exist unless --force).")],
+    spec: Annotated[str, typer.Argument(metavar="FILE::KERNEL", help="Task file and kernel name; KERNEL[4] / KERNEL[2,2] for an SPMD grid.")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Profile directory to write (default: a fresh directory under ./nkidev-profiles/, printed at the end)."),
+    ] = None,
     case: Annotated[int, typer.Option("--case", help="Index into the task file's cases().")] = 0,
     target: TargetOption = None,
     no_compute: Annotated[bool, typer.Option("--no-compute", help="Skip the numerics, build only the trace (large shapes).")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out directory.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out directory (only one that holds an nkidev profile).")] = False,
+    timeout: TimeoutOption = None,
+    memory: MemoryOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Predict a kernel's timeline on Trainium and write a neuron-explorer-style profile (no hardware needed)."""
-    from nkidev.profile.api import profile_task
+    """Predict a kernel's timeline on Trainium and write a neuron-explorer-style profile (no hardware needed).
 
-    result = profile_task(spec, case=case, target=target, out=out, compute=not no_compute, force=force)
+    The task file and the kernel run in an isolated child process stopped by --timeout / --memory; --out is
+    checked (exists, writable) before the kernel runs."""
+    from nkidev import sandbox
+    from nkidev.cli_progress import Progress
+    from nkidev.profile.writer import check_destination
+    from nkidev.sandbox.limits import cli_limits
+
+    limits = cli_limits(timeout, memory)
+    if out is not None:
+        check_destination(out, force)  # fail before starting anything
+    options = {"spec": spec, "case": case, "target": target, "out": str(out) if out is not None else None, "compute": not no_compute}
+    with Progress(as_json, f"profile {spec}") as progress:
+        job = sandbox.start("nkidev.profile.api:profile_task_data", {**options, "force": force}, limits, progress.event, label=spec)
+        try:
+            result = job.result()
+        finally:
+            job.worker.kill()
     if as_json:
-        print_json(result.to_dict())
+        print_json(result)
     else:
         _human(result)
 

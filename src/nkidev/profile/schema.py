@@ -435,6 +435,7 @@ TABLES: dict[str, list[Column]] = {
 
 TRACE_FILE = "trace.json"  # Chrome trace (Perfetto) next to the tables
 HARDWARE_FILE = "hardware.json"  # every hardware number the cost model used (nkidev profiles only)
+MARKER_FILE = "nkidev-profile.json"  # written last: says nkidev wrote this complete profile (what --force may replace)
 
 
 def column_names(table: str) -> list[str]:

@@ -1,7 +1,13 @@
 """Build every table of a profile from a timeline and write the directory atomically.
 
-Files go to a temporary directory next to the destination, which is renamed into place only when
-everything is written: a failure leaves nothing half-written behind.
+Files go to a hidden temporary directory next to the destination (`.NAME.nkidev-new-PID-RANDOM`), each
+fsynced, the marker file `nkidev-profile.json` last; only then is it renamed into place. Replacing an
+existing profile (`force`) first renames the old one aside (`.NAME.nkidev-old-...`) and deletes it only
+after the new one is in place, so some complete copy exists at every instant. A crash in between is
+repaired by the next write to the same destination (`recover`): a missing destination gets the newest
+complete copy back, and leftovers of dead processes are removed. `force` replaces only a directory that
+carries the marker (or, for profiles of older nkidev versions, holds nothing but profile files): a
+user's directory is never deleted.
 """
 
 from __future__ import annotations
@@ -10,13 +16,14 @@ import dataclasses
 import json
 import os
 import shutil
-import uuid
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from nkidev.costmodel.timeline import Timeline
+from nkidev import __version__
+from nkidev.atomic import crash_point, fsync_dir, fsync_file, owner_alive, temp_name
 from nkidev.errors import NkiUsageError
 from nkidev.hardware import Target
 from nkidev.profile import schema, summary, tables
@@ -52,30 +59,98 @@ def build_tables(tl: Timeline, notes: list[tuple[str, str]] = ()) -> dict[str, p
     return out
 
 
+MARKER_FILE = schema.MARKER_FILE
+
+
+def is_profile_dir(path: Path) -> bool:
+    """A directory nkidev may replace: it carries the marker, or (older nkidev) holds only profile files."""
+    marker = path / MARKER_FILE
+    if marker.is_file():
+        try:
+            return json.loads(marker.read_text()).get("tool") == "nkidev"
+        except (ValueError, OSError, AttributeError):
+            return False
+    known = {f"{t}.parquet" for t in schema.TABLES} | {schema.TRACE_FILE, schema.HARDWARE_FILE}
+    names = {p.name for p in path.iterdir()}
+    return "Instruction.parquet" in names and names <= known
+
+
 def check_destination(out: str | os.PathLike, force: bool) -> Path:
+    """Refuse before any work: an existing non-empty `out` without `force`, a `force` onto a directory that is
+    not an nkidev profile, or a place that cannot be written (err_not_writable)."""
     path = Path(out)
+    recover(path)
+    if path.exists() and not path.is_dir():
+        raise NkiUsageError("err_output_exists", f"{path} exists and is not a directory", "choose a directory path for --out")
+    if path.is_dir() and not any(path.iterdir()):
+        _check_writable(path)  # an empty directory holds nothing to lose: write into it
+        return path
     if path.exists() and not force:
         raise NkiUsageError(
             "err_output_exists", f"{path} already exists", "pass --force (force=True) to replace it, or choose another --out directory"
         )
-    if path.exists() and not path.is_dir():
-        raise NkiUsageError("err_output_exists", f"{path} exists and is not a directory", "choose a directory path for --out")
+    if path.exists() and not is_profile_dir(path):
+        raise NkiUsageError(
+            "err_output_exists",
+            f"{path} is not an nkidev profile directory (no {MARKER_FILE}); --force replaces only profiles nkidev wrote",
+            "choose another --out directory; nothing was changed",
+        )
+    _check_writable(path)
     return path
+
+
+def _check_writable(path: Path) -> None:
+    probe = path.parent if path.parent != Path("") else Path(".")
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise NkiUsageError(
+            "err_not_writable",
+            f"cannot write the profile {path}: {probe} is not a writable directory",
+            "choose an --out directory you can write",
+        )
+
+
+def recover(path: Path) -> None:
+    """Finish or undo a replace that a crash interrupted, and remove the leftovers of dead writers."""
+    parent = path.parent
+    if not parent.is_dir():
+        return
+    leftovers = [p for p in parent.glob(f".{path.name}.nkidev-*") if p.is_dir() and not owner_alive(p)]
+    if not leftovers:
+        return
+    # a new copy is complete once its marker exists; an old copy was a whole profile when it was moved aside
+    complete = sorted(
+        (p for p in leftovers if (p / MARKER_FILE).is_file() or "-old-" in p.name), key=lambda p: p.stat().st_mtime, reverse=True
+    )
+    if not path.exists() and complete:
+        newest = next((p for p in complete if "-new-" in p.name), complete[0])
+        newest.rename(path)
+        leftovers.remove(newest)
+    for p in leftovers:
+        shutil.rmtree(p, ignore_errors=True)
 
 
 def write_profile(path: Path, tables_: dict[str, pa.Table], title: str, force: bool = False, target: Target | None = None) -> None:
     """Write `<Table>.parquet` files, trace.json and (given `target`) hardware.json, the full hardware spec the
-    cost model used, into `path` (an existing `path` is replaced only if `force`)."""
+    cost model used, into `path` (an existing `path` is replaced only if `force` and it is an nkidev profile)."""
     path = check_destination(path, force)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    tmp = temp_name(path, "new")
     tmp.mkdir()  # mkdir, not mkdtemp: the profile gets the user's normal permissions
     try:
         for name, table in tables_.items():
             pq.write_table(table, tmp / f"{name}.parquet")
+            crash_point(f"table {name}")
         write_trace(tmp / schema.TRACE_FILE, tables_, title)
         if target is not None:
             (tmp / schema.HARDWARE_FILE).write_text(json.dumps(dataclasses.asdict(target), indent=1))
+        for f in tmp.iterdir():
+            fsync_file(f)
+        (tmp / MARKER_FILE).write_text(json.dumps({"tool": "nkidev", "version": __version__, "title": title}) + "\n")
+        fsync_file(tmp / MARKER_FILE)
+        fsync_dir(tmp)
+        crash_point("complete")
         _replace(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -85,12 +160,16 @@ def write_profile(path: Path, tables_: dict[str, pa.Table], title: str, force: b
 def _replace(tmp: Path, path: Path) -> None:
     if not path.exists():
         tmp.rename(path)
+        fsync_dir(path.parent)
         return
-    old = path.with_name(f".{path.name}.old-{os.getpid()}")
+    old = temp_name(path, "old")
     path.rename(old)
+    crash_point("old moved aside")
     try:
         tmp.rename(path)
     except BaseException:
         old.rename(path)
         raise
+    fsync_dir(path.parent)
+    crash_point("new in place")
     shutil.rmtree(old, ignore_errors=True)
