@@ -119,11 +119,13 @@ def test_profile_analyze_and_query_tools(tmp_path):
     from nkidev.analysis.api import query
 
     out = tmp_path / "run1"
+    (tmp_path / "softmax.py").write_text((EXAMPLES / "softmax.py").read_text())  # paths must lie inside the server's root
+    kernel = "softmax.py::softmax_kernel"
 
     async def go():
-        async with Client(build_server()) as client:
-            profiled = await client.call_tool("profile", {"kernel": SOFTMAX, "out": str(out)})
-            again = await client.call_tool("profile", {"kernel": SOFTMAX, "out": str(out)})
+        async with Client(build_server(root=tmp_path)) as client:
+            profiled = await client.call_tool("profile", {"kernel": kernel, "out": str(out)})
+            again = await client.call_tool("profile", {"kernel": kernel, "out": str(out)})
             analyzed = await client.call_tool("analyze", {"profile_dir": str(out)})
             rows = await client.call_tool("query", {"profile_dir": str(out), "sql": "SELECT total_time FROM Summary"})
             return profiled, again, analyzed, rows

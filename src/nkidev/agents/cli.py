@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from nkidev import exitcodes
@@ -73,13 +75,22 @@ def _report(result: dict, as_json: bool, verb: str) -> None:
 
 @command
 def mcp(
-    list_tools: bool = typer.Option(False, "--list-tools", help="List the tools instead of serving them."), as_json: JsonOption = False
+    list_tools: bool = typer.Option(False, "--list-tools", help="List the tools instead of serving them."),
+    root: Path | None = typer.Option(
+        None, "--root", help="Workspace root: every path a tool gets must resolve inside it (default: the current directory)."
+    ),
+    timeout: float | None = typer.Option(None, "--timeout", help="Time limit of each validate/profile call in seconds (default 120)."),
+    memory: str | None = typer.Option(None, "--memory", help="Memory limit of each validate/profile call, e.g. 4G (default: min(8G, half the RAM))."),
+    as_json: JsonOption = False,
 ) -> None:
-    """Serve nkidev's tools to MCP clients over stdio (validate, profile, analyze, query, docs_search, ...)."""
+    """Serve nkidev's tools to MCP clients over stdio (validate, profile, analyze, query, docs_search, ...).
+
+    validate and profile execute the task file's code, in an isolated child process per call."""
     from nkidev import mcp_server
+    from nkidev.sandbox.limits import mcp_limits
 
     if not list_tools:
-        mcp_server.serve()
+        mcp_server.serve(root, mcp_limits(timeout, memory))
         return
     tools = mcp_server.list_tools()
     if as_json:

@@ -15,17 +15,23 @@ from nkidev.analysis import source
 from nkidev.analysis.findings import SEVERITIES, off_critical_path
 from nkidev.analysis.investigations import Context, engine_of, modules, run_all
 from nkidev.analysis.result import AnalysisResult
-from nkidev.analysis.tables import Profile, open_profile, prepare, sql_text
+from nkidev.analysis.tables import Profile, Watchdog, open_profile, prepare, sql_text
 from nkidev.errors import NkiUsageError
 from nkidev.hardware import get_target, target_for_instance
 
 TIMELINE_BINS = 2400  # fine enough to zoom the HTML timeline 16x
 KINDS_ORDER = {m.NAME: m.RANK for m in modules()}
+ANALYZE_TIMEOUT_S = 600.0  # the whole analysis of one profile (a 1M-instruction profile takes ~1 s)
+QUERY_TIMEOUT_S = 60.0  # one `query` statement
+QUERY_MAX_ROWS = 100_000  # rows one `query` may return (err_query_too_large beyond)
 
 
-def analyze(profile_dir: str | Path, source_root: str | Path | None = None) -> AnalysisResult:
-    """Bounds, engine times and findings (with source lines) for one profile directory."""
+def analyze(profile_dir: str | Path, source_root: str | Path | None = None, timeout_s: float | None = ANALYZE_TIMEOUT_S) -> AnalysisResult:
+    """Bounds, engine times and findings (with source lines) for one profile directory. Kernel source lines are
+    read only from .py files under `source_root` (default: the working directory) or the profile directory;
+    the analysis is interrupted after `timeout_s` seconds (err_timeout)."""
     profile = open_profile(profile_dir)
+    watchdog = Watchdog(profile, timeout_s, f"the analysis of {profile.path}")
     try:
         prepare(profile)
         target = _target(profile)
@@ -56,7 +62,10 @@ def analyze(profile_dir: str | Path, source_root: str | Path | None = None) -> A
             timeline=_timeline(profile),
             lines=_line_costs(profile, source_root),
         )
+    except duckdb.Error as e:
+        raise watchdog.error(e) from None
     finally:
+        watchdog.cancel()
         profile.con.close()
 
 
@@ -119,8 +128,12 @@ def _timeline(profile: Profile) -> dict:
     return {"bins": TIMELINE_BINS, "lanes": lanes}
 
 
-def query(profile_dir: str | Path, sql: str) -> list[dict]:
-    """Run one read-only SELECT over the profile's tables (views named like neuron-explorer's tables)."""
+def query(profile_dir: str | Path, sql: str, timeout_s: float | None = QUERY_TIMEOUT_S, max_rows: int | None = QUERY_MAX_ROWS) -> list[dict]:
+    """Run one read-only SELECT over the profile's tables (views named like neuron-explorer's tables).
+
+    The connection reads only the profile's Parquet files (no read_text/read_csv/glob/ATTACH/URLs, settings
+    locked); the statement is interrupted after `timeout_s` seconds (err_timeout) and more than `max_rows`
+    rows is err_query_too_large."""
     profile = open_profile(profile_dir)
     try:
         tables = ", ".join(sorted(profile.columns))
@@ -130,9 +143,24 @@ def query(profile_dir: str | Path, sql: str) -> list[dict]:
             raise NkiUsageError("err_bad_query", f"cannot parse the query: {e}", f"tables: {tables}") from None
         if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
             raise NkiUsageError("err_bad_query", "only a single SELECT (or WITH ... SELECT) statement is allowed", f"tables: {tables}")
+        watchdog = Watchdog(profile, timeout_s, "the query")
         try:
-            return profile.rows(sql)
+            cur = profile.con.execute(sql)
+            names = [d[0] for d in cur.description]
+            rows = cur.fetchmany(max_rows + 1) if max_rows else cur.fetchall()
         except duckdb.Error as e:
+            error = watchdog.error(e)
+            if error is not e:
+                raise error from None
             raise NkiUsageError("err_bad_query", f"DuckDB rejected the query: {e}", f"tables: {tables}") from None
+        finally:
+            watchdog.cancel()
+        if max_rows and len(rows) > max_rows:
+            raise NkiUsageError(
+                "err_query_too_large",
+                f"the query returns more than {max_rows:,} rows",
+                "add a LIMIT or an aggregation (GROUP BY), or raise the cap with --row-cap",
+            )
+        return [dict(zip(names, row)) for row in rows]
     finally:
         profile.con.close()

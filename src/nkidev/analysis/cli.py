@@ -20,7 +20,11 @@ def analyze(
     as_json: JsonOption = False,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report here.")] = None,
     source_root: Annotated[
-        Path | None, typer.Option("--source-root", help="Directory to find kernel files in when the profile's paths do not exist here.")
+        Path | None,
+        typer.Option(
+            "--source-root",
+            help="Directory kernel sources are read from (default: the current directory); .py files outside it are never read.",
+        ),
     ] = None,
     fail_on: Annotated[
         str | None, typer.Option("--fail-on", help="Exit 1 when a finding has this severity or higher: high | medium | low.")
@@ -49,13 +53,17 @@ def analyze(
 def query(
     profile_dir: Annotated[Path, typer.Argument(help="Profile directory (nkidev profile or neuron-explorer).")],
     sql: Annotated[str, typer.Argument(help="One SELECT over the tables, e.g. 'SELECT opcode, count(*) FROM Instruction GROUP BY 1'.")],
+    timeout: Annotated[float, typer.Option("--timeout", help="Interrupt the query after this many seconds.")] = 60.0,
+    row_cap: Annotated[int, typer.Option("--row-cap", help="Refuse results with more rows than this (err_query_too_large).")] = 100_000,
     as_json: JsonOption = False,
     fmt: Annotated[
         str, typer.Option("--format", help="table (fits the terminal: wide results become records or lose columns) | csv | json.")
     ] = "table",
     max_rows: Annotated[int, typer.Option("--max-rows", help="Rows the table view prints (csv and json print all).")] = 100,
 ) -> None:
-    """Run a read-only SQL SELECT over a profile's tables (DuckDB; table names as in neuron-explorer)."""
+    """Run a read-only SQL SELECT over a profile's tables (DuckDB; table names as in neuron-explorer).
+
+    The query can read only the profile's own tables (no file functions, no settings), for --timeout seconds."""
     import sys
 
     from nkidev.analysis import report_query
@@ -63,7 +71,7 @@ def query(
 
     if fmt not in report_query.FORMATS:
         raise NkiUsageError("err_bad_argument", f"--format {fmt!r} is not a format", f"use one of: {', '.join(report_query.FORMATS)}")
-    rows = run_query(profile_dir, sql)
+    rows = run_query(profile_dir, sql, timeout_s=timeout, max_rows=row_cap)
     if as_json or fmt == "json":
         print_json(rows)
     elif fmt == "csv":

@@ -2,6 +2,10 @@
 
 Profiles name lines as absolute paths on the machine that compiled the kernel ("/home/u/k.py:42").
 `--source-root DIR` lets the report find them elsewhere: DIR/<path>, then DIR/<file name>.
+
+A profile is data from elsewhere, so its paths are not trusted: only Python files (.py) are read, and only
+inside the source root (default: the working directory), the profile directory or nkidev's bundled
+examples, with symlinks resolved. A profile naming /etc/passwd:1 gets no text.
 """
 
 from __future__ import annotations
@@ -33,10 +37,30 @@ def resolve_path(path: str, source_root: str | Path | None, profile_dir: str | P
     candidates.append(Path(path))
     if profile_dir:
         candidates += [Path(profile_dir) / name, Path(profile_dir) / "source" / name]
+    roots = readable_roots(source_root, profile_dir)
     for c in candidates:
-        if c.is_file():
+        if c.is_file() and readable(c, roots):
             return str(c.resolve())
     return None
+
+
+def readable_roots(source_root, profile_dir) -> list[Path]:
+    """The directories kernel sources may be read from."""
+    roots = [Path(source_root) if source_root else Path.cwd()]
+    if profile_dir:
+        roots.append(Path(profile_dir))
+    try:
+        from nkidev.examples import examples_dir
+
+        roots.append(examples_dir())
+    except Exception:  # noqa: BLE001 - an install without examples simply has no such root
+        pass
+    return [r.resolve() for r in roots]
+
+
+def readable(path: Path, roots: list[Path]) -> bool:
+    real = path.resolve()
+    return real.suffix == ".py" and any(real.is_relative_to(r) for r in roots)
 
 
 def describe(location: str, source_root=None, profile_dir=None) -> dict:

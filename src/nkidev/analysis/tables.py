@@ -7,11 +7,18 @@ becomes a view named like the table, so queries written for real profiles run un
 The analysis then reads a few columns of a few tables through `prepare()`: it copies exactly the
 columns it uses ([sources: explorer-schema]) into small typed temp tables, with NULL for any column the
 profile lacks, and records what is missing so each investigation can say why it could not run.
+
+The connection is read-only towards the outside once the views exist (`lock_down`): DuckDB may then read
+only the profile's own Parquet files (`allowed_paths`, `enable_external_access = false`: no read_text,
+read_csv, read_blob, glob, ATTACH or URLs), extensions are neither installed nor loaded automatically,
+and `lock_configuration = true` keeps a query from turning any of that back on. `watchdog` interrupts a
+statement that runs past its time limit (err_timeout); `query` caps the rows it returns.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -145,11 +152,12 @@ def table_files(path: Path) -> dict[str, list[str]]:
 
 
 def open_profile(path: str | Path) -> Profile:
-    """Open a profile directory: one view per table, plus the column inventory."""
+    """Open a profile directory: one view per table, plus the column inventory; then lock the connection down."""
     path = find_profile_dir(path)
-    con = duckdb.connect(":memory:")
+    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     columns: dict[str, set[str]] = {}
-    for table, files in table_files(path).items():
+    tables = table_files(path)
+    for table, files in tables.items():
         listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
         try:
             con.execute(f'CREATE VIEW "{table}" AS SELECT * FROM read_parquet([{listing}], union_by_name=true)')
@@ -166,7 +174,47 @@ def open_profile(path: str | Path) -> Profile:
             f"{path} has neither an Instruction nor a DmaPacket table (found: {', '.join(sorted(columns)) or 'no tables'})",
             "pass a neuron-explorer or nkidev profile directory",
         )
+    lock_down(con, [f for files in tables.values() for f in files])
     return Profile(path, con, columns)
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, files: list[str]) -> None:
+    """From here on the connection reads only `files`: no other file, URL, extension or setting change."""
+    listing = ", ".join("'" + str(Path(f).resolve()).replace("'", "''") + "'" for f in files)
+    con.execute(f"SET allowed_paths = [{listing}]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+class Watchdog:
+    """Interrupts the connection's running statement after `timeout_s` seconds (None: never); `error(e)` turns
+    the interrupt into err_timeout. Started on construction, stopped by `cancel()`."""
+
+    def __init__(self, profile: Profile, timeout_s: float | None, what: str):
+        self.timeout_s, self.what = timeout_s, what
+        self.fired = threading.Event()
+        self.timer = threading.Timer(timeout_s, self._interrupt, args=(profile.con,)) if timeout_s else None
+        if self.timer is not None:
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _interrupt(self, con) -> None:
+        self.fired.set()
+        con.interrupt()
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+    def error(self, e: Exception) -> Exception:
+        """err_timeout if this watchdog interrupted the statement, else `e` itself."""
+        if not self.fired.is_set():
+            return e
+        return NkiUsageError(
+            "err_timeout",
+            f"{self.what} ran longer than {self.timeout_s:g} s and was interrupted",
+            "narrow the query (WHERE, LIMIT, fewer joins) or raise the limit with --timeout SECONDS",
+        )
 
 
 def _column_expr(profile: Profile, table: str, column: str, sql_type: str) -> str:
