@@ -47,7 +47,9 @@ def test_install_twice_then_uninstall(tmp_path, client):
     removed = uninstall(client, base=tmp_path)
     assert removed["changed"] and not removed["conflicts"]
     assert snapshot(tmp_path) == before
-    assert not uninstall(client, base=tmp_path)["actions"]  # nothing left to remove
+    with pytest.raises(NkiUsageError) as e:  # nothing left to remove: no manifest is a named error, not a silent success
+        uninstall(client, base=tmp_path)
+    assert e.value.name == "err_not_installed" and snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize("client", sorted(CLIENTS))

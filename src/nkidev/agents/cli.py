@@ -69,6 +69,10 @@ def _report(result: dict, as_json: bool, verb: str) -> None:
         console.print(f"{verb} {result['target']} ({result['scope']}: {result['base']}): {counts}", highlight=False)
         if result["conflicts"]:
             console.print(f"{len(result['conflicts'])} file(s) differ from what nkidev wrote; --force replaces them", highlight=False)
+        for b in result.get("backups", []):
+            console.print(f"backed up {b['path']} -> {b['backup']}", highlight=False)
+        if result.get("recovered"):
+            console.print("an interrupted earlier run was found and rolled back first", highlight=False)
     if result["dry_run"] and result["conflicts"]:
         raise typer.Exit(exitcodes.FAILED)
 
