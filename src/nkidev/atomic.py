@@ -84,3 +84,13 @@ def write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Delete temporary siblings of `path` that a crashed `write_bytes` left behind (their process is gone)."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return
+    for tmp in path.parent.glob(f".{path.name}.nkidev-tmp-*"):
+        if not owner_alive(tmp):
+            tmp.unlink(missing_ok=True)

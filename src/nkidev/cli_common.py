@@ -38,7 +38,9 @@ TimeoutOption = Annotated[
 ]
 MemoryOption = Annotated[
     str | None,
-    typer.Option("--memory", help="Address-space limit of the isolated child process, e.g. 8G or 512M (default: three quarters of the RAM)."),
+    typer.Option(
+        "--memory", help="Address-space limit of the isolated child process, e.g. 8G or 512M (default: three quarters of the RAM)."
+    ),
 ]
 
 

@@ -54,7 +54,9 @@ Kernel = Annotated[
     ),
 ]
 Target = Annotated[str | None, Field(description="Hardware generation: trn1, trn2 or trn3 (default trn2).")]
-ProfileDir = Annotated[str, Field(description="A profile directory written by `profile` (or by neuron-explorer), inside the workspace root.")]
+ProfileDir = Annotated[
+    str, Field(description="A profile directory written by `profile` (or by neuron-explorer), inside the workspace root.")
+]
 
 
 class Workspace:
@@ -63,7 +65,9 @@ class Workspace:
     def __init__(self, root: str | os.PathLike | None = None):
         self.root = Path(root if root is not None else os.getcwd()).resolve()
         if not self.root.is_dir():
-            raise NkiUsageError("err_bad_argument", f"workspace root {self.root} is not a directory", "pass an existing directory to --root")
+            raise NkiUsageError(
+                "err_bad_argument", f"workspace root {self.root} is not a directory", "pass an existing directory to --root"
+            )
 
     def path(self, value: str | os.PathLike, what: str) -> Path:
         """`value` (relative to the root, or absolute) resolved with symlinks; err_outside_root if it leaves the root."""
@@ -171,7 +175,9 @@ class Tools:
         kernel: Kernel,
         out: Annotated[
             str | None,
-            Field(description="Directory to write the profile into, inside the workspace root (default: a fresh nkidev-profiles/ directory)."),
+            Field(
+                description="Directory to write the profile into, inside the workspace root (default: a fresh nkidev-profiles/ directory)."
+            ),
         ] = None,
         case: Annotated[int, Field(description="Index of the input case from the task file's cases().", ge=0)] = 0,
         target: Target = None,

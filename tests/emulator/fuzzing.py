@@ -135,7 +135,10 @@ def scalars():
 
 def axes():
     return st.one_of(
-        st.integers(-4, 6), st.tuples(st.integers(-3, 5)), st.tuples(st.integers(0, 4), st.integers(0, 4)), st.sampled_from([None, "1", 1.5])
+        st.integers(-4, 6),
+        st.tuples(st.integers(-3, 5)),
+        st.tuples(st.integers(0, 4), st.integers(0, 4)),
+        st.sampled_from([None, "1", 1.5]),
     )
 
 

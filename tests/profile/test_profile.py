@@ -94,7 +94,9 @@ REQUIRED = {
 
 def test_every_table_is_written_with_the_schema(mm):
     d = Path(mm.profile_dir)
-    assert sorted(p.name for p in d.iterdir()) == sorted([f"{t}.parquet" for t in schema.TABLES] + ["trace.json", "hardware.json", schema.MARKER_FILE])
+    assert sorted(p.name for p in d.iterdir()) == sorted(
+        [f"{t}.parquet" for t in schema.TABLES] + ["trace.json", "hardware.json", schema.MARKER_FILE]
+    )
     assert json.loads((d / "hardware.json").read_text())["dma"]["engines"] == 16
     for table in schema.TABLES:
         written = pq.read_schema(d / f"{table}.parquet")

@@ -84,7 +84,9 @@ def mcp(
         None, "--root", help="Workspace root: every path a tool gets must resolve inside it (default: the current directory)."
     ),
     timeout: float | None = typer.Option(None, "--timeout", help="Time limit of each validate/profile call in seconds (default 120)."),
-    memory: str | None = typer.Option(None, "--memory", help="Memory limit of each validate/profile call, e.g. 4G (default: min(8G, half the RAM))."),
+    memory: str | None = typer.Option(
+        None, "--memory", help="Memory limit of each validate/profile call, e.g. 4G (default: min(8G, half the RAM))."
+    ),
     as_json: JsonOption = False,
 ) -> None:
     """Serve nkidev's tools to MCP clients over stdio (validate, profile, analyze, query, docs_search, ...).

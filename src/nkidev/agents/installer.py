@@ -30,7 +30,7 @@ from nkidev import __version__
 from nkidev.agents.bundle import agents, skill_files, skill_names
 from nkidev.agents.clients import SERVER_NAME, Client, Context, check_scope, get_client, mcp_entry, skills_dir_for
 from nkidev.agents.mcpconfig import plan_register, plan_unregister, read_bytes, sha256
-from nkidev.atomic import crash_point, write_bytes
+from nkidev.atomic import crash_point, owner_alive, remove_stale_temps, write_bytes
 from nkidev.errors import NkiUsageError
 
 
@@ -296,8 +296,10 @@ def _write_journal(plan: Plan, touched: list[str], created: list[str]) -> None:
 
 
 def recover(client: Client, base: Path) -> bool:
-    """Roll back an install or uninstall that was interrupted (its journal is still there). True if one was."""
+    """Roll back an install or uninstall that was interrupted (its journal is still there). True if one was.
+    Temporary files of crashed atomic writes next to anything nkidev writes here are removed either way."""
     path = _journal(client, base)
+    _remove_temps(client, base)
     data = read_bytes(path)
     if data is None:
         return False
@@ -323,6 +325,21 @@ def recover(client: Client, base: Path) -> bool:
     path.unlink()
     _remove_dirs(base, list(journal.get("created_dirs", [])))
     return True
+
+
+def _remove_temps(client: Client, base: Path) -> None:
+    manifest = read_bytes(base / client.manifest)
+    try:
+        listed = list(json.loads(manifest).get("files", {})) if manifest else []
+    except (ValueError, AttributeError):
+        listed = []
+    for rel in [client.manifest, _journal(client, base).relative_to(base).as_posix(), *client.mcp_config.values(), *listed]:
+        remove_stale_temps(base / rel)
+    backups = base / client.home / "nkidev-backups"
+    if backups.is_dir():
+        for tmp in backups.rglob(".*.nkidev-tmp-*"):
+            if not owner_alive(tmp):
+                tmp.unlink(missing_ok=True)
 
 
 def _backup_edits(plan: Plan, touched: list[str]) -> None:

@@ -128,7 +128,9 @@ def _timeline(profile: Profile) -> dict:
     return {"bins": TIMELINE_BINS, "lanes": lanes}
 
 
-def query(profile_dir: str | Path, sql: str, timeout_s: float | None = QUERY_TIMEOUT_S, max_rows: int | None = QUERY_MAX_ROWS) -> list[dict]:
+def query(
+    profile_dir: str | Path, sql: str, timeout_s: float | None = QUERY_TIMEOUT_S, max_rows: int | None = QUERY_MAX_ROWS
+) -> list[dict]:
     """Run one read-only SELECT over the profile's tables (views named like neuron-explorer's tables).
 
     The connection reads only the profile's Parquet files (no read_text/read_csv/glob/ATTACH/URLs, settings

@@ -142,6 +142,8 @@ def _kernel_raised(name: str, e: BaseException) -> NkiError:
     for frame in traceback.extract_tb(e.__traceback__):
         if not is_internal(frame.filename) and not frame.filename.startswith("<"):
             location = f"{frame.filename}:{frame.lineno}"
+    if isinstance(e, MemoryError):
+        return NkiError("err_memory_limit", f"{name}: the kernel ran out of memory: {e}", None, location)
     if raised_in_nkidev(e):
         return NkiError(
             "err_internal",

@@ -24,7 +24,9 @@ def _human(d: dict) -> None:
 
 @command
 def profile(
-    spec: Annotated[str, typer.Argument(metavar="FILE::KERNEL", help="Task file and kernel name; KERNEL[4] / KERNEL[2,2] for an SPMD grid.")],
+    spec: Annotated[
+        str, typer.Argument(metavar="FILE::KERNEL", help="Task file and kernel name; KERNEL[4] / KERNEL[2,2] for an SPMD grid.")
+    ],
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Profile directory to write (default: a fresh directory under ./nkidev-profiles/, printed at the end)."),
@@ -32,7 +34,9 @@ def profile(
     case: Annotated[int, typer.Option("--case", help="Index into the task file's cases().")] = 0,
     target: TargetOption = None,
     no_compute: Annotated[bool, typer.Option("--no-compute", help="Skip the numerics, build only the trace (large shapes).")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out directory (only one that holds an nkidev profile).")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing --out directory (only one that holds an nkidev profile).")
+    ] = False,
     timeout: TimeoutOption = None,
     memory: MemoryOption = None,
     as_json: JsonOption = False,

@@ -151,6 +151,13 @@ def _kernel_error(failed: runner.KernelFailed, where: str) -> NkiError:
     if isinstance(e, NkiError):  # keep the class: NkiUsageError and KernelRuleError map to different exit codes
         return type(e)(e.name, f"{where}: {e.message}", e.fix, e.location)
     at = f" at {short(failed.location)}" if failed.location else ""
+    if isinstance(e, MemoryError):
+        return NkiError(
+            "err_memory_limit",
+            f"{where}: the kernel ran out of memory{at} (under the --memory limit of its isolated process): {e}",
+            None,
+            failed.location,
+        )
     if raised_in_nkidev(e):  # nkidev's own code failed on what the kernel passed: our bug, not the kernel's
         if os.environ.get("NKIDEV_DEBUG", "") not in ("", "0"):
             traceback.print_exception(e, file=sys.stderr)

@@ -25,7 +25,8 @@ class ReferenceCalled(Exception):
 
 _lock = threading.Lock()
 _local = threading.local()
-_swapped: dict[types.CodeType, tuple[types.FunctionType, types.CodeType]] = {}  # trip code -> (function, original code)
+# id(trip code) -> (trip code, function, original code); by id: trip codes of same-named functions compare equal
+_swapped: dict[int, tuple[types.CodeType, types.FunctionType, types.CodeType]] = {}
 _armers: dict[int, int] = {}  # id(function) -> number of threads that armed it
 
 
@@ -44,7 +45,7 @@ def _trip(*args, **kwargs):
 
 def tripped(args: tuple, kwargs: dict):
     code = sys._getframe(1).f_code
-    fn, original = _swapped[code]
+    _, fn, original = _swapped[id(code)]
     if id(fn) not in getattr(_local, "armed", ()):
         # another thread's tripwire: run the real function on a copy that carries the original code
         real = types.FunctionType(original, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
@@ -64,7 +65,7 @@ def _arm(fn) -> None:
         count = _armers.get(id(fn), 0)
         if count == 0:
             trip = _trip.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
-            _swapped[trip] = (fn, fn.__code__)
+            _swapped[id(trip)] = (trip, fn, fn.__code__)
             fn.__code__ = trip
         _armers[id(fn)] = count + 1
 
@@ -77,7 +78,7 @@ def _disarm(fn) -> None:
             return
         del _armers[id(fn)]
         trip = fn.__code__
-        fn.__code__ = _swapped.pop(trip)[1]
+        fn.__code__ = _swapped.pop(id(trip))[2]
 
 
 @contextmanager
