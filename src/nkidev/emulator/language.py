@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools as _functools
+import inspect as _inspect
 import math as _math
+import types as _types
 
 import numpy as np
 
@@ -122,7 +125,12 @@ def ndarray(shape, dtype, buffer=sbuf, name: str = "", address=None) -> NkiTenso
     """A new uninitialized tensor (reads as NaN / 4 until written, like the official simulator)."""
     if address is not None and buffer == psum:
         bank = _ctx.current().target.psum.bank_bytes
-        if len(address) != 2 or int(address[1]) % bank:
+        if (
+            not isinstance(address, tuple | list)
+            or len(address) != 2
+            or not builtins.all(isinstance(v, int | np.integer) for v in address)
+            or int(address[1]) % bank
+        ):
             raise rule_error(
                 "err_invalid_argument",
                 f"PSUM address {address} does not start on a bank boundary",
@@ -305,6 +313,8 @@ def store(dst: NkiTensor, value: NkiTensor) -> None:
 
 
 def load_transpose2d(src: NkiTensor, dtype=None) -> NkiTensor:
+    if src.ndim != 2:
+        raise rule_error("err_invalid_argument", f"nl.load_transpose2d: src {src.shape} is not 2-d", "pass a 2-d HBM tensor")
     out = allocate((src.shape[1], src.shape[0]), dtype or src.dtype, sbuf)
     nisa.dma_transpose(dst=out, src=src)
     return out
@@ -342,6 +352,12 @@ def expand_dims(x, axis) -> NkiTensor:
 
 def broadcast_to(x, shape, dtype=None) -> NkiTensor:
     shape = tuple(int(s) for s in shape)
+    if len(shape) != x.ndim or any(have not in (1, want) for have, want in zip(x.shape, shape)):
+        raise rule_error(
+            "err_invalid_argument",
+            f"nl.broadcast_to: cannot broadcast {tuple(x.shape)} to {shape}",
+            "keep the rank and stretch only dims of size 1",
+        )
     if tuple(x.shape) == shape and dtype is None:
         return x
     view = x
@@ -429,6 +445,7 @@ def _make_binary(name: str, math: str):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Element-wise {math}; also an op specifier for nki.isa instructions."
     fn.__nki_op__ = name
+    fn.__nki_scalar_operands__ = True  # x or y may be a Python number (at least one is a tile)
     fn.__module__ = "nki.language"
     return fn
 
@@ -695,6 +712,124 @@ def __getattr__(name: str):
 
 
 _DOCUMENTED_MISSING = {"atomic_rmw", "all_reduce", "loop_reduce"}
+
+# ---------------------------------------------------------------- argument checks at the nl boundary
+#
+# Every public nl function is wrapped once (`_guard_module`) so that its arguments are checked by *name*
+# before any math: a non-tile where a tile is needed, an axis outside the tile's rank, a count or a rate out
+# of range is err_invalid_argument at the kernel line, never a NumPy exception from inside nkidev. The checks
+# are data: parameter name -> check. (nki.isa ops check theirs as Rule objects in their declarations.)
+
+_TILE_PARAMS = ("x", "y", "src", "data", "indices", "w", "condition", "dst")
+_SCALAR_OK = {"where": ("x", "y")}  # parameters that may also be a Python number, per function
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
+
+
+def _tile_check(fn_name: str, name: str, value, args: dict) -> str | None:
+    if isinstance(value, NkiTensor):
+        return None
+    scalar_ok = name in _SCALAR_OK.get(fn_name, ()) or getattr(globals().get(fn_name), "__nki_scalar_operands__", False)
+    if scalar_ok and name in ("x", "y"):
+        return None if _is_number(value) else f"{name} must be a tile or a number, got {type(value).__name__}"
+    if name == "dst" and value is None:
+        return None
+    return f"{name} must be a tile (an NKI tensor), got {type(value).__name__}"
+
+
+def _axis_check(fn_name: str, name: str, value, args: dict) -> str | None:
+    axes = (value,) if isinstance(value, int | np.integer) and not isinstance(value, bool) else value
+    if fn_name == "expand_dims" and not (isinstance(value, int | np.integer) and not isinstance(value, bool)):
+        return f"{name}={value!r} must be one int"
+    if not isinstance(axes, tuple | list) or not axes or not builtins.all(isinstance(a, int | np.integer) and not isinstance(a, bool) for a in axes):
+        return f"{name}={value!r} must be an int or a non-empty tuple of ints"
+    x = args.get("x", args.get("data"))
+    if isinstance(x, NkiTensor):
+        rank = x.ndim + (1 if fn_name == "expand_dims" else 0)
+        bad = [int(a) for a in axes if not -rank <= int(a) < rank]
+        if bad:
+            return f"{name}={value!r} is out of range for a {x.ndim}-d tile (valid: {-rank}..{rank - 1})"
+        if len({int(a) % rank for a in axes}) != len(axes):
+            return f"{name}={value!r} repeats an axis"
+    return None
+
+
+def _positive_int_check(fn_name: str, name: str, value, args: dict) -> str | None:
+    if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
+        return f"{name}={value!r} must be a positive int"
+    return None
+
+
+def _finite_check(fn_name: str, name: str, value, args: dict) -> str | None:
+    if not _is_number(value) or not _math.isfinite(float(value)):
+        return f"{name}={value!r} must be a finite number"
+    return None
+
+
+def _rate_check(fn_name: str, name: str, value, args: dict) -> str | None:
+    if isinstance(value, NkiTensor):
+        return None
+    if not _is_number(value) or not 0.0 <= float(value) <= 1.0:
+        return f"{name}={value!r} must be a probability between 0 and 1 (or a tile)"
+    return None
+
+
+def _number_check(fn_name: str, name: str, value, args: dict) -> str | None:
+    if not isinstance(value, int | float | bool | np.number):
+        return f"{name}={value!r} must be a number"
+    return None
+
+
+def _shape_check(fn_name: str, name: str, value, args: dict) -> str | None:
+    dims = (value,) if isinstance(value, int | np.integer) else value
+    if not isinstance(dims, tuple | list) or not dims or not builtins.all(isinstance(d, int | np.integer) and not isinstance(d, bool) and d > 0 for d in dims):
+        return f"{name}={value!r} must be a tuple of positive ints"
+    return None
+
+
+_ARGUMENT_CHECKS = {
+    **dict.fromkeys(_TILE_PARAMS, _tile_check),
+    "axis": _axis_check,
+    "n": _positive_int_check,
+    "epsilon": _finite_check,
+    "rate": _rate_check,
+    "shape": _shape_check,
+    "fill_value": _number_check,
+}
+
+
+def _guard(fn):
+    """`fn` with its arguments checked by name first (positional ones mapped through its signature)."""
+    params = [p for p in _inspect.signature(fn).parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    checked = {p.name: _ARGUMENT_CHECKS[p.name] for p in params if p.name in _ARGUMENT_CHECKS}
+    if not checked:
+        return fn
+    names = [p.name for p in params]
+    fn_name = fn.__name__
+
+    @_functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        given = dict(zip(names, args))
+        given.update(kwargs)
+        for name, check in checked.items():
+            if name in given:
+                problem = check(fn_name, name, given[name], given)
+                if problem:
+                    raise rule_error("err_invalid_argument", f"nl.{fn_name}: {problem}", "pass the kind of value named here")
+        return fn(*args, **kwargs)
+
+    return guarded
+
+
+def _guard_module() -> None:
+    for name, value in list(globals().items()):
+        if not name.startswith("_") and isinstance(value, _types.FunctionType) and value.__module__ in (__name__, "nki.language"):
+            globals()[name] = _guard(value)
+
+
+_guard_module()
 
 # ---------------------------------------------------------------- NkiTensor operators
 

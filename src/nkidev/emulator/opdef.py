@@ -134,6 +134,31 @@ def pick_engine(op: OpDef, a, ctx) -> str:
     return wanted
 
 
+def check_tiles(op: OpDef, a) -> None:
+    """The tile parameters are NKI tensors (the first operand rule, which needs no engine): given ones, and the
+    required ones even when passed as None."""
+    rule = OPERAND_RULES[0]
+    required = _required(op)
+    for name in op.tiles:
+        t = getattr(a, name, None)
+        if t is not None or name in required:
+            result = rule.check(t, name, op, None, None)
+            if result:
+                raise violation(rule, result, op.name)
+
+
+_REQUIRED: dict[str, frozenset] = {}
+
+
+def _required(op: OpDef) -> frozenset:
+    """Parameters of the op's signature without a default."""
+    found = _REQUIRED.get(op.name)
+    if found is None:
+        params = [p.strip() for p in op.params.split(",") if p.strip() and not p.strip().startswith("*")]
+        found = _REQUIRED[op.name] = frozenset(p for p in params if "=" not in p)
+    return found
+
+
 def check(op: OpDef, a, ctx, engine: str) -> None:
     """Every rule of the call, with the engine known: the operand rules on each tile operand, then the op's."""
     for name in op.tiles:
@@ -161,6 +186,7 @@ def dispatch(op: OpDef, a: SimpleNamespace):
             "pick a target that has it (--target), or use another instruction",
             kernel_location(),
         )
+    check_tiles(op, a)  # before anything (the engine choice included) reads a tile operand's attributes
     engine = pick_engine(op, a, ctx)
     check(op, a, ctx, engine)
     result = op.impl(a, ctx, engine) if ctx.compute else None

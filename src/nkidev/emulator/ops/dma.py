@@ -104,6 +104,8 @@ def _dma_copy(a, ctx, engine):
 def _transpose_axes(a) -> tuple[int, ...] | None:
     nd = a.src.ndim
     default = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(nd)
+    if a.axes is not None and not (isinstance(a.axes, list | tuple) and all(isinstance(x, int) for x in a.axes)):
+        return None  # not a tuple of ints: the check reports it with the allowed values
     axes = tuple(a.axes) if a.axes is not None else default
     return axes
 

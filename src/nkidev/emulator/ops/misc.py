@@ -90,7 +90,8 @@ SET_RNG_SEED = declare(
 
 @SET_RNG_SEED.semantics_impl
 def _set_seed(a, ctx, engine):
-    seed = int(np.asarray(raw(a.src_seeds)).reshape(-1)[0])
+    first = np.asarray(raw(a.src_seeds)).reshape(-1)[0]
+    seed = int(np.nan_to_num(np.float64(first), nan=0.0, posinf=0.0, neginf=0.0)) if first.dtype.kind == "f" else int(first)
     ctx.rng = np.random.default_rng(seed & 0xFFFFFFFF)
 
 
@@ -134,7 +135,7 @@ QUANTIZE_MX = declare(
 
 
 def _barrier_check(a, ctx, engine):
-    if tuple(a.cores) != (0, 1):
+    if not isinstance(a.cores, list | tuple) or tuple(a.cores) != (0, 1):
         return f"cores={a.cores}; only (0, 1) is supported", "pass cores=(0, 1)"
 
 

@@ -106,6 +106,11 @@ def _ts_check(a, ctx, engine):
         return (f"ScalarE on {ctx.target.name} supports only {allowed} in tensor_scalar", "run it on the vector engine")
     if engine == "scalar" and True in kinds:
         return "bitvec operators run on the Vector Engine only", "use engine=nisa.engine.vector"
+    if True in kinds:
+        for name in ("operand0", "operand1"):
+            v = getattr(a, name)
+            if v is not None and not isinstance(v, NkiTensor) and not (np.isfinite(float(v)) and abs(float(v)) < 2**63):
+                return f"{name}={v!r} is not an integer a bitvec operator can use", f"pass {name} as an int"
     if False in kinds:
         for name in ("operand0", "operand1"):
             v = getattr(a, name)
@@ -508,6 +513,8 @@ def _memset_check(a, ctx, engine):
         return f"value {v!r} is not a compile-time number", "pass a Python int or float"
     if dt.kind == "packed" and v != 0:
         return f"x4 packed dtype {dt} only accepts value=0", "memset to 0"
+    if dt.is_int and not np.isfinite(float(v)):
+        return f"value {v} is not finite, integer dtype {dt} has no NaN/Inf", "pass an integer value"
     if dt.is_int and float(v) != int(v):
         return f"value {v} does not fit integer dtype {dt}", "pass an integer value"
     if dt.is_int and dt.kind != "bool":
@@ -783,7 +790,9 @@ STREAM_SHUFFLE = declare(
             "shuffle_mask has 32 entries in [0, 32) or 255",
             lambda a, ctx, engine: (
                 None
-                if len(a.shuffle_mask) == 32 and all(0 <= int(m) < 32 or int(m) == 255 for m in a.shuffle_mask)
+                if isinstance(a.shuffle_mask, list | tuple)
+                and len(a.shuffle_mask) == 32
+                and all(isinstance(m, int | np.integer) and (0 <= int(m) < 32 or int(m) == 255) for m in a.shuffle_mask)
                 else "shuffle_mask must list 32 partition indices (0..31) or 255"
             ),
         ),
