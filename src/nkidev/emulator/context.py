@@ -6,9 +6,15 @@ thread-local, so NKI calls made outside any kernel still work against a default 
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 from dataclasses import dataclass, field
+
+try:
+    import resource
+except ImportError:  # not on Windows: the budget then follows the machine's RAM alone
+    resource = None
 
 import numpy as np
 
@@ -26,44 +32,90 @@ class EmulatorOptions:
     check_capacity: bool = True  # track live SBUF/PSUM bytes against the target
     record: bool = True  # build the instruction trace
     fill: float | None = None  # value of fresh allocations instead of NaN / 4 (validate uses it to find unwritten reads)
+    memory_budget: int | None = None  # bytes of live emulated tensors per program; None: 80% of the address-space limit or RAM
 
     def __post_init__(self):
         if self.target is not None:
             object.__setattr__(self, "target", get_target(self.target))  # resolved once; err_unknown_target early
 
 
+_BUDGET: list[int] = []  # the default emulator memory budget, computed once per process
+
+
+def default_memory_budget() -> int:
+    """80% of the address-space limit (the sandbox's --memory) or else of the RAM: what the emulator may hold live."""
+    if not _BUDGET:
+        limits = []
+        if resource is not None:
+            soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+            if soft not in (resource.RLIM_INFINITY, -1):
+                limits.append(soft)
+        try:
+            limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        except (ValueError, OSError, AttributeError):
+            limits.append(16 << 30)
+        _BUDGET.append(int(0.8 * min(limits)))
+    return _BUDGET[0]
+
+
 class Usage:
-    """Live on-chip bytes per partition; storages release their bytes when Python frees them."""
+    """Live on-chip bytes per partition, live HBM bytes and all live bytes of one program; storages release
+    their bytes when Python frees them. Every limit is checked from the shape *before* the array exists."""
 
-    def __init__(self, check: bool):
+    def __init__(self, check: bool, budget: int | None = None):
         self.check = check
-        self.live = {"sbuf": 0, "psum": 0}
-        self.peak = {"sbuf": 0, "psum": 0}
+        self.budget = budget if budget is not None else default_memory_budget()
+        self.live = {"sbuf": 0, "psum": 0, "hbm": 0}
+        self.peak = {"sbuf": 0, "psum": 0, "hbm": 0}
+        self.total = 0  # bytes of every live storage (what the process actually holds)
 
-    def claim(self, storage, target: Target) -> None:
-        kind, n = storage.kind, storage.pp_bytes
+    def check_fits(self, kind: str, shape: tuple, dtype, pp_bytes: int, nbytes: int, target: Target) -> None:
+        """Raise the named capacity error an allocation of `shape` would hit, before allocating anything."""
+        if self.total + nbytes > self.budget:
+            raise rule_error(
+                "err_memory_limit",
+                f"allocating {shape} {dtype} ({nbytes:,} bytes) would take the emulator past its memory budget of "
+                f"{self.budget:,} bytes ({self.total:,} live)",
+                "use smaller shapes, or raise the budget (--memory, EmulatorOptions.memory_budget)",
+            )
+        if kind == "hbm":
+            cap = target.hbm_bytes_per_nc
+            if self.check and self.live["hbm"] + nbytes > cap:
+                raise rule_error(
+                    "err_hbm_capacity_exceeded",
+                    f"allocating {shape} {dtype} in HBM needs {nbytes:,} bytes but {self.live['hbm']:,} of one NeuronCore's "
+                    f"{cap:,} are already live on {target.name}",
+                    None,
+                )
+            return
         limit = target.sbuf.usable_bytes_per_partition if kind == "sbuf" else target.psum.bytes_per_partition
-        if self.check and kind == "psum" and n > limit:
+        if self.check and kind == "psum" and pp_bytes > limit:
             raise rule_error(
                 "err_psum_tile_too_large",
-                f"PSUM tile {tuple(storage.array.shape)} {storage.dtype} needs {n} bytes per partition, PSUM has {limit}",
+                f"PSUM tile {shape} {dtype} needs {pp_bytes} bytes per partition, PSUM has {limit}",
                 "use at most 8 banks x 2 KiB (2048 fp32) per partition",
             )
-        if self.check and self.live[kind] + n > limit:
+        if self.check and self.live[kind] + pp_bytes > limit:
             name = "err_sbuf_capacity_exceeded" if kind == "sbuf" else "err_psum_capacity_exceeded"
             raise rule_error(
                 name,
-                f"allocating {tuple(storage.array.shape)} {storage.dtype} in {kind.upper()} needs "
-                f"{n} bytes per partition but {self.live[kind]} of {limit} are already live "
+                f"allocating {shape} {dtype} in {kind.upper()} needs "
+                f"{pp_bytes} bytes per partition but {self.live[kind]} of {limit} are already live "
                 f"on {target.name}",
                 None,
             )
-        self.live[kind] += n
+
+    def claim(self, storage, target: Target) -> None:
+        """Count a new storage's bytes (its size was checked with check_fits before it was allocated)."""
+        kind = storage.kind
+        self.live[kind] += storage.pp_bytes if kind != "hbm" else storage.nbytes
         self.peak[kind] = max(self.peak[kind], self.live[kind])
+        self.total += storage.nbytes
         storage._usage = self
 
-    def release(self, kind: str, n: int) -> None:
-        self.live[kind] -= n
+    def release(self, kind: str, n: int, nbytes: int) -> None:
+        self.live[kind] -= n if kind != "hbm" else nbytes
+        self.total -= nbytes
 
 
 @dataclass
@@ -90,7 +142,7 @@ class Context:
 
     def __post_init__(self):
         if self.usage is None:
-            self.usage = Usage(self.options.check_capacity)
+            self.usage = Usage(self.options.check_capacity, self.options.memory_budget)
         linear = 0
         for pid, n in zip(self.program_id, self.grid):
             linear = linear * n + pid

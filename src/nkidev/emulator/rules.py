@@ -243,5 +243,19 @@ def bitvec_needs_int(op_names: tuple[str, ...], tensors: tuple[str, ...]) -> Rul
     return Rule("err_unsupported_dtype", "bitvec operators run on integer tensors", check)
 
 
+def int_arg(name: str, low: int = 1, high: Callable | None = None, high_doc: str = "") -> Rule:
+    """An int argument in [low, high(args)] (high: None = unbounded), checked before any math reads it."""
+
+    def check(a, ctx, engine):
+        v = getattr(a, name, None)
+        if not isinstance(v, int) or isinstance(v, bool):
+            return f"{name}={v!r} must be an int", f"pass {name} as an int"
+        top = high(a) if high is not None else None
+        if v < low or (top is not None and v > top):
+            return f"{name}={v} is outside [{low}, {top if top is not None else 'inf'}]", f"pass {name} between {low} and {high_doc or top}"
+
+    return Rule("err_invalid_argument", f"{name} is an int from {low} to {high_doc or 'any'}", check)
+
+
 def custom(error: str, doc: str, check) -> Rule:
     return Rule(error, doc, check)

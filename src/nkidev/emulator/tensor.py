@@ -67,6 +67,7 @@ class Storage:
         "ptr",
         "pstride",
         "pp_bytes",
+        "nbytes",
         "written",
         "acc",
         "pending",
@@ -86,6 +87,7 @@ class Storage:
         self.ptr = array.__array_interface__["data"][0]
         self.pstride = array.strides[0] if array.ndim else array.itemsize  # bytes per partition (on-chip)
         self.pp_bytes = (math.prod(array.shape[1:]) if array.ndim > 1 else 1) * dtype.itemsize
+        self.nbytes = array.nbytes
         self.written = False
         self.acc = None  # PSUM: elements whose last writer was a matmul (accumulation group open)
         self.pending = None  # PSUM: deferred matmul groups (see psum.py); flushed before any other access
@@ -100,7 +102,7 @@ class Storage:
 
     def __del__(self):
         if self._usage is not None:
-            self._usage.release(self.kind, self.pp_bytes)
+            self._usage.release(self.kind, self.pp_bytes, self.nbytes)
 
     def record(self) -> TensorRecord:
         return TensorRecord(
@@ -134,6 +136,7 @@ def allocate(shape, dtype, buffer=None, name: str = "", role: str = "internal", 
         shared = _shared_allocation(ctx, shape, dt, region, name, location)
         if shared is not None:
             return shared
+    ctx.usage.check_fits(kind, shape, dt, math.prod(shape[1:]) * dt.itemsize, math.prod(shape) * np.dtype(dt.storage).itemsize, ctx.target)
     if fill is None and not ctx.compute:
         array = np.zeros(shape, dtype=dt.storage)  # numerics are off: nothing reads the values; zeros is lazy
     else:
@@ -146,8 +149,7 @@ def allocate(shape, dtype, buffer=None, name: str = "", role: str = "internal", 
             fill_uninitialized(array, dt)
     location = location or kernel_location()
     storage = Storage(array, dt, region, name or assigned_name(location) or "", role, location)
-    if kind != "hbm":
-        ctx.usage.claim(storage, ctx.target)
+    ctx.usage.claim(storage, ctx.target)
     if ctx.trace is not None:
         ctx.trace.tensors[storage.id] = storage.record()
     if region is MemoryRegion.shared_hbm and ctx.shared_hbm is not None and ctx.grid != (1,):

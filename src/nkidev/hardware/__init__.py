@@ -121,6 +121,7 @@ class Dma:
 class Hbm:
     bytes_per_s_per_nc: float
     bytes_per_s_per_stack: float
+    capacity_bytes_per_chip: int  # the emulator refuses live HBM tensors beyond one NeuronCore's share of it
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,11 @@ class Target:
     hbm: Hbm
     features: Features
     source: str  # the TOML file it was loaded from
+
+    @property
+    def hbm_bytes_per_nc(self) -> int:
+        """One NeuronCore's share of the chip's HBM: the cap on live HBM tensors of one program."""
+        return self.hbm.capacity_bytes_per_chip // max(1, self.neuroncores_per_chip)
 
     @property
     def psum_bank_fmax(self) -> int:

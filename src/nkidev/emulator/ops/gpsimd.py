@@ -177,6 +177,7 @@ TOPK = declare(
     tiles=("val_dst", "idx_dst", "src"),
     rules=(
         R.same_partitions("val_dst", "idx_dst", "src"),
+        R.int_arg("n", 1, lambda a: free_size(a.src), "the free size of src"),
         R.custom(
             "err_shape_mismatch",
             "val_dst and idx_dst hold n elements per partition",
