@@ -168,3 +168,16 @@ def test_profile_out_is_checked_writable_before_the_kernel_runs(tmp_path):
         assert r.exit_code == exitcodes.USAGE and error_of(r)["name"] == "err_not_writable"
     finally:
         locked.chmod(0o700)
+
+
+def test_a_candidate_kernel_given_as_source_is_validated_against_the_original_task():
+    from nkidev import sandbox
+
+    task = f"{TASKS / 'spmd.py'}::grid_copy"
+    good = (TASKS / "spmd.py").read_text()
+    bad = good.replace("nisa.dma_copy(dst=out[i * 128 : (i + 1) * 128, :], src=t)", "nisa.dma_copy(dst=out[0:128, :], src=t)", 1)
+    assert bad != good
+    ok = sandbox.run("nkidev.validate.api:validate_source", {"source": good, "task_spec": task, "seeds": 0}, sandbox.Limits(120))
+    assert ok["passed"] and ok["kernel"].endswith("grid_copy[4]")  # the task's GRID applies to the candidate
+    wrong = sandbox.run("nkidev.validate.api:validate_source", {"source": bad, "task_spec": task, "seeds": 0}, sandbox.Limits(120))
+    assert not wrong["passed"] and "cheat_output_not_written" in wrong["cases"][0]["verdicts"] + [c["verdict"] for c in wrong["cheats"]]

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from nkidev.emulator.alu import ACTIVATIONS, ALU, REDUCIBLE, op_name
 from nkidev.emulator.tensor import NkiTensor, free_size, partition_start, partitions
 
@@ -248,13 +250,24 @@ def int_arg(name: str, low: int = 1, high: Callable | None = None, high_doc: str
 
     def check(a, ctx, engine):
         v = getattr(a, name, None)
-        if not isinstance(v, int) or isinstance(v, bool):
+        if not isinstance(v, int | np.integer) or isinstance(v, bool):
             return f"{name}={v!r} must be an int", f"pass {name} as an int"
         top = high(a) if high is not None else None
         if v < low or (top is not None and v > top):
             return f"{name}={v} is outside [{low}, {top if top is not None else 'inf'}]", f"pass {name} between {low} and {high_doc or top}"
 
     return Rule("err_invalid_argument", f"{name} is an int from {low} to {high_doc or 'any'}", check)
+
+
+def number_arg(name: str) -> Rule:
+    """A compile-time number (int, float or bool)."""
+
+    def check(a, ctx, engine):
+        v = getattr(a, name, None)
+        if not isinstance(v, int | float | bool | np.number):
+            return f"{name}={v!r} must be a number", f"pass {name} as a Python int or float"
+
+    return Rule("err_invalid_argument", f"{name} is a number", check)
 
 
 def custom(error: str, doc: str, check) -> Rule:

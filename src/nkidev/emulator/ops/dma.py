@@ -160,9 +160,11 @@ def _dma_transpose(a, ctx, engine):
 def _compute_check(a, ctx, engine):
     if op_name(a.reduce_op) != "add":
         return "reduce_op must be nl.add", "pass reduce_op=nl.add"
+    if not isinstance(a.srcs, list | tuple) or not all(isinstance(s, NkiTensor) for s in a.srcs):
+        return f"srcs={a.srcs!r} must be a list of tiles", "pass srcs=[t1, t2, ...]"
     if not a.srcs or len(a.srcs) > 16:
         return f"{len(a.srcs or [])} sources; 1 to 16 are supported", "pass between 1 and 16 source tensors"
-    if a.scales is not None and any(float(s) != 1.0 for s in a.scales):
+    if a.scales is not None and (not isinstance(a.scales, list | tuple) or any(not isinstance(s, int | float) or float(s) != 1.0 for s in a.scales)):
         return "scales must all be 1.0", "drop the scales or pass 1.0"
     for s in a.srcs:
         if s.size != a.dst.size:

@@ -53,6 +53,8 @@ IOTA = declare(
     tiles=("dst",),
     rules=(
         R.in_memory("dst", ("sbuf",)),
+        R.int_arg("offset", -(2**31), lambda a: 2**31 - 1, "2**31 - 1"),
+        R.int_arg("channel_multiplier", -(2**31), lambda a: 2**31 - 1, "2**31 - 1"),
         R.custom("err_shape_mismatch", "pattern is up to 4-d and covers the tile's elements per partition", _pattern_check("dst")),
     ),
     kind="constant",
@@ -83,6 +85,9 @@ AFFINE_SELECT = declare(
         R.same_partitions("dst", "on_true_tile"),
         R.same_free_size("dst", "on_true_tile"),
         R.alu_op("cmp_op", ("arith",)),
+        R.int_arg("offset", -(2**31), lambda a: 2**31 - 1, "2**31 - 1"),
+        R.int_arg("channel_multiplier", -(2**31), lambda a: 2**31 - 1, "2**31 - 1"),
+        R.number_arg("on_false_value"),
         R.custom("err_shape_mismatch", "pattern covers the tile's elements per partition", _pattern_check("dst")),
     ),
     attrs=lambda a: {"cmp_op": op_name(a.cmp_op)},
