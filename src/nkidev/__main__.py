@@ -1,3 +1,3 @@
-from nkidev.cli import main
+from nkidev.entry import main
 
 main()

@@ -8,9 +8,6 @@ Library functions report progress as plain dicts ({"event": "start", "cases": n}
 
 from __future__ import annotations
 
-from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.progress import Progress as RichProgress
-
 from nkidev.cli_common import console
 
 NOTE_CHARS = 2000
@@ -23,11 +20,14 @@ class Progress:
         self.as_json = as_json
         self.title = title
         self.bar = console.is_terminal if bar is None else bar
-        self._rich: RichProgress | None = None
+        self._rich = None
         self._task = None
 
     def __enter__(self) -> Progress:
         if not self.as_json and self.bar:
+            from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as RichProgress
+
             self._rich = RichProgress(
                 SpinnerColumn(),
                 TextColumn("{task.description}"),

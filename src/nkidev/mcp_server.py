@@ -131,7 +131,7 @@ async def _isolated(function: str, kwargs: dict, limits: Limits, label: str, cwd
     from nkidev import sandbox
 
     try:
-        job = sandbox.start(function, kwargs, limits, label=label, cwd=cwd, warm=True)
+        job = sandbox.start(function, kwargs, limits, label=label, cwd=cwd, warm=True, spare=True)
     except NkiError as e:
         return _error(e)
     try:

@@ -55,7 +55,9 @@ def profile(
         check_destination(out, force)  # fail before starting anything
     options = {"spec": spec, "case": case, "target": target, "out": str(out) if out is not None else None, "compute": not no_compute}
     with Progress(as_json, f"profile {spec}") as progress:
-        job = sandbox.start("nkidev.profile.api:profile_task_data", {**options, "force": force}, limits, progress.event, label=spec)
+        job = sandbox.start(
+            "nkidev.profile.api:profile_task_data", {**options, "force": force}, limits, progress.event, label=spec, warm=True
+        )
         try:
             result = job.result()
         finally:

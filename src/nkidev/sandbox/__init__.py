@@ -19,8 +19,9 @@ process group. It sets RLIMIT_AS to `memory_bytes`, imports `preload`, reads the
   with it unless they started their own session).
 - stdout/stderr of the child (what the task file, the kernel or native code printed) are captured per run:
   `Job.stdout` / `Job.stderr`; the caller's own streams are never redirected.
-- `warm=True` takes a pre-started spare (already past `import nkidev...`) and starts the next one in the
-  background. A worker runs one call and exits, so no state survives from one task file to the next.
+- `warm=True` takes a pre-started spare (`prestart`, already past `import nkidev...`; `spare=True` starts the
+  next one in the background). A worker runs one call and exits, so no state survives from one task file to
+  the next; a spare learns its memory limit with the job, before the job's code runs.
 
 What it does not do: it is not a security boundary against code that wants to read or write the user's
 files (the child runs as the user); it protects the caller from hangs, memory exhaustion, crashes, exits
@@ -35,7 +36,7 @@ from collections.abc import Callable
 from nkidev.sandbox.job import Job, Worker
 from nkidev.sandbox.limits import Limits, cli_limits, mcp_limits, parse_memory
 
-__all__ = ["Job", "Limits", "Worker", "cli_limits", "mcp_limits", "parse_memory", "run", "start"]
+__all__ = ["Job", "Limits", "Worker", "cli_limits", "mcp_limits", "parse_memory", "prestart", "run", "start"]
 
 DEFAULT_PRELOAD = ("nkidev.validate.api",)
 
@@ -49,18 +50,27 @@ def start(
     preload: tuple[str, ...] = DEFAULT_PRELOAD,
     cwd: str | os.PathLike | None = None,
     warm: bool = False,
+    spare: bool = False,
     label: str = "",
 ) -> Job:
-    """Start `function` ("package.module:name") with `kwargs` in a child; returns the running Job."""
+    """Start `function` ("package.module:name") with `kwargs` in a child; returns the running Job. `warm`: use a
+    waiting spare (`prestart`) if there is one; `spare`: then start the next spare for a later call."""
     from nkidev.sandbox import pool
 
     limits = limits or Limits()
     cwd = str(cwd) if cwd is not None else os.getcwd()
     if warm:
-        worker = pool.take(limits.memory_bytes, tuple(preload), cwd, keep_spare=True)
+        worker = pool.take(tuple(preload), cwd, keep_spare=spare)
     else:
         worker = Worker(limits.memory_bytes, tuple(preload), cwd)
     return Job(worker, function, dict(kwargs or {}), limits, on_event, label)
+
+
+def prestart(preload: tuple[str, ...] = DEFAULT_PRELOAD, cwd: str | os.PathLike | None = None) -> None:
+    """Start a warm spare now for a `start(..., warm=True)` later (the CLI does this before parsing its options)."""
+    from nkidev.sandbox import pool
+
+    pool.prestart(tuple(preload), str(cwd) if cwd is not None else None)
 
 
 def run(

@@ -1,7 +1,7 @@
 """The child process: `python -m nkidev.sandbox.child --fd N [--memory BYTES] [--preload MODULE ...]`.
 
-It limits its own address space first (before anything else is imported, so no library can opt out), imports
-the preload modules (a warm worker waits here), says "ready", reads one job from stdin, runs it and writes
+It limits its own address space (at start with --memory, or from the job: always before any user code runs),
+imports the preload modules (a warm worker waits here), says "ready", reads one job from stdin, runs it and writes
 exactly one result or error to the message pipe, then leaves with os._exit so that threads the kernel
 started cannot keep it alive. stdin is /dev/null while the job runs; stdout and stderr go to the parent,
 which keeps them as the run's output.
@@ -115,7 +115,9 @@ def main(argv: list[str] | None = None) -> None:
         os._exit(0)  # the parent went away (a spare worker that was never used)
     import json
 
-    message = _run(json.loads(line), channel)
+    job = json.loads(line)
+    _limit_memory(job.get("memory_bytes"))  # a warm worker learns its limit with the job, before any user code runs
+    message = _run(job, channel)
     try:
         channel.send(message)
     except (TypeError, ValueError) as e:  # the value is not plain data: a bug in the library function

@@ -1,6 +1,6 @@
 """What parent and child say to each other: one JSON object per line.
 
-parent -> child (stdin, one line): {"function": "package.module:name", "kwargs": {...}}
+parent -> child (stdin, one line): {"function": "package.module:name", "kwargs": {...}, "memory_bytes": N | null}
 child -> parent (the message pipe): {"kind": "ready"} once warm, {"kind": "event", "event": {...}} per progress
 event, then exactly one {"kind": "result", "value": ...} or {"kind": "error", "error": {...}}.
 

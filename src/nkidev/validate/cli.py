@@ -62,7 +62,9 @@ def validate_isolated(spec: str, options: dict, limits, as_json: bool) -> dict:
     from nkidev.validate.report import tail_lines
 
     with Progress(as_json, f"validate {spec}") as progress:
-        job = sandbox.start("nkidev.validate.api:validate_task_data", {"spec": spec, **options}, limits, progress.event, label=spec)
+        job = sandbox.start(
+            "nkidev.validate.api:validate_task_data", {"spec": spec, **options}, limits, progress.event, label=spec, warm=True
+        )
         try:
             result = job.result()
         finally:

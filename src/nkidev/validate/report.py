@@ -4,8 +4,16 @@ summary. Works on the `--json` dict (what the sandbox returns), or on a Validati
 from __future__ import annotations
 
 import math
+import os
 
-from nkidev.validate.checks import short
+
+def short(location: str | None) -> str:
+    """'file.py:LINE' of a '/abs/path/file.py:LINE' location (this module stays free of NumPy: the CLI's parent
+    process prints reports without importing the emulator)."""
+    if not location:
+        return "?"
+    path, _, line = location.rpartition(":")
+    return f"{os.path.basename(path)}:{line}"
 
 
 def _diff(x: float | None) -> str:

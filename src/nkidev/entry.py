@@ -1,0 +1,25 @@
+"""The `nkidev` executable: start the sandbox's warm child first, then import the CLI.
+
+`validate` and `profile` run the task file in a child interpreter; starting it before this process imports
+typer, rich and the command modules lets the two start-ups overlap (see nkidev.sandbox.pool)."""
+
+from __future__ import annotations
+
+import sys
+
+
+ISOLATED_COMMANDS = ("validate", "profile")
+
+
+def wants_sandbox(argv: list[str]) -> bool:
+    return len(argv) > 1 and argv[1] in ISOLATED_COMMANDS and not {"--help", "--verdicts"} & set(argv)
+
+
+def main() -> None:
+    if wants_sandbox(sys.argv):
+        from nkidev.sandbox import prestart
+
+        prestart()
+    from nkidev.cli import main as main_cli
+
+    main_cli()
