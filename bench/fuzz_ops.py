@@ -17,7 +17,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the strategies l
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
 from tests.emulator.fuzzing import Tally, call_once, calls, fresh_context, ops_under_test  # noqa: E402
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 
-
 ISOLATED_COMMANDS = ("validate", "profile")
 
 

@@ -179,7 +179,8 @@ def check_cases(kernel, cases: list[tuple], where: str) -> None:
         except TypeError as e:
             raise NkiUsageError(
                 "err_bad_task_file",
-                f"{where}: case {i} has {len(case)} input(s) but {getattr(fn, '__name__', 'the kernel')}{signature} does not take them ({e})",
+                f"{where}: case {i} has {len(case)} input(s) but {getattr(fn, '__name__', 'the kernel')}{signature} "
+                f"does not take them ({e})",
                 "make each case a tuple with one value per kernel parameter, in order",
             ) from None
         for j, x in enumerate(case):

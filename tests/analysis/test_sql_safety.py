@@ -93,7 +93,7 @@ def test_cli_query_options(secret):
     assert r.exit_code == exitcodes.USAGE and "hunter2" not in r.output
     r = CliRunner().invoke(app, ["query", REAL, "SELECT count(*) FROM range(100000000000)", "--timeout", "1", "--json"])
     assert r.exit_code == exitcodes.STOPPED and json.loads(r.stdout)["error"]["name"] == "err_timeout"
-    r = CliRunner().invoke(app, ["query", REAL, "SELECT * FROM range(50)", "--max-rows", "10", "--json"])
+    r = CliRunner().invoke(app, ["query", REAL, "SELECT * FROM range(50)", "--row-cap", "10", "--json"])
     assert r.exit_code == exitcodes.USAGE and json.loads(r.stdout)["error"]["name"] == "err_query_too_large"
 
 

@@ -66,7 +66,10 @@ CRASHES = {
     ),
     "memset NaN into int": (lambda: nisa.memset(dst=empty((2, 8), "int32"), value=float("nan")), "err_memset_value_type"),
     "nl.rms_norm n=0": (lambda: nl.rms_norm(empty((2, 8)), empty((2, 8)), axis=1, n=0), "err_invalid_argument"),
-    "a rule reading a non-tile": (lambda: nisa.tensor_tensor(dst=empty((2, 8)), data1=3.0, data2=empty((2, 8)), op=nl.add), "err_failed_to_infer_tile_from_local_tensor"),
+    "a rule reading a non-tile": (
+        lambda: nisa.tensor_tensor(dst=empty((2, 8)), data1=3.0, data2=empty((2, 8)), op=nl.add),
+        "err_failed_to_infer_tile_from_local_tensor",
+    ),
     "a required tile passed as None": (lambda: nisa.reciprocal(dst=None, data=None), "err_failed_to_infer_tile_from_local_tensor"),
     "a (128, 4000, 4000) SBUF tile": (lambda: nl.ndarray((128, 4000, 4000), nl.float32, buffer=nl.sbuf), "err_sbuf_capacity_exceeded"),
     "HBM beyond one NeuronCore": (lambda: nl.ndarray((1 << 16, 1 << 16), nl.float32, buffer=nl.shared_hbm), "err_hbm_capacity_exceeded"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -80,13 +81,13 @@ def _report(result: dict, as_json: bool, verb: str) -> None:
 @command
 def mcp(
     list_tools: bool = typer.Option(False, "--list-tools", help="List the tools instead of serving them."),
-    root: Path | None = typer.Option(
-        None, "--root", help="Workspace root: every path a tool gets must resolve inside it (default: the current directory)."
-    ),
-    timeout: float | None = typer.Option(None, "--timeout", help="Time limit of each validate/profile call in seconds (default 120)."),
-    memory: str | None = typer.Option(
-        None, "--memory", help="Memory limit of each validate/profile call, e.g. 4G (default: min(8G, half the RAM))."
-    ),
+    root: Annotated[
+        Path | None, typer.Option("--root", help="Workspace root: every path a tool gets must resolve inside it (default: the current directory).")
+    ] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Time limit of each validate/profile call in seconds (default 120).")] = None,
+    memory: Annotated[
+        str | None, typer.Option("--memory", help="Memory limit of each validate/profile call, e.g. 4G (default: min(8G, half the RAM)).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Serve nkidev's tools to MCP clients over stdio (validate, profile, analyze, query, docs_search, ...).

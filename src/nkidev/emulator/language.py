@@ -743,7 +743,11 @@ def _axis_check(fn_name: str, name: str, value, args: dict) -> str | None:
     axes = (value,) if isinstance(value, int | np.integer) and not isinstance(value, bool) else value
     if fn_name == "expand_dims" and not (isinstance(value, int | np.integer) and not isinstance(value, bool)):
         return f"{name}={value!r} must be one int"
-    if not isinstance(axes, tuple | list) or not axes or not builtins.all(isinstance(a, int | np.integer) and not isinstance(a, bool) for a in axes):
+    if (
+        not isinstance(axes, tuple | list)
+        or not axes
+        or not builtins.all(isinstance(a, int | np.integer) and not isinstance(a, bool) for a in axes)
+    ):
         return f"{name}={value!r} must be an int or a non-empty tuple of ints"
     x = args.get("x", args.get("data"))
     if isinstance(x, NkiTensor):
@@ -784,7 +788,11 @@ def _number_check(fn_name: str, name: str, value, args: dict) -> str | None:
 
 def _shape_check(fn_name: str, name: str, value, args: dict) -> str | None:
     dims = (value,) if isinstance(value, int | np.integer) else value
-    if not isinstance(dims, tuple | list) or not dims or not builtins.all(isinstance(d, int | np.integer) and not isinstance(d, bool) and d > 0 for d in dims):
+    if (
+        not isinstance(dims, tuple | list)
+        or not dims
+        or not builtins.all(isinstance(d, int | np.integer) and not isinstance(d, bool) and d > 0 for d in dims)
+    ):
         return f"{name}={value!r} must be a tuple of positive ints"
     return None
 

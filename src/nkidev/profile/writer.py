@@ -21,9 +21,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from nkidev.costmodel.timeline import Timeline
 from nkidev import __version__
 from nkidev.atomic import crash_point, fsync_dir, fsync_file, owner_alive, temp_name
+from nkidev.costmodel.timeline import Timeline
 from nkidev.errors import NkiUsageError
 from nkidev.hardware import Target
 from nkidev.profile import schema, summary, tables

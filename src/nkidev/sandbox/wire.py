@@ -47,9 +47,16 @@ def decode(line: bytes) -> dict | None:
 
 
 def error_to_wire(error: NkiError) -> dict:
-    return {**error.to_dict(), "class": type(error).__name__ if type(error).__name__ in _CLASSES else "NkiError"}
+    return {
+        **error.to_dict(),
+        "class": type(error).__name__ if type(error).__name__ in _CLASSES else "NkiError",
+        "user_traceback": getattr(error, "user_traceback", None),
+    }
 
 
 def error_from_wire(data: dict) -> NkiError:
     cls = _CLASSES.get(str(data.get("class")), NkiError)
-    return cls(str(data.get("name", "err_internal")), str(data.get("message", "")), data.get("fix"), data.get("location"))
+    error = cls(str(data.get("name", "err_internal")), str(data.get("message", "")), data.get("fix"), data.get("location"))
+    if isinstance(data.get("user_traceback"), str):
+        error.user_traceback = data["user_traceback"]  # NKIDEV_DEBUG=1 prints the kernel's traceback in the parent too
+    return error

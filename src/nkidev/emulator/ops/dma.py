@@ -164,7 +164,9 @@ def _compute_check(a, ctx, engine):
         return f"srcs={a.srcs!r} must be a list of tiles", "pass srcs=[t1, t2, ...]"
     if not a.srcs or len(a.srcs) > 16:
         return f"{len(a.srcs or [])} sources; 1 to 16 are supported", "pass between 1 and 16 source tensors"
-    if a.scales is not None and (not isinstance(a.scales, list | tuple) or any(not isinstance(s, int | float) or float(s) != 1.0 for s in a.scales)):
+    if a.scales is not None and (
+        not isinstance(a.scales, list | tuple) or any(not isinstance(s, int | float) or float(s) != 1.0 for s in a.scales)
+    ):
         return "scales must all be 1.0", "drop the scales or pass 1.0"
     for s in a.srcs:
         if s.size != a.dst.size:
