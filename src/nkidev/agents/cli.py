@@ -82,9 +82,10 @@ def _report(result: dict, as_json: bool, verb: str) -> None:
 def mcp(
     list_tools: bool = typer.Option(False, "--list-tools", help="List the tools instead of serving them."),
     root: Annotated[
-        Path | None, typer.Option("--root", help="Workspace root: every path a tool gets must resolve inside it (default: the current directory).")
+        Path | None,
+        typer.Option("--root", help="Workspace root: every path argument must resolve inside it (default: the current directory)."),
     ] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="Time limit of each validate/profile call in seconds (default 120).")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds each validate/profile call may run (default 120).")] = None,
     memory: Annotated[
         str | None, typer.Option("--memory", help="Memory limit of each validate/profile call, e.g. 4G (default: min(8G, half the RAM)).")
     ] = None,
