@@ -19,10 +19,13 @@ import os
 import sys
 import sysconfig
 import textwrap
+import threading
 import types
 from dataclasses import dataclass
 
 from nkidev.emulator.location import is_internal
+
+_PARSE_LOCK = threading.Lock()
 
 BANNED_MODULES = {
     "inspect",
@@ -202,7 +205,8 @@ def _parse(obj) -> tuple[ast.AST, str, dict] | None:
     except (OSError, TypeError):
         return None
     try:
-        tree = ast.parse(textwrap.dedent("".join(lines)))
+        with _PARSE_LOCK:  # CPython 3.11/3.12's AST constructor keeps per-interpreter state: concurrent parses fail
+            tree = ast.parse(textwrap.dedent("".join(lines)))
     except SyntaxError:
         return None
     ast.increment_lineno(tree, first - 1)
