@@ -94,12 +94,13 @@ def test_tool_descriptions_say_which_tools_run_the_task_files_code():
 def test_a_hung_tool_neither_blocks_others_nor_outlives_its_limit(tmp_path):
     root = tmp_path / "ws"
     shutil.copytree(TASKS, root)
-    server = StdioServerParameters(command=sys.executable, args=["-m", "nkidev", "mcp", "--root", str(root), "--timeout", "4"])
+    server = StdioServerParameters(command=sys.executable, args=["-m", "nkidev", "mcp", "--root", str(root), "--timeout", "8"])
     times: dict[str, float] = {}
     results: dict[str, object] = {}
 
     async def go():
         async with Client(server) as client:
+            await client.call_tool("explain", {"name": "err_timeout"})  # the docs index is built once, before the race
             start = time.monotonic()
 
             async def hung():
@@ -116,5 +117,5 @@ def test_a_hung_tool_neither_blocks_others_nor_outlives_its_limit(tmp_path):
                 group.start_soon(quick)
 
     anyio.run(go)
-    assert not results["quick"].is_error and times["quick"] < times["hung"]
-    assert error(results["hung"])["name"] == "err_timeout" and times["hung"] < 60
+    assert not results["quick"].is_error and times["quick"] < times["hung"] - 2  # answered while the hung call ran
+    assert error(results["hung"])["name"] == "err_timeout" and 8 <= times["hung"] < 60
