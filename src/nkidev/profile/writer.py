@@ -147,7 +147,8 @@ def write_profile(path: Path, tables_: dict[str, pa.Table], title: str, force: b
             (tmp / schema.HARDWARE_FILE).write_text(json.dumps(dataclasses.asdict(target), indent=1))
         for f in tmp.iterdir():
             fsync_file(f)
-        (tmp / MARKER_FILE).write_text(json.dumps({"tool": "nkidev", "version": __version__, "title": title}) + "\n")
+        marker = {"tool": "nkidev", "version": __version__, "title": title, "written": tmp.name.split("-new-")[-1]}  # pid-random
+        (tmp / MARKER_FILE).write_text(json.dumps(marker) + "\n")
         fsync_file(tmp / MARKER_FILE)
         fsync_dir(tmp)
         crash_point("complete")
