@@ -204,6 +204,30 @@ class Tools:
         ws = self.workspace
         return _run(lambda: _backend("nkidev.analysis.api", "analyze")(ws.path(profile_dir, "profile_dir"), source_root=ws.root))
 
+    async def compare(
+        self,
+        before: Annotated[str, Field(description="A profile directory or FILE::KERNEL spec, inside the workspace root.")],
+        after: Annotated[str, Field(description="A profile directory or FILE::KERNEL spec, inside the workspace root.")],
+        case: Annotated[int, Field(description="Input case of a FILE::KERNEL spec's task file.", ge=0)] = 0,
+        target: Target = None,
+    ) -> CallToolResult:
+        """Compare two profiles (before, after): kernel time and speedup, per-engine deltas, bounds, findings fixed and
+        introduced, cost change per source line. A FILE::KERNEL side is profiled with the cost model, which
+        EXECUTES THE TASK FILE'S PYTHON CODE (in an isolated process with a time and memory limit). Same as
+        `nkidev compare A B --json`."""
+        ws = self.workspace
+
+        def side(value: str) -> str:
+            return ws.spec(value) if "::" in value and not ws.path(value, "profile").is_dir() else str(ws.path(value, "profile"))
+
+        try:
+            a, b = side(before), side(after)
+        except NkiError as e:
+            return _error(e)
+        kwargs = {"a": a, "b": b, "case": case, "target": target, "source_root": str(ws.root), "limits": self.limits}
+        call = _backend("nkidev.analysis.compare", "compare")
+        return await anyio.to_thread.run_sync(lambda: _run(lambda: call(**kwargs)))
+
     def query(
         self,
         profile_dir: ProfileDir,
@@ -250,7 +274,7 @@ class Tools:
         return _run(lambda: run_explain(name), _DOCS_LOCK)
 
 
-TOOL_NAMES = ("validate", "profile", "analyze", "query", "docs_search", "docs_show", "explain")
+TOOL_NAMES = ("validate", "profile", "analyze", "compare", "query", "docs_search", "docs_show", "explain")
 TOOLS = tuple(getattr(Tools, name) for name in TOOL_NAMES)
 
 

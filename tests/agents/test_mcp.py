@@ -16,7 +16,7 @@ from nkidev.mcp_server import build_server
 
 from .helpers import EXAMPLES, backend_available
 
-TOOL_NAMES = {"validate", "profile", "analyze", "query", "docs_search", "docs_show", "explain"}
+TOOL_NAMES = {"validate", "profile", "analyze", "compare", "query", "docs_search", "docs_show", "explain"}
 SOFTMAX = f"{EXAMPLES / 'softmax.py'}::softmax_kernel"
 needs_validate = pytest.mark.skipif(
     not backend_available("nkidev.validate.api"), reason="validation backend nkidev.validate.api has not landed"

@@ -56,6 +56,8 @@ def error(result) -> dict:
         ("profile", {"kernel": "softmax.py::softmax_kernel", "out": "linkdir/p", "force": True}),
         ("analyze", {"profile_dir": "/"}),
         ("query", {"profile_dir": "..", "sql": "SELECT 1"}),
+        ("compare", {"before": "../outside.py::k", "after": "softmax.py::softmax_kernel"}),
+        ("compare", {"before": "softmax.py::softmax_kernel", "after": "linkdir"}),
     ],
 )
 def test_paths_outside_the_root_are_refused(workspace, tool, args):
@@ -64,6 +66,13 @@ def test_paths_outside_the_root_are_refused(workspace, tool, args):
     assert error(result)["name"] == "err_outside_root"
     assert not (workspace / "pwned").exists() and not (workspace.parent / "pwned").exists()
     assert not (workspace.parent / "p").exists()
+
+
+def test_compare_of_two_specs_inside_the_root(workspace):
+    (result,) = call_all(workspace, [("compare", {"before": "softmax.py::softmax_kernel", "after": "softmax.py::softmax_kernel"})])
+    assert not result.is_error, result.content[0].text
+    data = result.structured_content
+    assert data["time"]["speedup"] == 1.0 and data["a"]["kind"] == "spec" and data["time"]["a_ns"] > 0
 
 
 def test_profile_force_never_wipes_a_users_directory(workspace):
@@ -86,7 +95,7 @@ def test_tool_descriptions_say_which_tools_run_the_task_files_code():
             return {t.name: t.description for t in (await client.list_tools()).tools}
 
     tools = anyio.run(go)
-    for name in ("validate", "profile"):
+    for name in ("validate", "profile", "compare"):
         assert "EXECUTES THE TASK FILE'S PYTHON CODE" in tools[name]
     assert all("EXECUTES" not in tools[n] for n in ("analyze", "query", "docs_search", "docs_show", "explain"))
 

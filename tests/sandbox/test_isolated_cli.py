@@ -39,6 +39,14 @@ def test_endless_kernel_is_stopped_by_the_timeout():
     assert time.monotonic() - start < 30
 
 
+def test_compare_runs_a_spec_side_in_the_sandbox():
+    start = time.monotonic()
+    softmax = Path(__file__).parents[2] / "examples" / "softmax.py"
+    r = cli("compare", f"{softmax}::softmax_kernel", f"{TASKS / 'endless.py'}::endless_kernel", "--timeout", "3", "--json")
+    assert r.exit_code == exitcodes.STOPPED, r.output
+    assert error_of(r)["name"] == "err_timeout" and time.monotonic() - start < 40
+
+
 def test_os_exit_zero_in_a_wrong_kernel_is_never_a_pass():
     r = cli("validate", f"{TASKS / 'exits.py'}::exits_kernel", "--json")
     assert r.exit_code == exitcodes.STOPPED and error_of(r)["name"] == "err_child_exited"

@@ -1,4 +1,4 @@
-"""CLI commands of nkidev.analysis (registered by nkidev.cli): `nkidev analyze` and `nkidev query`."""
+"""CLI commands of nkidev.analysis (registered by nkidev.cli): `nkidev analyze`, `nkidev query` and `nkidev compare`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from nkidev import exitcodes
-from nkidev.cli_common import JsonOption, TargetOption, command, console, print_json
+from nkidev.cli_common import JsonOption, MemoryOption, TargetOption, TimeoutOption, command, console, print_json
 from nkidev.errors import NkiUsageError
 
 SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
@@ -91,12 +91,17 @@ def compare(
     source_root: Annotated[
         Path | None, typer.Option("--source-root", help="Directory to find kernel files in when the profile's paths do not exist here.")
     ] = None,
+    timeout: TimeoutOption = None,
+    memory: MemoryOption = None,
 ) -> None:
-    """Compare two profiles: time and per-engine deltas, bounds, findings fixed/introduced, cost per source line."""
+    """Compare two profiles: time and per-engine deltas, bounds, findings fixed/introduced, cost per source line.
+
+    A FILE::KERNEL side runs its task file and kernel in an isolated child stopped by --timeout / --memory."""
     from nkidev.analysis import report_compare, report_html
     from nkidev.analysis.compare import compare as run_compare
+    from nkidev.sandbox.limits import cli_limits
 
-    result = run_compare(a, b, case=case, target=target, source_root=source_root)
+    result = run_compare(a, b, case=case, target=target, source_root=source_root, limits=cli_limits(timeout, memory))
     if html is not None:
         write_text_atomic(html, report_html.render_compare(result))
     if as_json:

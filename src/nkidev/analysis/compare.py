@@ -5,7 +5,8 @@
     c.to_dict()                                             # `nkidev compare A B --json`
 
 A FILE::KERNEL spec is profiled with the cost model (case `case` of its task file) into a temporary
-directory that is removed afterwards. Source lines are matched by their text, so a rewritten kernel in
+directory that is removed afterwards; the task file and the kernel run in the sandbox's isolated child
+(`limits`: time and memory), as `nkidev profile` runs them. Source lines are matched by their text, so a rewritten kernel in
 another file still lines up wherever a line survived; a line only one side has is compared with zero.
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from nkidev.analysis.api import analyze
 from nkidev.analysis.bounds import COMPUTE_BOUNDS, MEMORY_BOUNDS
 from nkidev.analysis.result import AnalysisResult
+from nkidev.sandbox.limits import Limits
 
 SCHEMA_VERSION = "nkidev.compare/1"
 BOUND_KEYS = ("total_time_ns", *MEMORY_BOUNDS, *COMPUTE_BOUNDS, "perfect_pipeline_ns")
@@ -72,12 +74,14 @@ def _delta(a, b) -> dict:
     return {"a": a, "b": b, "delta": d, "ratio": None if d is None or not a else b / a}
 
 
-def _side(what: str, case: int, target: str | None, source_root, scratch: Path) -> Side:
+def _side(what: str, case: int, target: str | None, source_root, scratch: Path, limits: Limits | None) -> Side:
     if "::" in what and not Path(what).is_dir():
-        from nkidev.profile.api import profile_task
+        from nkidev import sandbox
 
-        made = profile_task(what, case=case, target=target, out=scratch / f"profile-{len(list(scratch.iterdir()))}", compute=False)
-        return Side(what, "spec", analyze(made.profile_dir, source_root=source_root))
+        out = scratch / f"profile-{len(list(scratch.iterdir()))}"
+        options = {"spec": what, "case": case, "target": target, "out": str(out), "compute": False}
+        made = sandbox.run("nkidev.profile.api:profile_task_data", options, limits, label=what)
+        return Side(what, "spec", analyze(made["profile_dir"], source_root=source_root))
     return Side(what, "profile", analyze(what, source_root=source_root))
 
 
@@ -143,11 +147,14 @@ def _lines(a: AnalysisResult, b: AnalysisResult) -> list[dict]:
     return rows[:MAX_LINES]
 
 
-def compare(a: str | Path, b: str | Path, case: int = 0, target: str | None = None, source_root=None) -> Comparison:
-    """Compare profile A (before) with profile B (after); each is a profile directory or a FILE::KERNEL spec."""
+def compare(
+    a: str | Path, b: str | Path, case: int = 0, target: str | None = None, source_root=None, limits: Limits | None = None
+) -> Comparison:
+    """Compare profile A (before) with profile B (after); each is a profile directory or a FILE::KERNEL spec
+    (profiled in an isolated child under `limits`, default the CLI's)."""
     with tempfile.TemporaryDirectory(prefix="nkidev-compare-") as scratch:
-        sa = _side(str(a), case, target, source_root, Path(scratch))
-        sb = _side(str(b), case, target, source_root, Path(scratch))
+        sa = _side(str(a), case, target, source_root, Path(scratch), limits)
+        sb = _side(str(b), case, target, source_root, Path(scratch), limits)
     ra, rb = sa.result, sb.result
     time = {
         "a_ns": ra.total_time_ns,
