@@ -135,6 +135,7 @@ class Context:
     counter: list = field(default_factory=lambda: [0])  # shared instruction id counter
     shared_hbm: list | None = None  # shared_hbm storages of a multi-program launch, in allocation order
     shared_count: int = 0
+    deferred_views: int = 0  # views made out of bounds or empty so far: dispatch checks operands once there are any
 
     @property
     def compute(self) -> bool:

@@ -6,21 +6,40 @@ so `array.astype(nl.bfloat16)` and `np.zeros(n, nl.float8_e4m3)` work in user te
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import ml_dtypes
 import numpy as np
 
 from nkidev.errors import NkiError
 
 
-@dataclass(frozen=True, eq=False)
 class NkiDType:
-    name: str
-    storage: np.dtype  # how the emulator stores one element
-    itemsize: int  # bytes on the device
-    kind: str  # "float" | "int" | "uint" | "bool" | "packed"
-    mantissa_bits: int = 0  # precision rank of float types (fp32 23, tf32 10, bf16 7, ...)
+    """One NKI dtype. A plain immutable value, not a dataclass: `dataclasses.asdict` of a kernel config
+    holding `nl.bfloat16` must copy it as a leaf (nki-library builds test kwargs that way), and copies,
+    deep copies and pickles are the same dtype object."""
+
+    __slots__ = ("name", "storage", "itemsize", "kind", "mantissa_bits", "element", "lanes")
+
+    def __init__(self, name: str, storage, itemsize: int, kind: str, mantissa_bits: int = 0, element=None, lanes: int = 1):
+        set_ = object.__setattr__
+        set_(self, "name", name)
+        set_(self, "storage", np.dtype(storage))  # how the emulator stores one element
+        set_(self, "itemsize", itemsize)  # bytes on the device
+        set_(self, "kind", kind)  # "float" | "int" | "uint" | "bool" | "packed"
+        set_(self, "mantissa_bits", mantissa_bits)  # precision rank of float types (fp32 23, tf32 10, bf16 7, ...)
+        set_(self, "element", None if element is None else np.dtype(element))  # packed types: one packed value's dtype
+        set_(self, "lanes", lanes)  # packed types: values per element
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"nl.{self.name} is immutable")
+
+    def __copy__(self) -> NkiDType:
+        return self
+
+    def __deepcopy__(self, memo) -> NkiDType:
+        return self
+
+    def __reduce__(self):
+        return (lookup, (self.name,))
 
     @property
     def dtype(self) -> np.dtype:
@@ -51,11 +70,10 @@ class NkiDType:
         return self.name
 
 
-def _d(name, storage, itemsize, kind, mant=0) -> NkiDType:
-    return NkiDType(name, np.dtype(storage), itemsize, kind, mant)
+def _d(name, storage, itemsize, kind, mant=0, element=None, lanes=1) -> NkiDType:
+    return NkiDType(name, storage, itemsize, kind, mant, element, lanes)
 
 
-_PACKED = np.dtype(np.uint32)  # four packed 8/4-bit values per 32-bit element
 DTYPES: dict[str, NkiDType] = {
     d.name: d
     for d in (
@@ -74,9 +92,11 @@ DTYPES: dict[str, NkiDType] = {
         _d("float8_e4m3fn", ml_dtypes.float8_e4m3fn, 1, "float", 3),
         _d("float8_e5m2", ml_dtypes.float8_e5m2, 1, "float", 2),
         _d("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, 1, "float", 0),
-        _d("float8_e5m2_x4", _PACKED, 4, "packed"),
-        _d("float8_e4m3fn_x4", _PACKED, 4, "packed"),
-        _d("float4_e2m1fn_x4", _PACKED, 4, "packed"),
+        # MX packed types: four values per element, value k in the k-th byte (fp8, 32-bit element) or the
+        # k-th nibble (fp4, 16-bit element), little-endian (nki.language dtype docs; mxfp-matmul deep dive)
+        _d("float8_e5m2_x4", np.uint32, 4, "packed", 0, ml_dtypes.float8_e5m2, 4),
+        _d("float8_e4m3fn_x4", np.uint32, 4, "packed", 0, ml_dtypes.float8_e4m3fn, 4),
+        _d("float4_e2m1fn_x4", np.uint16, 2, "packed", 0, ml_dtypes.float4_e2m1fn, 4),
     )
 }
 

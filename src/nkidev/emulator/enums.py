@@ -51,11 +51,30 @@ class matmul_perf_mode(Enum):  # noqa: N801
 
 
 class nc_version(Enum):  # noqa: N801
-    """NeuronCore version."""
+    """NeuronCore version; ordered (gen2 < gen3 < gen4), as kernels compare `get_nc_version() >= nc_version.gen3`."""
 
     gen2 = 2
     gen3 = 3
     gen4 = 4
+
+    def _order(self, other):
+        return other.value if isinstance(other, nc_version) else NotImplemented
+
+    def __lt__(self, other):
+        o = self._order(other)
+        return o if o is NotImplemented else self.value < o
+
+    def __le__(self, other):
+        o = self._order(other)
+        return o if o is NotImplemented else self.value <= o
+
+    def __gt__(self, other):
+        o = self._order(other)
+        return o if o is NotImplemented else self.value > o
+
+    def __ge__(self, other):
+        o = self._order(other)
+        return o if o is NotImplemented else self.value >= o
 
 
 class dma_engine(Enum):  # noqa: N801

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import functools as _functools
 import inspect as _inspect
 import math as _math
@@ -52,6 +53,23 @@ class NKIObject:
     def __init__(self, **kwargs):
         for k, v in kwargs.items():
             setattr(self, k, v)
+
+    def __init_subclass__(cls, **kwargs):
+        # `@dataclass class P(nl.NKIObject): idx = None` is constructed as P(idx=3) by nki-library; a plain
+        # dataclass makes no field of an un-annotated name, so annotate those before the decorator runs.
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__annotations__", {})
+        extra = {n: object for n, v in cls.__dict__.items() if n not in own and _plain_field(n, v)}
+        if extra:
+            cls.__annotations__ = {**own, **extra}
+
+
+def _plain_field(name: str, value) -> bool:
+    if name.startswith("_") or isinstance(value, type | classmethod | staticmethod | property | dataclasses.Field):
+        return False
+    if isinstance(value, list | dict | set):  # a dataclass refuses mutable defaults; leave them class attributes
+        return False
+    return not callable(value)
 
 
 class _Limits:
@@ -924,6 +942,7 @@ __all__ = [
         "annotations",
         "builtins",
         "contextlib",
+        "dataclasses",
         "np",
         "nisa",
         "lookup",

@@ -18,6 +18,7 @@ import numpy as np
 
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.context import Context, EmulatorOptions
+from nkidev.emulator.dtypes import lookup
 from nkidev.emulator.location import strip_internal_frames
 from nkidev.emulator.tensor import MemoryRegion, NkiTensor, from_array
 from nkidev.emulator.trace import Trace
@@ -56,9 +57,19 @@ def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
 
 
+def _dtype_arg(value):
+    """A NumPy / ml_dtypes / torch dtype passed as a kernel parameter, as the nl dtype kernels compare it with."""
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)) or type(value).__name__ == "dtype":
+        return lookup(value)
+    return None
+
+
 def _to_kernel_arg(value, name: str, region: MemoryRegion, inputs: list):
     if isinstance(value, NkiTensor):
         return value
+    dt = _dtype_arg(value)
+    if dt is not None:
+        return dt
     if _is_torch(value):
         value = _torch_to_numpy(value)
     if isinstance(value, np.ndarray):

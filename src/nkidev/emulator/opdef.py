@@ -19,7 +19,7 @@ from nkidev.emulator import context as _ctx
 from nkidev.emulator.costs import Env, Expr, PerfModes, TransferCost, rate_of
 from nkidev.emulator.location import kernel_location
 from nkidev.emulator.rules import OPERAND_RULES, Rule
-from nkidev.emulator.tensor import NkiTensor, access
+from nkidev.emulator.tensor import NkiTensor, access, check_access
 from nkidev.emulator.trace import Instruction
 from nkidev.errors import KernelRuleError, NkiNotSupportedError
 from nkidev.hardware import Target, get_target, target_names
@@ -187,6 +187,8 @@ def dispatch(op: OpDef, a: SimpleNamespace):
             kernel_location(),
         )
     check_tiles(op, a)  # before anything (the engine choice included) reads a tile operand's attributes
+    if ctx.deferred_views:
+        _check_views(a)
     engine = pick_engine(op, a, ctx)
     check(op, a, ctx, engine)
     result = op.impl(a, ctx, engine) if ctx.compute else None
@@ -194,6 +196,17 @@ def dispatch(op: OpDef, a: SimpleNamespace):
     if ctx.trace is not None:
         _record(op, a, ctx, engine)
     return result
+
+
+def _check_views(a) -> None:
+    """Views are bounds-checked when an instruction accesses them (see NkiTensor.bad)."""
+    for name, value in a.__dict__.items():
+        if value.__class__ is NkiTensor:
+            check_access(value, name)
+        elif value.__class__ in (list, tuple):
+            for v in value:
+                if v.__class__ is NkiTensor:
+                    check_access(v, name)
 
 
 def _mark_written(op: OpDef, a) -> None:

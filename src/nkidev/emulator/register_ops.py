@@ -8,10 +8,11 @@ from nkidev.emulator.dtypes import to_f32
 from nkidev.emulator.location import rule_error
 from nkidev.emulator.memory import raw, store_raw
 from nkidev.emulator.registers import VirtualRegister, value_of
-from nkidev.emulator.tensor import NkiTensor
+from nkidev.emulator.tensor import NkiTensor, check_access
 
 
 def _scalar_of(t: NkiTensor) -> int:
+    check_access(t, "src")
     if t.size != 1:
         raise rule_error("err_shape_mismatch", f"register_load needs a 1-element tensor, got {t.shape}", "pass a [1, 1] tile")
     values = np.asarray(raw(t)).reshape(-1)
@@ -31,6 +32,7 @@ def register_load(dst: VirtualRegister, src: NkiTensor) -> None:
 
 
 def register_store(dst: NkiTensor, src) -> None:
+    check_access(dst, "dst")
     value = value_of(src)
     store_raw(
         dst,

@@ -238,15 +238,20 @@ def _index_value(index) -> np.ndarray:
 class NkiTensor:
     """A view of an NKI tensor in HBM, SBUF or PSUM (first dim of on-chip tensors = partition dim)."""
 
-    __slots__ = ("_data", "storage", "dtype", "dyn", "_reg")
+    __slots__ = ("_data", "storage", "dtype", "dyn", "_reg", "bad")
     __array_priority__ = 100  # make `ndarray + tensor` defer to our operators
 
-    def __init__(self, data: np.ndarray, storage: Storage, dtype: NkiDType, dyn: Indirect | None = None):
+    def __init__(self, data: np.ndarray, storage: Storage, dtype: NkiDType, dyn: Indirect | None = None, bad: str | None = None):
         self._data = data
         self.storage = storage
         self.dtype = dtype
         self.dyn = dyn  # set for views addressed by run-time data
         self._reg = None  # cached region(): views are immutable, so compute it once
+        # Views are bounds-checked when an instruction accesses them, not when created (kernels build views of
+        # the next tile and use them only when it exists): `bad` holds the out-of-bounds message until then.
+        self.bad = bad
+        if bad is not None or data.size == 0:
+            _ctx.current().deferred_views += 1  # dispatch checks operands for this only once such a view exists
 
     # --- attributes -----------------------------------------------------------------
     @property
@@ -325,21 +330,30 @@ class NkiTensor:
                 if start.__class__ is int and stop.__class__ is int and 0 <= start < stop <= n:
                     norm.append(k if (k.start is not None and k.stop is not None) else slice(start, stop))
                     continue
-            norm.append(self._norm_index(dim, k))
-        return NkiTensor(self._data[tuple(norm)], self.storage, self.dtype)
+            problems = []
+            norm.append(self._norm_index(dim, k, problems))
+            if problems:
+                return self._indexed(key, problems[0])
+        return NkiTensor(self._data[tuple(norm)], self.storage, self.dtype, bad=self.bad)
 
-    def _norm_index(self, dim: int, k):
+    def _indexed(self, key, problem: str) -> NkiTensor:
+        """An out-of-bounds view: clipped data of the right rank, and the error its first access raises."""
+        norm = []
+        for dim, k in enumerate(key):
+            norm.append(self._norm_index(dim, k, [], clip=True))
+        return NkiTensor(self._data[tuple(norm)], self.storage, self.dtype, bad=self.bad or _deferred(problem))
+
+    def _norm_index(self, dim: int, k, problems: list, clip: bool = False):
         n = self.shape[dim]
         if isinstance(k, DynSlice):
             k = k.to_slice()
         if isinstance(k, int | np.integer):
             k = int(k)
             if not -n <= k < n:
-                raise rule_error(
-                    "err_tensor_access_out_of_bound",
-                    f"index {k} is out of bounds for dim {dim} of {self.name!r} with size {n}",
-                    f"use an index in [0, {n})",
-                )
+                if n == 0:
+                    raise rule_error("err_tensor_access_out_of_bound", f"index {k} into empty dim {dim} of {self.name!r}", None)
+                problems.append(f"index {k} is out of bounds for dim {dim} of {self.name!r} with size {n}")
+                k = 0
             k = k % n
             return slice(k, k + 1) if (dim == 0 and self.is_on_chip) else k
         if isinstance(k, slice):
@@ -350,13 +364,11 @@ class NkiTensor:
             stop = n if k.stop is None else int(k.stop)
             start = start + n if start < 0 else start
             stop = stop + n if stop < 0 else stop
+            if start >= stop and 0 <= start <= n:
+                return slice(start, start)  # empty, as in NumPy: fine until an instruction accesses it
             if not (0 <= start < stop <= n):
-                raise rule_error(
-                    "err_tensor_access_out_of_bound",
-                    f"slice [{k.start}:{k.stop}] of dim {dim} of {self.name!r} (size {n}) "
-                    f"is {'empty' if start >= stop else 'out of bounds'}",
-                    f"keep slices within [0, {n}]; for the last tile use min(start + size, {n})",
-                )
+                problems.append(f"slice [{k.start}:{k.stop}] of dim {dim} of {self.name!r} (size {n}) is out of bounds")
+                start, stop = min(max(start, 0), n), min(max(stop, 0), n)
             return slice(start, stop, step)
         if isinstance(k, NkiTensor):
             raise NkiNotSupportedError(
@@ -378,7 +390,11 @@ class NkiTensor:
 
     def __bool__(self) -> bool:
         if _ctx.current().in_kernel:
-            # Kernel control flow is fixed when the kernel is compiled; tensor values exist only at run time.
+            # In a kernel a tensor is a handle: `if bias:` asks whether an optional tensor was given (nki-library
+            # writes it for Optional parameters), so it is truthy. A one-element on-chip tile in a condition is
+            # the exception: that is an attempt to branch on a value, which exists only at run time.
+            if self.storage.kind == "hbm" or self._data.size != 1:
+                return True
             raise rule_error(
                 "err_dynamic_control_flow_not_supported",
                 f"Python control flow (if/while/assert/and/or) on the value of tensor {self.name!r}",
@@ -399,7 +415,7 @@ class NkiTensor:
             )
 
     def _new(self, data: np.ndarray) -> NkiTensor:
-        return NkiTensor(data, self.storage, self.dtype)
+        return NkiTensor(data, self.storage, self.dtype, bad=self.bad)
 
     def reshape(self, *shape) -> NkiTensor:
         self._static("reshape")
@@ -478,7 +494,7 @@ class NkiTensor:
         self._static("view")
         dt = to_nki_dtype(dtype)
         try:
-            return NkiTensor(self._data.view(dt.storage), self.storage, dt)
+            return NkiTensor(self._data.view(dt.storage), self.storage, dt, bad=self.bad)
         except ValueError as e:
             raise rule_error(
                 "err_invalid_argument",
@@ -504,7 +520,9 @@ class NkiTensor:
         flat_dst = [g for part in dst_pattern for g in ((part,) if isinstance(part, str) else part)]
         view = view.permute(tuple(names.index(g) for g in flat_dst))
         out_shape = tuple(math.prod(sizes[g] for g in ((p,) if isinstance(p, str) else p)) for p in dst_pattern)
-        return NkiTensor(np.reshape(view._data, out_shape), self.storage, self.dtype) if not self.is_on_chip else view.reshape(out_shape)
+        if self.is_on_chip:
+            return view.reshape(out_shape)
+        return NkiTensor(np.reshape(view._data, out_shape), self.storage, self.dtype, bad=self.bad)
 
     def get_pattern(self) -> list[list[int]]:
         return [[st, n] for st, n in zip(self.strides, self.shape)]
@@ -552,8 +570,8 @@ class NkiTensor:
             raise rule_error(
                 "err_invalid_argument", f"access pattern {pattern!r}", "pass a list of [step, num] pairs, outermost first"
             ) from None
-        if not pattern or any(n <= 0 for _, n in pattern):
-            raise rule_error("err_invalid_argument", f"access pattern {pattern} has an empty dimension", "every num must be positive")
+        if not pattern or any(n < 0 for _, n in pattern):
+            raise rule_error("err_invalid_argument", f"access pattern {pattern} has a negative num", "every num must be >= 0")
         base = 0 if self.dyn is not None else (self._data.__array_interface__["data"][0] - st.ptr) // flat.itemsize
         start = base + (0 if offset is None else int(offset))
         if st.kind != "hbm":
@@ -574,32 +592,62 @@ class NkiTensor:
         if scalar_offset is not None or vector_offset is not None:
             if scalar_offset is not None and vector_offset is not None:
                 raise rule_error("err_invalid_argument", "scalar_offset and vector_offset are mutually exclusive", "pass only one of them")
-            row_stride = math.prod(st.array.shape[indirect_dim + 1 :]) * st.dtype.itemsize // flat.itemsize
+            if self.dyn is None and 0 <= indirect_dim < self.ndim:
+                # the stride of dimension `indirect_dim` of *this view* (a reshape or strided slice has its own)
+                row_stride = self._data.strides[indirect_dim] // flat.itemsize
+            else:
+                row_stride = math.prod(st.array.shape[indirect_dim + 1 :]) * st.dtype.itemsize // flat.itemsize
             mode = "scalar" if scalar_offset is not None else "vector"
             index = scalar_offset if scalar_offset is not None else vector_offset
             shape = tuple(n for _, n in pattern)
             placeholder = np.broadcast_to(np.zeros((), dt.storage), shape)
-            return NkiTensor(placeholder, st, dt, Indirect(mode, index, start, pattern, row_stride, flat))
-        _check_pattern_bounds(self.name, start, pattern, flat.size)
-        strides = tuple(s * flat.itemsize for s, _ in pattern)
+            return NkiTensor(placeholder, st, dt, Indirect(mode, index, start, pattern, row_stride, flat), bad=self.bad)
         shape = tuple(n for _, n in pattern)
+        problem = _pattern_bounds(self.name, start, pattern, flat.size)
+        if problem is not None:  # raised when an instruction accesses the view; no memory behind it until then
+            return NkiTensor(np.broadcast_to(np.zeros((), dt.storage), shape), st, dt, bad=self.bad or _deferred(problem))
+        strides = tuple(s * flat.itemsize for s, _ in pattern)
         data = np.lib.stride_tricks.as_strided(flat[start:], shape=shape, strides=strides)
-        return NkiTensor(data, st, dt)
+        return NkiTensor(data, st, dt, bad=self.bad)
 
     # Arithmetic operators (+, -, *, /, @, unary -) and item assignment (`t[...] = x`) are nki.language
     # operations: nki.language installs them on this class (language.install_tensor_methods), so this layer
     # never imports the one above it.
 
 
-def _check_pattern_bounds(name: str, start: int, pattern, size: int) -> None:
+def _pattern_bounds(name: str, start: int, pattern, size: int) -> str | None:
+    """Why an access pattern leaves its tensor, or None (an empty pattern touches nothing)."""
+    if any(n == 0 for _, n in pattern):
+        return None if 0 <= start <= size else f"access pattern offset {start} is outside {name!r}, which has {size} elements"
     lo = start + sum(min(0, s * (n - 1)) for s, n in pattern)
     hi = start + sum(max(0, s * (n - 1)) for s, n in pattern)
     if lo < 0 or hi >= size:
+        return (
+            f"access pattern {[list(p) for p in pattern]} at offset {start} reaches element "
+            f"{hi if hi >= size else lo} of {name!r}, which has {size}"
+        )
+    return None
+
+
+def _deferred(problem: str) -> str:
+    """The message an out-of-bounds view raises when accessed, naming where it was made."""
+    where = kernel_location()
+    return f"{problem} (view made at {where.rpartition('/')[2]})" if where else problem
+
+
+def check_access(t: NkiTensor, role: str) -> None:
+    """Raise the bounds error of a view an instruction is about to access (out of bounds, or empty)."""
+    if t.bad is not None:
         raise rule_error(
             "err_tensor_access_out_of_bound",
-            f"access pattern {[list(p) for p in pattern]} at offset {start} reaches element "
-            f"{hi if hi >= size else lo} of {name!r}, which has {size}",
-            "shrink the pattern or the offset so every element stays inside the tensor",
+            f"{role}: {t.bad}",
+            "keep every accessed view inside its tensor; for the last tile use min(start + size, n)",
+        )
+    if t._data.size == 0:
+        raise rule_error(
+            "err_tensor_access_out_of_bound",
+            f"{role}: view {t.shape} of {t.name!r} is empty",
+            "skip the instruction when the tile has no elements (an empty slice is fine until accessed)",
         )
 
 

@@ -22,7 +22,9 @@ def _cmp_check(a, ctx, engine):
             return f"{name} must be one of nl.{', nl.'.join(COMPARE)}", None
     if op_name(a.reduce_op) != "maximum":
         return "reduce_op must be nl.maximum", "pass reduce_op=nl.maximum"
-    if float(a.on_false_value) != FP32_MIN:
+    with np.errstate(over="ignore"):  # the immediate is an fp32: the usual literal -3.4028235e38 rounds to FP32_MIN
+        immediate = np.float32(a.on_false_value)
+    if immediate != np.float32(FP32_MIN):
         return f"on_false_value must be FP32_MIN ({FP32_MIN}), got {a.on_false_value}", "leave on_false_value at its default"
     if not a.on_true_tile.dtype.is_float:
         return f"on_true_tile must be a float dtype, got {a.on_true_tile.dtype}", None

@@ -1,0 +1,260 @@
+"""Idioms public NKI kernels rely on (each reduced to a minimal kernel of our own): values, or the named error
+and the kernel line it points at (marked `# <-`)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import pickle
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import nkidev
+from nkidev.emulator import isa as nisa
+from nkidev.emulator import language as nl
+from nkidev.emulator.jit import jit
+from nkidev.errors import NkiError
+
+
+def marked_line(kernel) -> int:
+    lines, start = inspect.getsourcelines(getattr(kernel, "fn", kernel))
+    hits = [start + i for i, text in enumerate(lines) if "# <-" in text]
+    assert len(hits) == 1
+    return hits[0]
+
+
+def expect(name: str, kernel, *args, grid=None, **kwargs) -> NkiError:
+    sim = nkidev.simulate(kernel, **kwargs)
+    with pytest.raises(NkiError) as info:
+        (sim[grid] if grid else sim)(*args)
+    err = info.value
+    assert err.name == name, str(err)
+    assert err.lineno == marked_line(kernel), f"reported {err.location}: {err}"
+    return err
+
+
+# ---------------------------------------------------------------- dtypes are plain values
+
+
+@dataclasses.dataclass
+class _Params:
+    dtype: object = nl.bfloat16
+    n: int = 4
+
+
+def test_dtypes_survive_asdict_copy_and_pickle():
+    d = dataclasses.asdict(_Params())["dtype"]
+    assert d is nl.bfloat16 and np.dtype(d) == np.dtype(ml_dtypes.bfloat16) and not np.issubdtype(d, np.integer)
+    assert copy.deepcopy(nl.float8_e4m3) is nl.float8_e4m3 and pickle.loads(pickle.dumps(nl.int32)) is nl.int32
+    with pytest.raises(AttributeError):
+        nl.float32.itemsize = 2
+
+
+def test_packed_mx_types_have_their_documented_widths():
+    # fp8 x4 packs four bytes in 32 bits; fp4 x4 four nibbles in 16 bits (nki.language dtype docs)
+    assert (nl.float8_e5m2_x4.itemsize, nl.float8_e4m3fn_x4.itemsize, nl.float4_e2m1fn_x4.itemsize) == (4, 4, 2)
+
+
+@jit
+def _roundtrip_fp4_bits(raw):
+    p, f = raw.shape
+    out = nl.ndarray((p, f), dtype=nl.uint16, buffer=nl.shared_hbm)
+    t = nl.ndarray((p, f), dtype=nl.float4_e2m1fn_x4, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=raw.ap(pattern=[[f, p], [1, f]], offset=0, dtype=nl.float4_e2m1fn_x4))
+    nisa.dma_copy(dst=out.ap(pattern=[[f, p], [1, f]], offset=0, dtype=nl.float4_e2m1fn_x4), src=t)
+    return out
+
+
+def test_uint16_tensor_reinterpreted_as_fp4_x4_keeps_every_element():
+    raw = np.arange(8 * 16, dtype=np.uint16).reshape(8, 16)
+    np.testing.assert_array_equal(nkidev.simulate(_roundtrip_fp4_bits)(raw), raw)
+
+
+@jit
+def _dtype_parameter(a, dt):
+    assert dt == nl.bfloat16 and dt.itemsize == 2
+    out = nl.ndarray(a.shape, dtype=dt, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=a)
+    return out
+
+
+def test_numpy_and_ml_dtypes_arguments_reach_the_kernel_as_nl_dtypes():
+    a = np.linspace(0, 1, 32, dtype=np.float32).reshape(4, 8)
+    for dt in (ml_dtypes.bfloat16, np.dtype(ml_dtypes.bfloat16)):
+        out = nkidev.simulate(_dtype_parameter)(a, dt)
+        np.testing.assert_array_equal(out, a.astype(ml_dtypes.bfloat16))
+
+
+# ---------------------------------------------------------------- compile-time Python on NKI objects
+
+
+@jit
+def _version_branch(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    scale = 2.0 if nisa.get_nc_version() >= nisa.nc_version.gen3 else 3.0
+    nisa.activation(dst=t, op=nl.copy, data=t, scale=scale)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_nc_versions_are_ordered():
+    assert nisa.nc_version.gen2 < nisa.nc_version.gen3 <= nisa.nc_version.gen4 and nisa.nc_version.gen4 > nisa.nc_version.gen2
+    a = np.ones((4, 8), np.float32)
+    assert (nkidev.simulate(_version_branch, target="trn2")(a) == 2).all()
+    assert (nkidev.simulate(_version_branch, target="trn1")(a) == 3).all()
+
+
+@jit
+def _optional_bias(a, bias=None):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    if bias:  # an is-given check on a tensor handle, not a read of its values
+        b = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=b, src=bias)
+        nisa.tensor_tensor(dst=x, data1=x, data2=b, op=nl.add)
+    nisa.dma_copy(dst=out, src=x)
+    return out
+
+
+def test_tensor_handle_truthiness_is_an_is_given_check():
+    a = np.random.default_rng(0).random((16, 8), dtype=np.float32)
+    zeros = np.zeros_like(a)  # all zeros: a read of the values would skip the branch
+    np.testing.assert_array_equal(nkidev.simulate(_optional_bias)(a, zeros + 1.0), a + 1.0)
+    np.testing.assert_array_equal(nkidev.simulate(_optional_bias)(a, zeros), a)
+    np.testing.assert_array_equal(nkidev.simulate(_optional_bias)(a), a)
+
+
+@dataclasses.dataclass
+class _Section(nl.NKIObject):
+    index = None
+    offset = 0
+    label: str = "x"
+
+    def rows(self):
+        return slice(self.offset, self.offset + 4)
+
+
+@jit
+def _dataclass_config(a):
+    p = _Section(index=1, offset=4)
+    assert p.label == "x" and p.index == 1
+    out = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a[p.rows(), :])
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_dataclass_nkiobject_with_unannotated_fields():
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    np.testing.assert_array_equal(nkidev.simulate(_dataclass_config)(a), a[4:8])
+    assert _Section().offset == 0 and [f.name for f in dataclasses.fields(_Section)] == ["label", "index", "offset"]
+
+
+# ---------------------------------------------------------------- immediates and access patterns
+
+
+@jit
+def _range_select_literal(a, lo, hi):
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    b0 = nl.ndarray(lo.shape, dtype=lo.dtype, buffer=nl.sbuf)
+    b1 = nl.ndarray(hi.shape, dtype=hi.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    nisa.dma_copy(dst=b0, src=lo)
+    nisa.dma_copy(dst=b1, src=hi)
+    y = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.range_select(
+        dst=y, on_true_tile=x, comp_op0=nl.greater_equal, comp_op1=nl.less, bound0=b0, bound1=b1, on_false_value=-3.4028235e38
+    )
+    nisa.dma_copy(dst=out, src=y)
+    return out
+
+
+def test_range_select_takes_the_fp32_min_literal():
+    a = np.random.default_rng(1).random((8, 16), dtype=np.float32)
+    lo, hi = np.full((8, 1), 2.0, np.float32), np.full((8, 1), 10.0, np.float32)
+    want = np.where((np.arange(16) >= 2) & (np.arange(16) < 10), a, np.finfo(np.float32).min)
+    np.testing.assert_array_equal(nkidev.simulate(_range_select_literal)(a, lo, hi), want)
+
+
+@jit
+def _gather_row_of_reshaped(a, idx):
+    out = nl.ndarray((1, 16), dtype=a.dtype, buffer=nl.shared_hbm)
+    i = nl.ndarray((1, 1), dtype=idx.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i, src=idx)
+    base = a.reshape((2, 16))
+    t = nl.ndarray((1, 16), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=base.ap(pattern=[[16, 1], [1, 16]], offset=0, scalar_offset=i, indirect_dim=0))
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@jit
+def _gather_rows_of_strided(a, idx):
+    out = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+    i = nl.ndarray((4, 1), dtype=idx.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i, src=idx)
+    every_other = a[0:16:2, :]  # rows 0, 2, 4, ...: dim 0's stride is two rows
+    t = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=every_other.ap(pattern=[[16, 4], [1, 8]], offset=0, vector_offset=i, indirect_dim=0))
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_indirect_offsets_scale_by_the_views_stride():
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    np.testing.assert_array_equal(nkidev.simulate(_gather_row_of_reshaped)(a, np.array([[1]], np.int32))[0], a.reshape(-1)[16:32])
+    b = np.arange(16 * 8, dtype=np.float32).reshape(16, 8)
+    idx = np.array([[3], [0], [7], [1]], np.int32)
+    np.testing.assert_array_equal(nkidev.simulate(_gather_rows_of_strided)(b, idx), b[0:16:2][[3, 0, 7, 1]])
+
+
+# ---------------------------------------------------------------- views are checked when accessed
+
+
+@jit
+def _unused_views(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    beyond = a.ap(pattern=[[a.shape[1], 8], [1, a.shape[1]]], offset=a.shape[0] * a.shape[1])  # the next tile: none
+    rest = x[:, 8:8]  # no remainder columns
+    none = a[nl.ds(16, 0), :]
+    assert rest.shape == (16, 0) and none.shape == (0, 8) and beyond.shape == (8, 8)
+    nisa.dma_copy(dst=out, src=x)
+    return out
+
+
+def test_out_of_bounds_and_empty_views_are_fine_until_accessed():
+    a = np.random.default_rng(2).random((16, 8), dtype=np.float32)
+    np.testing.assert_array_equal(nkidev.simulate(_unused_views)(a), a)
+
+
+@jit
+def _access_beyond(a):
+    x = nl.ndarray((8, 8), dtype=a.dtype, buffer=nl.sbuf)
+    beyond = a.ap(pattern=[[8, 8], [1, 8]], offset=a.shape[0] * 8)
+    nisa.dma_copy(dst=x, src=beyond)  # <-
+    return a
+
+
+@jit
+def _access_empty(a):
+    x = nl.ndarray((16, 8), dtype=a.dtype, buffer=nl.sbuf)
+    rest = x[:, 8:8]
+    nisa.memset(dst=rest, value=0.0)  # <-
+    return a
+
+
+def test_accessing_an_out_of_bounds_or_empty_view_names_the_access_line():
+    err = expect("err_tensor_access_out_of_bound", _access_beyond, np.zeros((16, 8), np.float32))
+    assert "reaches element" in err.message and "view made at test_library_idioms.py:" in err.message
+    err = expect("err_tensor_access_out_of_bound", _access_empty, np.zeros((16, 8), np.float32))
+    assert "empty" in err.message
