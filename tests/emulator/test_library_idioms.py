@@ -258,3 +258,122 @@ def test_accessing_an_out_of_bounds_or_empty_view_names_the_access_line():
     assert "reaches element" in err.message and "view made at test_library_idioms.py:" in err.message
     err = expect("err_tensor_access_out_of_bound", _access_empty, np.zeros((16, 8), np.float32))
     assert "empty" in err.message
+
+
+# ---------------------------------------------------------------- nl wrappers, loop helpers, matmul modes
+
+
+@jit
+def _column_broadcast(a, c):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    col = nl.ndarray(c.shape, dtype=c.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    nisa.dma_copy(dst=col, src=c)
+    y = nl.subtract(x, col)  # [P, F] - [P, 1]
+    z = nl.divide(col, nl.add(y, 2.0))  # [P, 1] / [P, F]
+    nisa.dma_copy(dst=out, src=z)
+    return out
+
+
+def test_nl_ops_broadcast_a_column_operand():
+    a = np.random.default_rng(3).random((128, 64), dtype=np.float32)
+    c = np.random.default_rng(4).random((128, 1), dtype=np.float32)
+    np.testing.assert_allclose(nkidev.simulate(_column_broadcast)(a, c), c / (a - c + 2.0), rtol=1e-6)
+    trace = nkidev.run(_column_broadcast, (a, c)).trace
+    assert [i.opcode for i in trace.instructions if i.engine != "dma"] == ["tensor_scalar"] * 3
+
+
+@jit
+def _nl_range_loop(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.range(a.shape[0] // 4):
+        t = nl.ndarray((4, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[i * 4 : (i + 1) * 4, :])
+        nisa.dma_copy(dst=out[i * 4 : (i + 1) * 4, :], src=t)
+    return out
+
+
+def test_nl_range_is_a_loop_range():
+    a = np.random.default_rng(5).random((8, 16), dtype=np.float32)
+    np.testing.assert_array_equal(nkidev.simulate(_nl_range_loop)(a), a)
+
+
+def _double_row(mode):
+    @jit
+    def kernel(a, b):
+        out = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        y = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x, src=a)
+        nisa.dma_copy(dst=y, src=b)
+        ps = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=x, moving=y, perf_mode=mode)  # <-
+        o = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=o, src=ps)
+        nisa.dma_copy(dst=out, src=o)
+        return out
+
+    return kernel
+
+
+def test_perf_mode_string_is_the_enum_member():
+    rng = np.random.default_rng(6)
+    a = rng.random((128, 2, 64)).astype(ml_dtypes.float8_e4m3)
+    b = rng.random((128, 2, 128)).astype(ml_dtypes.float8_e4m3)
+    want = np.einsum("kim,kin->mn", a.astype(np.float32), b.astype(np.float32))
+    by_member = nkidev.simulate(_double_row(nisa.matmul_perf_mode.double_row))(a, b)
+    np.testing.assert_allclose(by_member, want, rtol=1e-5)
+    np.testing.assert_array_equal(nkidev.simulate(_double_row("double_row"))(a, b), by_member)
+    run = nkidev.run(_double_row("double_row"), (a, b)).trace
+    assert [i.attrs["perf_mode"] for i in run.instructions if i.opcode == "nc_matmul"] == ["double_row"]
+    expect("err_invalid_argument", _double_row("quad_row"), a, b)
+
+
+# ---------------------------------------------------------------- placed tensors, find_index8 duplicates
+
+
+@jit
+def _psum_rotation(a, b, eye):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    y = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)
+    e = nl.ndarray(eye.shape, dtype=eye.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    nisa.dma_copy(dst=y, src=b)
+    nisa.dma_copy(dst=e, src=eye)
+    p0 = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum, address=(0, 0))
+    nisa.nc_matmul(dst=p0, stationary=e, moving=x)
+    p1 = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum, address=(0, 0))  # same bank: same memory
+    nisa.nc_matmul(dst=p1, stationary=e, moving=y)  # a new tensor: a new accumulation group
+    o = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=o, src=p0)
+    nisa.dma_copy(dst=out, src=o)
+    return out
+
+
+def test_tiles_at_the_same_address_alias():
+    rng = np.random.default_rng(7)
+    a, b = rng.random((128, 128), dtype=np.float32), rng.random((128, 128), dtype=np.float32)
+    np.testing.assert_allclose(nkidev.simulate(_psum_rotation)(a, b, np.eye(128, dtype=np.float32)), b, rtol=1e-6)
+
+
+@jit
+def _find8(data, vals):
+    out = nl.ndarray((1, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    d = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.sbuf)
+    v = nl.ndarray(vals.shape, dtype=vals.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=d, src=data)
+    nisa.dma_copy(dst=v, src=vals)
+    idx = nl.ndarray((1, 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_find_index8(dst=idx, data=d, vals=v)
+    nisa.dma_copy(dst=out, src=idx)
+    return out
+
+
+def test_find_index8_pairs_duplicates_with_successive_positions():
+    data = np.array([[1, 2, 3, 4, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0]], np.float32)
+    vals = np.array([[3, 8, 8, 8, 8, 8, 8, 8]], np.float32)  # the nc_match_replace8 docstring's example
+    assert nkidev.simulate(_find8)(data, vals)[0].tolist() == [2, 4, 5, 6, 7, 8, 9, 10]
+    vals = np.array([[8, 8, 8, 8, 8, 8, 8, 8]], np.float32)  # an eighth 8 has no unused match
+    assert nkidev.simulate(_find8)(data, vals)[0].tolist() == [4, 5, 6, 7, 8, 9, 10, 0xFFFFFFFF]

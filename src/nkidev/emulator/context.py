@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
+import weakref
 from dataclasses import dataclass, field
 
 try:
@@ -135,6 +136,7 @@ class Context:
     counter: list = field(default_factory=lambda: [0])  # shared instruction id counter
     shared_hbm: list | None = None  # shared_hbm storages of a multi-program launch, in allocation order
     shared_count: int = 0
+    placed: weakref.WeakValueDictionary = field(default_factory=weakref.WeakValueDictionary)  # (buffer, address=) -> Storage
     deferred_views: int = 0  # views made out of bounds or empty so far: dispatch checks operands once there are any
 
     @property

@@ -154,7 +154,26 @@ def ndarray(shape, dtype, buffer=sbuf, name: str = "", address=None) -> NkiTenso
                 f"PSUM address {address} does not start on a bank boundary",
                 f"use address=(partition_offset, bank_id * {bank})",
             )
+    if address is not None and buffer in (sbuf, psum):
+        return _placed(shape, dtype, buffer, name, address)
     return allocate(shape, dtype, buffer, name)
+
+
+def _placed(shape, dtype, buffer, name: str, address) -> NkiTensor:
+    """A tensor at an explicit address: a new tensor at the address of a live one of the same shape and dtype
+    is the same memory (kernels rotate PSUM tiles over banks this way), starting a new accumulation group."""
+    ctx = _ctx.current()
+    key = (buffer.value, tuple(int(a) for a in address) if isinstance(address, tuple | list) else int(address))
+    dt = to_nki_dtype(dtype)
+    shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    old = ctx.placed.get(key)
+    if old is not None and tuple(old.array.shape) == shape and old.dtype == dt:
+        old.flush()
+        old.acc = None
+        return NkiTensor(old.array, old, dt)
+    t = allocate(shape, dt, buffer, name)
+    ctx.placed[key] = t.storage
+    return t
 
 
 def _filled(shape, value, dtype, buffer, name) -> NkiTensor:
@@ -440,6 +459,9 @@ def _binary(name: str, x, y, dtype) -> NkiTensor:
         raise rule_error("err_invalid_argument", f"nl.{name} needs at least one tile", "pass a tile")
     out_dt = _out_dtype(dtype, x, y)
     if isinstance(x, NkiTensor) and isinstance(y, NkiTensor):
+        column = _column_operand(x, y)
+        if column is not None:
+            return column(name, fn, out_dt)
         out = allocate(x.shape, out_dt, sbuf)
         engine = nisa.engine.gpsimd if name == "power" else nisa.engine.unknown
         nisa.tensor_tensor(dst=out, data1=x, data2=y, op=fn, engine=engine)
@@ -454,6 +476,28 @@ def _binary(name: str, x, y, dtype) -> NkiTensor:
     out = allocate(tile.shape, out_dt, sbuf)
     nisa.tensor_scalar(dst=out, data=tile, op0=fn, operand0=float(scalar), reverse0=reverse)
     return out
+
+
+def _column_operand(x: NkiTensor, y: NkiTensor):
+    """The nl wrappers broadcast a [P, 1] operand along the free dims (like NumPy; the official simulator
+    accepts it): lowered to tensor_scalar with the column as its per-partition operand. None: no broadcast."""
+    fx, fy = free_size(x), free_size(y)
+    if fx == fy or 1 not in (fx, fy) or partitions(x) != partitions(y) or x.storage.kind == "hbm" or y.storage.kind == "hbm":
+        return None
+    tile, col, reverse = (x, y, False) if fy == 1 else (y, x, True)
+
+    def lower(name, fn, out_dt):
+        out = allocate(tile.shape, out_dt, sbuf)
+        if name == "power":  # no scalar-operand power on hardware: a stride-0 view of the column on GpSimd
+            column = col._data.reshape((col.shape[0],) + (1,) * (tile.ndim - 1))
+            wide = NkiTensor(np.broadcast_to(column, tile.shape), col.storage, col.dtype)
+            data1, data2 = (wide, tile) if reverse else (tile, wide)
+            nisa.tensor_tensor(dst=out, data1=data1, data2=data2, op=fn, engine=nisa.engine.gpsimd)
+        else:
+            nisa.tensor_scalar(dst=out, data=tile, op0=fn, operand0=col, reverse0=reverse)
+        return out
+
+    return lower
 
 
 def _make_binary(name: str, math: str):
@@ -716,7 +760,11 @@ def rms_norm(x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None) -> Nk
 
 
 def __getattr__(name: str):
-    """Documented nki.language names the emulator does not provide yet raise a named error when used."""
+    """Documented nki.language names the emulator does not provide yet raise a named error when used.
+    `nl.range` (used by nki-library, accepted by the NKI front end as a plain loop range) is affine_range; it
+    is served here so the module never shadows the builtin `range`."""
+    if name == "range":
+        return affine_range
     if name in _DOCUMENTED_MISSING:
 
         def missing(*args, **kwargs):

@@ -18,8 +18,27 @@ from nkidev.emulator.tensor import free_size, partitions, region
 FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn")
 
 
+def _perf_mode(a) -> matmul_perf_mode | None:
+    """The perf_mode argument as an enum member; kernels also pass the member's value ("double_row")."""
+    mode = a.perf_mode
+    if isinstance(mode, matmul_perf_mode):
+        return mode
+    if mode is None:
+        return matmul_perf_mode.none
+    try:
+        return matmul_perf_mode(mode)
+    except (ValueError, TypeError):
+        return None
+
+
 def _double(a) -> bool:
-    return a.perf_mode is matmul_perf_mode.double_row
+    return _perf_mode(a) is matmul_perf_mode.double_row
+
+
+def _perf_mode_check(a, ctx, engine):
+    if _perf_mode(a) is None:
+        names = ", ".join(m.value for m in matmul_perf_mode)
+        return f"perf_mode={a.perf_mode!r} is not a matmul_perf_mode", f"pass nisa.matmul_perf_mode.<name> or one of: {names}"
 
 
 def _km(a):
@@ -143,6 +162,7 @@ NC_MATMUL = declare(
         R.in_memory("stationary", ("sbuf",)),
         R.in_memory("moving", ("sbuf",)),
         R.in_memory("dst", ("psum",)),
+        R.custom("err_invalid_argument", "perf_mode is a matmul_perf_mode (or its value as a string)", _perf_mode_check),
         R.custom(
             "err_size_of_dimension_exceed_arch_limit",
             "K = partitions <= 128 (or tile rows), M <= 128, N <= 512 (4096/8192 on trn3); dst is [M, N]",

@@ -692,12 +692,21 @@ FIND_INDEX8 = declare(
 
 @FIND_INDEX8.semantics_impl
 def _find_index8(a, ctx, engine):
+    # Duplicate vals take successive matching positions, ascending across dst columns (the nc_match_replace8
+    # docstring: the opposite of its own reverse order); a val with no unused match gives all-ones.
     x, v = rows(a.data), rows(a.vals)[:, :8]
-    hit = x[:, None, :] == v[:, :, None]  # (P, 8, N)
-    found = hit.any(axis=2)
-    idx = hit.argmax(axis=2).astype(np.int64)
+    p = x.shape[0]
+    taken = np.zeros(x.shape, dtype=bool)
+    lanes = np.arange(p)
     sentinel = np.iinfo(a.dst.dtype.storage).max
-    store_raw(a.dst, np.where(found, idx, sentinel).astype(a.dst.dtype.storage))
+    out = np.full((p, 8), sentinel, np.int64)
+    for i in range(8):
+        hit = (x == v[:, i : i + 1]) & ~taken
+        found = hit.any(axis=1)
+        first = hit.argmax(axis=1)
+        out[found, i] = first[found]
+        taken[lanes[found], first[found]] = True
+    store_raw(a.dst, out.astype(a.dst.dtype.storage))
 
 
 MATCH_REPLACE8 = declare(
