@@ -178,13 +178,15 @@ _CATALOGUE = [
     ),
     _e(
         "err_sbuf_capacity_exceeded",
-        "Live SBUF tensors need more bytes per partition than the target provides.",
-        "reduce tile sizes or free tiles sooner (reuse buffers across loop iterations)",
+        "One SBUF tile, or the SBUF operands of one instruction, need more bytes per partition than the target provides "
+        "(the compiler cannot place them; more live tiles than fit are spilled instead, see Trace.spills).",
+        "split the tile along its free dims into tiles that fit",
     ),
     _e(
         "err_psum_capacity_exceeded",
-        "Live PSUM tensors need more than the 16 KiB per partition (8 banks) of PSUM.",
-        "keep at most 8 bank-sized accumulators live; copy results out to SBUF and reuse PSUM tiles",
+        "The PSUM operands of one instruction need more than the 16 KiB per partition (8 banks) of PSUM together "
+        "(more live PSUM tiles than fit are spilled to SBUF instead, see Trace.spills).",
+        "use smaller PSUM tiles; copy results out to SBUF and reuse PSUM tiles",
     ),
     _e(
         "err_reduce_axis_invalid",

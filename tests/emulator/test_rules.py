@@ -193,9 +193,12 @@ def test_psum_tile_larger_than_psum():
 
 @jit
 def too_many_psum_banks(x):
-    tiles = []
-    for _i in range(9):
-        tiles.append(nl.ndarray((128, 512), nl.float32, buffer=nl.psum))  # <-
+    # occupancy follows access intervals (liveness.py); what no allocation can hold is one instruction whose
+    # PSUM operands exceed the 8 banks together
+    a = nl.ndarray((128, 4096), nl.float32, buffer=nl.psum)
+    b = nl.ndarray((128, 4096), nl.float32, buffer=nl.psum)
+    nisa.memset(dst=a, value=0.0)
+    nisa.tensor_copy(dst=b, src=a)  # <-
     return x
 
 
@@ -206,9 +209,8 @@ def test_psum_capacity_is_eight_banks():
 
 @jit
 def sbuf_overflow(x):
-    keep = []
-    for _i in range(100):
-        keep.append(nl.ndarray((128, 1024), nl.float32, buffer=nl.sbuf))  # <-
+    # many live tiles are spilled, not refused; a single tile larger than a partition's SBUF is refused
+    nl.ndarray((128, 60000), nl.float32, buffer=nl.sbuf)  # <-
     return x
 
 

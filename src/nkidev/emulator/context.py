@@ -1,4 +1,4 @@
-"""Per-program emulator state: target, trace, engine accumulators and on-chip memory usage.
+"""Per-program emulator state: target, trace, engine accumulators and on-chip occupancy.
 
 Each SPMD program (NeuronCore) runs with its own Context; `current()` finds it through a
 thread-local, so NKI calls made outside any kernel still work against a default context.
@@ -19,6 +19,7 @@ except ImportError:  # not on Windows: the budget then follows the machine's RAM
 
 import numpy as np
 
+from nkidev.emulator.liveness import Occupancy
 from nkidev.emulator.location import kernel_frame, rule_error
 from nkidev.errors import NkiWarning
 from nkidev.hardware import Target, get_target
@@ -30,7 +31,7 @@ class EmulatorOptions:
 
     target: Target | str | None = None  # a Target, or its name/alias (resolved here); None: the default at run time
     compute: bool = True  # False: check rules and build the trace, skip the NumPy math (large profiles)
-    check_capacity: bool = True  # track live SBUF/PSUM bytes against the target
+    check_capacity: bool = True  # SBUF/PSUM occupancy from access intervals: spills recorded, impossible tiles rejected
     record: bool = True  # build the instruction trace
     fill: float | None = None  # value of fresh allocations instead of NaN / 4 (validate uses it to find unwritten reads)
     memory_budget: int | None = None  # bytes of live emulated tensors per program; None: 80% of the address-space limit or RAM
@@ -59,19 +60,19 @@ def default_memory_budget() -> int:
     return _BUDGET[0]
 
 
-class Usage:
-    """Live on-chip bytes per partition, live HBM bytes and all live bytes of one program; storages release
-    their bytes when Python frees them. Every limit is checked from the shape *before* the array exists."""
+class Memory:
+    """Bytes this program's emulation holds (every live storage, as Python holds it) and live HBM bytes; storages
+    release their bytes when Python frees them. On-chip SBUF/PSUM occupancy is not Python's business: it follows
+    access intervals (liveness.Occupancy). Every limit is checked from the shape *before* the array exists."""
 
     def __init__(self, check: bool, budget: int | None = None):
         self.check = check
         self.budget = budget if budget is not None else default_memory_budget()
-        self.live = {"sbuf": 0, "psum": 0, "hbm": 0}
-        self.peak = {"sbuf": 0, "psum": 0, "hbm": 0}
+        self.hbm = 0
         self.total = 0  # bytes of every live storage (what the process actually holds)
 
-    def check_fits(self, kind: str, shape: tuple, dtype, pp_bytes: int, nbytes: int, target: Target) -> None:
-        """Raise the named capacity error an allocation of `shape` would hit, before allocating anything."""
+    def check_fits(self, kind: str, shape: tuple, dtype, nbytes: int, target: Target) -> None:
+        """Raise the named error an allocation of `shape` would hit, before allocating anything."""
         if self.total + nbytes > self.budget:
             raise rule_error(
                 "err_memory_limit",
@@ -81,41 +82,24 @@ class Usage:
             )
         if kind == "hbm":
             cap = target.hbm_bytes_per_nc
-            if self.check and self.live["hbm"] + nbytes > cap:
+            if self.check and self.hbm + nbytes > cap:
                 raise rule_error(
                     "err_hbm_capacity_exceeded",
-                    f"allocating {shape} {dtype} in HBM needs {nbytes:,} bytes but {self.live['hbm']:,} of one NeuronCore's "
+                    f"allocating {shape} {dtype} in HBM needs {nbytes:,} bytes but {self.hbm:,} of one NeuronCore's "
                     f"{cap:,} are already live on {target.name}",
                     None,
                 )
-            return
-        limit = target.sbuf.usable_bytes_per_partition if kind == "sbuf" else target.psum.bytes_per_partition
-        if self.check and kind == "psum" and pp_bytes > limit:
-            raise rule_error(
-                "err_psum_tile_too_large",
-                f"PSUM tile {shape} {dtype} needs {pp_bytes} bytes per partition, PSUM has {limit}",
-                "use at most 8 banks x 2 KiB (2048 fp32) per partition",
-            )
-        if self.check and self.live[kind] + pp_bytes > limit:
-            name = "err_sbuf_capacity_exceeded" if kind == "sbuf" else "err_psum_capacity_exceeded"
-            raise rule_error(
-                name,
-                f"allocating {shape} {dtype} in {kind.upper()} needs "
-                f"{pp_bytes} bytes per partition but {self.live[kind]} of {limit} are already live "
-                f"on {target.name}",
-                None,
-            )
 
-    def claim(self, storage, target: Target) -> None:
+    def claim(self, storage) -> None:
         """Count a new storage's bytes (its size was checked with check_fits before it was allocated)."""
-        kind = storage.kind
-        self.live[kind] += storage.pp_bytes if kind != "hbm" else storage.nbytes
-        self.peak[kind] = max(self.peak[kind], self.live[kind])
+        if storage.kind == "hbm":
+            self.hbm += storage.nbytes
         self.total += storage.nbytes
         storage._usage = self
 
-    def release(self, kind: str, n: int, nbytes: int) -> None:
-        self.live[kind] -= n if kind != "hbm" else nbytes
+    def release(self, kind: str, nbytes: int) -> None:
+        if kind == "hbm":
+            self.hbm -= nbytes
         self.total -= nbytes
 
 
@@ -127,7 +111,8 @@ class Context:
     program_id: tuple[int, ...] = (0,)
     grid: tuple[int, ...] = (1,)
     in_kernel: bool = False
-    usage: Usage = None
+    usage: Occupancy = None  # on-chip lifetimes of this program (liveness.py)
+    memory: Memory = None  # bytes the emulation of this program holds, and its live HBM
     # engine accumulator registers, one fp32 per lane, persistent across instructions
     act_acc: np.ndarray = field(default_factory=lambda: np.zeros(128, np.float32))
     vec_acc: np.ndarray = field(default_factory=lambda: np.zeros(128, np.float32))
@@ -145,7 +130,9 @@ class Context:
 
     def __post_init__(self):
         if self.usage is None:
-            self.usage = Usage(self.options.check_capacity, self.options.memory_budget)
+            self.usage = Occupancy(self.options.check_capacity)
+        if self.memory is None:
+            self.memory = Memory(self.options.check_capacity, self.options.memory_budget)
         linear = 0
         for pid, n in zip(self.program_id, self.grid):
             linear = linear * n + pid
@@ -181,5 +168,17 @@ def warn(name: str, message: str) -> None:
     else:
         warnings.warn(text, NkiWarning, stacklevel=2)
     trace = current().trace
+    if trace is not None:
+        trace.add_warning(name, message, location)
+
+
+def warn_at(name: str, message: str, location: str | None, trace=None) -> None:
+    """An NkiWarning attributed to a kernel line known from the trace (after the instruction ran)."""
+    text = f"{name}: {message}"
+    path, _, line = (location or "").rpartition(":")
+    if path and line.isdigit():
+        warnings.warn_explicit(text, NkiWarning, path, int(line))
+    else:
+        warnings.warn(text, NkiWarning, stacklevel=2)
     if trace is not None:
         trace.add_warning(name, message, location)

@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from nkidev.emulator import context as _ctx
-from nkidev.emulator.context import Context, EmulatorOptions
+from nkidev.emulator.context import Context, EmulatorOptions, warn_at
 from nkidev.emulator.dtypes import lookup
 from nkidev.emulator.location import strip_internal_frames
 from nkidev.emulator.tensor import MemoryRegion, NkiTensor, from_array
@@ -227,7 +227,9 @@ def run_kernel(
             try:
                 # NaN/Inf/overflow inside the emulator's math is the kernel's data, shown by validation, not NumPy warnings
                 with np.errstate(all="ignore"):
-                    return fn(*bound.args, **bound.kwargs), ctx.usage.peak
+                    returned = fn(*bound.args, **bound.kwargs)
+                _settle(ctx, trace)
+                return returned, ctx.usage.peak
             finally:
                 _ctx.set_current(base)
 
@@ -249,6 +251,32 @@ def run_kernel(
         _ctx.set_current(previous)
         if gc_was_enabled:
             gc.enable()
+
+
+def _settle(ctx: Context, trace: Trace | None) -> None:
+    """After a program ends: its on-chip peaks, and the spills its demand needs (one warning per tensor)."""
+    if not ctx.usage.check:
+        return
+    spills = ctx.usage.settle(ctx.target)
+    if trace is not None:
+        trace.spills.extend(spills)
+    by_tensor: dict[tuple, list] = {}
+    for sp in spills:
+        by_tensor.setdefault((sp.buffer, sp.name, sp.tensor_location), []).append(sp)
+    limit = {"sbuf": ctx.target.sbuf.usable_bytes_per_partition, "psum": ctx.target.psum.bytes_per_partition}
+    for (buffer, name, where), group in by_tensor.items():
+        first = group[0]
+        times = f"{len(group)} times" if len(group) > 1 else "once"
+        made = f" (allocated at {where.rpartition('/')[2]})" if where else ""
+        program = f" in program {ctx.program}" if ctx.grid != (1,) else ""
+        warn_at(
+            f"warn_{buffer}_spill",
+            f"{buffer.upper()} demand of {ctx.usage.peak[buffer]} bytes per partition exceeds the {limit[buffer]} of "
+            f"{ctx.target.name}{program}: {name!r}{made} is spilled to {first.to.upper()} {times}, {first.nbytes} bytes "
+            f"each way (Trace.spills); shorten tile lifetimes or shrink tiles to avoid the traffic",
+            first.location,
+            trace,
+        )
 
 
 def _collect_outputs(value, trace: Trace | None):

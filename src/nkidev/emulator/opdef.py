@@ -191,11 +191,41 @@ def dispatch(op: OpDef, a: SimpleNamespace):
         _check_views(a)
     engine = pick_engine(op, a, ctx)
     check(op, a, ctx, engine)
+    usage = ctx.usage
+    if usage.check:
+        _touch(a, ctx, usage)
     result = op.impl(a, ctx, engine) if ctx.compute else None
     _mark_written(op, a)
     if ctx.trace is not None:
-        _record(op, a, ctx, engine)
+        ins = _record(op, a, ctx, engine)
+        if usage.check:
+            usage.recorded(ins.id, ins.location)
     return result
+
+
+def _touch(a, ctx, usage) -> None:
+    """Stamp the on-chip storages this instruction accesses with the program's clock (their lifetimes)."""
+    clock = usage.tick()
+    seen: list = []
+    for value in a.__dict__.values():
+        if value.__class__ is NkiTensor:
+            _stamp(value, clock, seen)
+        elif value.__class__ in (list, tuple):
+            for v in value:
+                if v.__class__ is NkiTensor:
+                    _stamp(v, clock, seen)
+    if len(seen) > 1:
+        usage.operands(seen, ctx.target)
+
+
+def _stamp(t: NkiTensor, clock: int, seen: list) -> None:
+    st = t.storage
+    life = st.life
+    if life is not None and (not life.times or life.times[-1] != clock):
+        life.times.append(clock)
+        seen.append(st)
+    if t.dyn is not None and t.dyn.index.__class__ is NkiTensor:  # the offsets tile of an indirect view is read too
+        _stamp(t.dyn.index, clock, seen)
 
 
 def _check_views(a) -> None:
@@ -216,7 +246,7 @@ def _mark_written(op: OpDef, a) -> None:
             t.storage.written = True
 
 
-def _record(op: OpDef, a, ctx, engine: str) -> None:
+def _record(op: OpDef, a, ctx, engine: str) -> Instruction:
     reads, writes = [], []
     free = 0
     for name, value in a.__dict__.items():
@@ -236,10 +266,10 @@ def _record(op: OpDef, a, ctx, engine: str) -> None:
     flops = op.flops(a) if op.flops else parts * free
     attrs = op.attrs(a) if op.attrs else {}
     counter = ctx.counter
-    ctx.trace.instructions.append(
-        Instruction(counter[0], op.name, engine, kernel_location(), reads, writes, parts, free, flops, ctx.program, attrs)
-    )
+    ins = Instruction(counter[0], op.name, engine, kernel_location(), reads, writes, parts, free, flops, ctx.program, attrs)
+    ctx.trace.instructions.append(ins)
     counter[0] += 1
+    return ins
 
 
 def public_function(op: OpDef, namespace: dict) -> Callable:

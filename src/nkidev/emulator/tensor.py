@@ -71,6 +71,7 @@ class Storage:
         "written",
         "acc",
         "pending",
+        "life",
         "_usage",
         "__weakref__",
     )
@@ -91,7 +92,8 @@ class Storage:
         self.written = False
         self.acc = None  # PSUM: elements whose last writer was a matmul (accumulation group open)
         self.pending = None  # PSUM: deferred matmul groups (see psum.py); flushed before any other access
-        self._usage = None
+        self.life = None  # on-chip: the accesses that make its lifetime (liveness.py)
+        self._usage = None  # the Memory that counts its bytes while Python holds it
 
     def flush(self) -> None:
         """Compute the deferred matmul groups of this PSUM storage (psum.py) before anything touches it."""
@@ -102,7 +104,7 @@ class Storage:
 
     def __del__(self):
         if self._usage is not None:
-            self._usage.release(self.kind, self.pp_bytes, self.nbytes)
+            self._usage.release(self.kind, self.nbytes)
 
     def record(self) -> TensorRecord:
         return TensorRecord(
@@ -136,7 +138,7 @@ def allocate(shape, dtype, buffer=None, name: str = "", role: str = "internal", 
         shared = _shared_allocation(ctx, shape, dt, region, name, location)
         if shared is not None:
             return shared
-    ctx.usage.check_fits(kind, shape, dt, math.prod(shape[1:]) * dt.itemsize, math.prod(shape) * np.dtype(dt.storage).itemsize, ctx.target)
+    ctx.memory.check_fits(kind, shape, dt, math.prod(shape) * np.dtype(dt.storage).itemsize, ctx.target)
     if fill is None and not ctx.compute:
         array = np.zeros(shape, dtype=dt.storage)  # numerics are off: nothing reads the values; zeros is lazy
     else:
@@ -149,7 +151,9 @@ def allocate(shape, dtype, buffer=None, name: str = "", role: str = "internal", 
             fill_uninitialized(array, dt)
     location = location or kernel_location()
     storage = Storage(array, dt, region, name or assigned_name(location) or "", role, location)
-    ctx.usage.claim(storage, ctx.target)
+    ctx.memory.claim(storage)
+    if kind != "hbm":
+        ctx.usage.claim(storage, ctx.target)
     if ctx.trace is not None:
         ctx.trace.tensors[storage.id] = storage.record()
     if region is MemoryRegion.shared_hbm and ctx.shared_hbm is not None and ctx.grid != (1,):

@@ -1,7 +1,7 @@
 """The instruction trace: one record per executed ISA op, the input of the cost model.
 
 Records hold ids and byte ranges, never tensor objects, so tiles are freed as soon as the kernel
-drops them (the SBUF capacity check relies on that) and the trace stays cheap to build and keep.
+drops them and the trace stays cheap to build and keep.
 """
 
 from __future__ import annotations
@@ -58,6 +58,30 @@ class TensorRecord:
     location: str | None = None  # where it was allocated
 
 
+@dataclass(slots=True)
+class Spill:
+    """On-chip demand above capacity that the compiler resolves by spilling (see emulator/liveness.py).
+
+    `tensor` leaves `buffer` for `to` after instruction `store_after` (its last access before the gap) and is
+    reloaded before instruction `reload_before` (its next access): `nbytes` are stored and later reloaded.
+    `instruction` / `location` are where the demand peaked (the kernel line the warning names);
+    `tensor_location` is where the tensor was allocated. Instruction ids are None when no trace was recorded.
+    """
+
+    tensor: int  # storage id (see Trace.tensors)
+    name: str
+    buffer: str  # "sbuf" | "psum"
+    to: str  # where it goes: "hbm" for SBUF tiles, "sbuf" for PSUM tiles
+    bytes_per_partition: int
+    partitions: int
+    nbytes: int  # bytes moved each way
+    store_after: int | None
+    reload_before: int | None
+    instruction: int | None
+    location: str | None
+    tensor_location: str | None
+
+
 @dataclass
 class Trace:
     kernel: str
@@ -66,6 +90,7 @@ class Trace:
     tensors: dict[int, TensorRecord] = field(default_factory=dict)
     warnings: list[dict] = field(default_factory=list)
     programs: int = 1
+    spills: list[Spill] = field(default_factory=list)  # on-chip spills the compiler must insert (liveness.py)
 
     def __len__(self) -> int:
         return len(self.instructions)
