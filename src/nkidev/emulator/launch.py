@@ -1,8 +1,7 @@
 """Running a kernel: argument copy-in, the SPMD/LNC launch loop, output checks and copy-out.
 
-Programs of a grid run one at a time in program order. Each runs in its own thread so that
-`core_barrier` and `sendrecv` can hand control to the other programs (a baton, not real
-parallelism), which keeps the trace deterministic.
+Programs of a grid run in their own threads, one at a time, handing a baton round-robin at every HBM access
+and at rendezvous instructions (spmd.py): deterministic traces, and cores that progress together.
 """
 
 from __future__ import annotations
@@ -10,7 +9,6 @@ from __future__ import annotations
 import gc
 import inspect
 import math
-import threading
 from dataclasses import dataclass, field
 
 import ml_dtypes
@@ -20,6 +18,7 @@ from nkidev.emulator import context as _ctx
 from nkidev.emulator.context import Context, EmulatorOptions, warn_at
 from nkidev.emulator.dtypes import lookup
 from nkidev.emulator.location import strip_internal_frames
+from nkidev.emulator.spmd import Baton
 from nkidev.emulator.tensor import MemoryRegion, NkiTensor, from_array
 from nkidev.emulator.trace import Trace
 from nkidev.errors import KernelRuleError, NkiError, NkiUsageError
@@ -92,95 +91,6 @@ def _to_kernel_arg(value, name: str, region: MemoryRegion, inputs: list):
     return value
 
 
-class Baton:
-    """Cooperative scheduling of the programs of one launch (only one runs at a time)."""
-
-    def __init__(self, n: int):
-        self.n = n
-        self.cond = threading.Condition()
-        self.turn = 0
-        self.done = [False] * n
-        self.blocked: dict[int, object] = {}
-        self.arrived = 0
-        self.generation = 0
-        self.mail: dict[tuple, list] = {}
-        self.me = threading.local()
-
-    def _next(self, i: int) -> int | None:
-        for k in range(1, self.n + 1):
-            j = (i + k) % self.n
-            if not self.done[j] and (j not in self.blocked or self.blocked[j]()):
-                return j
-        return None
-
-    def _wait_until(self, ready) -> None:
-        i = self.me.index
-        with self.cond:
-            if ready():
-                return
-            self.blocked[i] = ready
-            nxt = self._next(i)
-            if nxt is None or nxt == i and not ready():
-                del self.blocked[i]
-                raise KernelRuleError(
-                    "err_invalid_argument",
-                    f"program {i} waits forever (core_barrier/sendrecv without a partner)",
-                    "make every core reach the same barriers and sendrecvs",
-                    None,
-                )
-            self.turn = nxt
-            self.cond.notify_all()
-            self.cond.wait_for(lambda: self.turn == i and ready())
-            del self.blocked[i]
-
-    def barrier(self) -> None:
-        with self.cond:
-            gen = self.generation
-            self.arrived += 1
-            if self.arrived == self.n:
-                self.arrived = 0
-                self.generation += 1
-                return
-        self._wait_until(lambda: self.generation != gen)
-
-    def sendrecv(self, to: int, frm: int, pipe, data):
-        me = self.me.index
-        with self.cond:
-            self.mail.setdefault((pipe, me, to), []).append(data)
-        key = (pipe, frm, me)
-        self._wait_until(lambda: bool(self.mail.get(key)))
-        with self.cond:
-            return self.mail[key].pop(0)
-
-    def run(self, bodies: list) -> list:
-        results: list = [None] * self.n
-        errors: list = [None] * self.n
-
-        def worker(i):
-            self.me.index = i
-            with self.cond:
-                self.cond.wait_for(lambda: self.turn == i)
-            try:
-                results[i] = bodies[i]()
-            except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
-                errors[i] = e
-            with self.cond:
-                self.done[i] = True
-                nxt = self._next(i)
-                self.turn = nxt if nxt is not None else -1
-                self.cond.notify_all()
-
-        threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(self.n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        for e in errors:
-            if e is not None:
-                raise e
-        return results
-
-
 def run_kernel(
     fn, args: tuple, kwargs: dict, options: EmulatorOptions | None = None, grid=None, kernel_name: str | None = None
 ) -> RunResult:
@@ -242,6 +152,8 @@ def run_kernel(
                 results = baton.run([lambda i=i: program(i) for i in range(nprog)])
                 returned = results[0][0]
                 peak = {k: max(r[1][k] for r in results) for k in ("sbuf", "psum")}
+            if trace is not None and nprog > 1:
+                _program_order(trace)
             outputs = _collect_outputs(returned, trace)
         except NkiError as e:
             raise e.with_traceback(strip_internal_frames(e.__traceback__)) from None
@@ -251,6 +163,19 @@ def run_kernel(
         _ctx.set_current(previous)
         if gc_was_enabled:
             gc.enable()
+
+
+def _program_order(trace: Trace) -> None:
+    """Programs ran interleaved; the trace lists each program's instructions together, in its own order, with
+    ids renumbered to positions (the layout the cost model and the profile read)."""
+    rows = sorted(trace.instructions, key=lambda ins: ins.program)  # stable: keeps each program's order
+    remap = {}
+    for position, ins in enumerate(rows):
+        remap[ins.id] = position
+        ins.id = position
+    trace.instructions[:] = rows
+    for sp in trace.spills:
+        sp.store_after, sp.reload_before, sp.instruction = (remap.get(i) for i in (sp.store_after, sp.reload_before, sp.instruction))
 
 
 def _settle(ctx: Context, trace: Trace | None) -> None:

@@ -19,6 +19,7 @@ from nkidev.emulator import context as _ctx
 from nkidev.emulator.costs import Env, Expr, PerfModes, TransferCost, rate_of
 from nkidev.emulator.location import kernel_location
 from nkidev.emulator.rules import OPERAND_RULES, Rule
+from nkidev.emulator.spmd import shared
 from nkidev.emulator.tensor import NkiTensor, access, check_access
 from nkidev.emulator.trace import Instruction
 from nkidev.errors import KernelRuleError, NkiNotSupportedError
@@ -191,6 +192,8 @@ def dispatch(op: OpDef, a: SimpleNamespace):
         _check_views(a)
     engine = pick_engine(op, a, ctx)
     check(op, a, ctx, engine)
+    if ctx.barrier is not None and op.kind != "sync":  # sync ops order the programs themselves
+        _spmd_access(op, a, ctx)
     usage = ctx.usage
     if usage.check:
         _touch(a, ctx, usage)
@@ -201,6 +204,23 @@ def dispatch(op: OpDef, a: SimpleNamespace):
         if usage.check:
             usage.recorded(ins.id, ins.location)
     return result
+
+
+def _spmd_access(op: OpDef, a, ctx) -> None:
+    """Several programs share HBM: pass the baton before each HBM access (lock-step cores), then check races."""
+    hbm = []
+    for name, value in a.__dict__.items():
+        if value.__class__ is NkiTensor:
+            if value.storage.kind == "hbm":
+                hbm.append((name, value))
+        elif value.__class__ in (list, tuple):
+            hbm += [(name, v) for v in value if v.__class__ is NkiTensor and v.storage.kind == "hbm"]
+    if not hbm:
+        return
+    ctx.barrier.step()
+    for name, t in hbm:
+        if shared(t):
+            ctx.barrier.races.access(t, name in op.writes, ctx.program)
 
 
 def _touch(a, ctx, usage) -> None:
