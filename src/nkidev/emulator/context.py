@@ -117,6 +117,7 @@ class Context:
     act_acc: np.ndarray = field(default_factory=lambda: np.zeros(128, np.float32))
     vec_acc: np.ndarray = field(default_factory=lambda: np.zeros(128, np.float32))
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+    rng_states: dict = field(default_factory=dict)  # engine -> per-lane PRNG state words (rand_set_state / rand_get_state)
     barrier: object | None = None  # SPMD scheduler for core_barrier/sendrecv
     counter: list = field(default_factory=lambda: [0])  # shared instruction id counter
     shared_hbm: list | None = None  # shared_hbm storages of a multi-program launch, in allocation order

@@ -20,7 +20,7 @@ from nkidev.emulator.costs import Env, Expr, PerfModes, TransferCost, rate_of
 from nkidev.emulator.location import kernel_location
 from nkidev.emulator.rules import OPERAND_RULES, Rule
 from nkidev.emulator.spmd import shared
-from nkidev.emulator.tensor import NkiTensor, access, check_access
+from nkidev.emulator.tensor import TI_GROUP, NkiTensor, access, check_access
 from nkidev.emulator.trace import Instruction
 from nkidev.errors import KernelRuleError, NkiNotSupportedError
 from nkidev.hardware import Target, get_target, target_names
@@ -188,9 +188,9 @@ def dispatch(op: OpDef, a: SimpleNamespace):
             kernel_location(),
         )
     check_tiles(op, a)  # before anything (the engine choice included) reads a tile operand's attributes
-    if ctx.deferred_views:
-        _check_views(a)
     engine = pick_engine(op, a, ctx)
+    if ctx.deferred_views:
+        _prepare_views(a, engine)
     check(op, a, ctx, engine)
     if ctx.barrier is not None and op.kind != "sync":  # sync ops order the programs themselves
         _spmd_access(op, a, ctx)
@@ -248,15 +248,16 @@ def _stamp(t: NkiTensor, clock: int, seen: list) -> None:
         _stamp(t.dyn.index, clock, seen)
 
 
-def _check_views(a) -> None:
-    """Views are bounds-checked when an instruction accesses them (see NkiTensor.bad)."""
+def _prepare_views(a, engine: str) -> None:
+    """Views are bounds-checked when an instruction accesses them (see NkiTensor.bad); a tensor-indirection
+    view learns which engine reads it (its offsets' group size)."""
     for name, value in a.__dict__.items():
-        if value.__class__ is NkiTensor:
-            check_access(value, name)
-        elif value.__class__ in (list, tuple):
-            for v in value:
-                if v.__class__ is NkiTensor:
-                    check_access(v, name)
+        values = value if value.__class__ in (list, tuple) else (value,)
+        for v in values:
+            if v.__class__ is NkiTensor:
+                check_access(v, name)
+                if v.dyn is not None and v.dyn.mode == "ti":
+                    v.dyn.group = TI_GROUP.get(engine, TI_GROUP["vector"])
 
 
 def _mark_written(op: OpDef, a) -> None:

@@ -224,11 +224,16 @@ class DynSlice:
 class Indirect:
     """A view whose address depends on data at run time (.ap(scalar_offset/vector_offset), vector_select)."""
 
-    __slots__ = ("mode", "index", "start", "pattern", "row_stride", "flat")
+    __slots__ = ("mode", "index", "start", "pattern", "row_stride", "flat", "group")
 
     def __init__(self, mode, index, start, pattern, row_stride, flat):
-        self.mode, self.index, self.start = mode, index, start
+        self.mode, self.index, self.start = mode, index, start  # mode: "scalar" | "vector" | "ti" (.indirect())
         self.pattern, self.row_stride, self.flat = pattern, row_stride, flat
+        self.group = TI_GROUP["vector"]  # .indirect(): partitions per index column, set by the engine that accesses it
+
+
+# .indirect(): offset i of a view comes from index[i % G, i // G]; G by the accessing engine (NkiTensor.indirect docs)
+TI_GROUP = {"tensor": 32, "vector": 16, "scalar": 16, "gpsimd": 16}
 
 
 def _index_value(index) -> np.ndarray:
@@ -546,12 +551,40 @@ class NkiTensor:
         return self.dyn is not None
 
     def indirect(self, index, num_elem=None) -> NkiTensor:
-        raise NkiNotSupportedError(
-            "err_not_supported_yet",
-            "tensor indirection (.indirect, NeuronCore-v4) is not emulated yet",
-            "use nisa.dma_copy with .ap(vector_offset=...) for gathers",
-            kernel_location(),
-        )
+        """Tensor indirection (NeuronCore-v4): a (P, num_elem) view of the free-dim offsets listed in `index`,
+        read in snake order index[i % G, i // G] (G = 16 on Vector/Scalar/GpSimd, 32 on the Tensor Engine)."""
+        ctx = _ctx.current()
+        if not ctx.target.features.tensor_indirection:
+            raise rule_error(
+                "err_unsupported_on_target",
+                f".indirect() (tensor indirection) is not available on {ctx.target.name}",
+                "use nisa.dma_copy with .ap(vector_offset=...) for gathers, or target trn3",
+            )
+        self._static("indirect")
+        if not isinstance(index, NkiTensor) or index.storage.kind != "sbuf" or not self.is_on_chip:
+            raise rule_error(
+                "err_invalid_argument", "indirect(index) needs an on-chip tensor and an SBUF index tile", "load the offsets into SBUF first"
+            )
+        if index.shape[0] != self.shape[0]:
+            raise rule_error(
+                "err_shape_mismatch",
+                f"index {index.shape} must have the partitions of {self.name!r} {self.shape}",
+                f"allocate the index as ({self.shape[0]}, K)",
+            )
+        n = index.size if num_elem is None else int(num_elem)
+        free = self._data.strides[1:] if self.ndim > 1 else (self._data.itemsize,)
+        if self.ndim > 2 and not self.is_contiguous():
+            raise rule_error("err_invalid_argument", f"indirect() of {self.name!r}: its free dims are not contiguous", None)
+        st = self.storage
+        flat = st.array.reshape(-1)
+        if self.dtype.storage != flat.dtype:
+            flat = flat.view(self.dtype.storage)
+        item = flat.itemsize
+        start = (self._data.__array_interface__["data"][0] - st.ptr) // item
+        pattern = [(st.pstride // item, self.shape[0]), (free[-1] // item, n)]
+        placeholder = np.broadcast_to(np.zeros((), self.dtype.storage), (self.shape[0], n))
+        ctx.deferred_views += 1  # dispatch tells the view which engine reads it (the group size)
+        return NkiTensor(placeholder, st, self.dtype, Indirect("ti", index, start, pattern, 0, flat), bad=self.bad)
 
     def vector_select(self, dim: int, vector_offset: NkiTensor) -> NkiTensor:
         if dim != 0 or self.is_on_chip:
@@ -664,8 +697,10 @@ def resolve_indirect(t: NkiTensor, oob_skip: bool = False) -> tuple[np.ndarray, 
         shape = [1] * len(inner)
         shape[axis] = n
         grids = grids + (np.arange(n, dtype=np.int64) * step).reshape(shape)
-    idx = _index_value(ind.index).reshape(-1)
     p = ind.pattern[0][1]
+    if ind.mode == "ti":
+        return ind.flat, _ti_elements(t, ind, p, oob_skip)
+    idx = _index_value(ind.index).reshape(-1)
     if ind.mode == "scalar":
         rows = ind.start + idx[0] * ind.row_stride + np.arange(p, dtype=np.int64) * ind.pattern[0][0]
     else:
@@ -692,6 +727,28 @@ def resolve_indirect(t: NkiTensor, oob_skip: bool = False) -> tuple[np.ndarray, 
         bad_rows = bad.reshape(p, -1).any(axis=1)
         elems = np.where(bad_rows.reshape((p,) + (1,) * (elems.ndim - 1)), -1, elems)
     return ind.flat, elems
+
+
+def _ti_elements(t: NkiTensor, ind: Indirect, p: int, oob_skip: bool) -> np.ndarray:
+    values = _index_value(ind.index)
+    values = values.reshape(values.shape[0], -1)
+    g = min(ind.group, values.shape[0])
+    n = ind.pattern[1][1]
+    i = np.arange(n)
+    if n > values.size or (i // g).max(initial=0) >= values.shape[1]:
+        raise rule_error("err_shape_mismatch", f"{n} offsets need index[i % {g}, i // {g}] beyond index {values.shape}", None)
+    offsets = values[i % g, i // g]
+    (pstep, _), (fstep, _) = ind.pattern
+    elems = ind.start + np.arange(p, dtype=np.int64)[:, None] * pstep + offsets[None, :] * fstep
+    per_partition = t.storage.pp_bytes // ind.flat.itemsize
+    bad = (offsets < 0) | (offsets * fstep >= per_partition)
+    if bad.any() and not oob_skip:
+        raise rule_error(
+            "err_tensor_access_out_of_bound",
+            f"indirect offset {int(offsets[bad][0])} is outside the {per_partition} elements of a partition of {t.name!r}",
+            "check the offsets in the index tile",
+        )
+    return np.where(bad[None, :], -1, elems)
 
 
 def stored_values(t: NkiTensor, oob_skip: bool = False) -> np.ndarray:

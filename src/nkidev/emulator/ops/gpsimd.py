@@ -207,22 +207,113 @@ def _topk(a, ctx, engine):
     store_raw(a.idx_dst, order.astype(a.idx_dst.dtype.storage))
 
 
+CORE_PARTITIONS = 16  # each of the 8 GpSimd cores serves 16 contiguous partitions (local_gather docstring)
+
+
+def _local_gather_indices(a) -> int:
+    per_core = partitions(a.index) // CORE_PARTITIONS
+    total = a.index.size // per_core if per_core else 0
+    return total if a.num_valid_indices is None else int(a.num_valid_indices)
+
+
+def _local_gather_check(a, ctx, engine):
+    p = partitions(a.src_buffer)
+    if partitions(a.index) != p or p % CORE_PARTITIONS:
+        return f"src_buffer ({p} partitions) and index ({partitions(a.index)}) must match and be a multiple of 16", None
+    if int(a.num_elem_per_idx) not in (1, 2, 4, 8, 16, 32):
+        return f"num_elem_per_idx={a.num_elem_per_idx} must be one of 1, 2, 4, 8, 16, 32", None
+    per_core = a.index.size // (p // CORE_PARTITIONS)
+    n = _local_gather_indices(a)
+    if n > per_core or n > 4096 or n < 0:
+        return f"num_valid_indices={n}: at most the {per_core} indices of a 16-partition slice, and at most 4096", None
+    if partitions(a.dst) != p or free_size(a.dst) != n * int(a.num_elem_per_idx):
+        return f"dst {a.dst.shape} must hold {n} x {a.num_elem_per_idx} elements per partition", None
+
+
 LOCAL_GATHER = declare(
     "local_gather",
     "dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, name=None",
     ("gpsimd",),
-    "Gather across the 16 partitions each GpSimd core serves, using uint16 partition offsets.",
-    emulated=False,
+    "Gather within each 16-partition GpSimd core slice: every partition takes the elements at the slice's uint16 indices.",
+    semantics="For core c (partitions 16c..16c+15): idx = index[16c:16c+16].flatten(order='F')[:num_valid_indices]; "
+    "dst[p, k, :] = src_buffer[p].flatten()[idx[k] : idx[k] + num_elem_per_idx] (no dtype conversion).",
+    tiles=("dst", "src_buffer", "index"),
+    rules=(
+        R.in_memory("dst", ("sbuf",)),
+        R.in_memory("src_buffer", ("sbuf",)),
+        R.in_memory("index", ("sbuf",)),
+        R.dtype_in("index", ("uint16",)),
+        R.same_dtype("dst", "src_buffer"),
+        R.custom(
+            "err_shape_mismatch",
+            "16-partition slices; num_elem_per_idx in 1..32 (powers of 2); <= 4096 indices per core",
+            _local_gather_check,
+        ),
+    ),
+    attrs=lambda a: {"indices": _local_gather_indices(a), "num_elem_per_idx": int(a.num_elem_per_idx)},
     kind="move",
     cost=costs.GPSIMD_STREAMING,
 )
+
+
+@LOCAL_GATHER.semantics_impl
+def _local_gather(a, ctx, engine):
+    p = partitions(a.src_buffer)
+    src = np.asarray(raw(a.src_buffer)).reshape(p, -1)
+    index = np.asarray(raw(a.index)).reshape(p, -1).astype(np.int64)
+    n, width = _local_gather_indices(a), int(a.num_elem_per_idx)
+    out = np.empty((p, n, width), src.dtype)
+    span = np.arange(width, dtype=np.int64)
+    for c in range(0, p, CORE_PARTITIONS):
+        idx = index[c : c + CORE_PARTITIONS].flatten(order="F")[:n]
+        cols = idx[:, None] + span[None, :]  # (n, width)
+        if cols.size and (cols.max() >= src.shape[1]):
+            raise rule_error(
+                "err_tensor_access_out_of_bound",
+                f"local_gather index {int(idx.max())} + {width} passes the {src.shape[1]} elements of a partition",
+                "undefined on hardware: keep indices inside the partition",
+            )
+        out[c : c + CORE_PARTITIONS] = src[c : c + CORE_PARTITIONS][:, cols]
+    store_raw(a.dst, out)
+
+
+def _bounds_check(a, ctx, engine):
+    s, d = a.segment_ids, a.dst
+    if partitions(s) != 1 or partitions(d) != 1:
+        return "segment_ids and dst must have a partition dim of 1", None
+    if free_size(d) != 2 * free_size(s):
+        return f"dst {d.shape} must be (1, 2, {free_size(s)}): a start and an end per element", None
+
 
 SEQUENCE_BOUNDS = declare(
     "sequence_bounds",
     "dst, segment_ids, name=None",
     ("gpsimd",),
     "Start and end index of the segment each element belongs to (padding id 0 gives [n, -1]).",
-    emulated=False,
+    semantics="Segments are runs of equal adjacent ids; dst[0, 0, i] = first index of i's run, dst[0, 1, i] = one past "
+    "its last; id 0 (padding): start n, end -1.",
+    tiles=("dst", "segment_ids"),
+    rules=(
+        R.dtype_in("segment_ids", ("float32", "int32")),
+        R.dtype_in("dst", ("float32", "int32")),
+        R.custom("err_shape_mismatch", "segment_ids is (1, n) and dst (1, 2, n)", _bounds_check),
+    ),
     kind="compute",
     cost=costs.GPSIMD_STREAMING,
 )
+
+
+@SEQUENCE_BOUNDS.semantics_impl
+def _sequence_bounds(a, ctx, engine):
+    ids = rows(a.segment_ids).reshape(-1)
+    n = ids.size
+    pos = np.arange(n, dtype=np.int64)
+    begins = np.ones(n, bool)
+    begins[1:] = ids[1:] != ids[:-1]
+    ends = np.ones(n, bool)
+    ends[:-1] = ids[:-1] != ids[1:]
+    start = np.maximum.accumulate(np.where(begins, pos, 0))
+    stop = np.minimum.accumulate(np.where(ends, pos + 1, n)[::-1])[::-1]
+    pad = ids == 0
+    out = np.stack([np.where(pad, n, start), np.where(pad, -1, stop)]).astype(np.float32)
+    store(a.dst, out.reshape(1, 2, n))

@@ -1,4 +1,4 @@
-"""Random numbers, cross-core synchronization and MX quantization."""
+"""Random numbers and cross-core synchronization."""
 
 from __future__ import annotations
 
@@ -95,13 +95,34 @@ def _set_seed(a, ctx, engine):
     ctx.rng = np.random.default_rng(seed & 0xFFFFFFFF)
 
 
+STATE_WORDS = {"gpsimd": 6, "vector": 24}  # XORWOW state words per lane (aws-neuron-sdk rand_set_state docstring)
+
+
+def _state_check(name: str):
+    def check(a, ctx, engine):
+        t = getattr(a, name)
+        if not isinstance(t, NkiTensor) or t.dtype.name != "uint32" or t.ndim != 2:
+            return f"{name} must be a 2-D uint32 tile", "allocate it as nl.ndarray((P, words), nl.uint32)"
+        if engine == "vector" and not ctx.target.features.vector_rng_state:
+            return f"the PRNG state of VectorE is not accessible on {ctx.target.name}", "use engine=nisa.engine.gpsimd"
+        if t.shape[1] != STATE_WORDS[engine]:
+            return f"{name} {t.shape} must hold {STATE_WORDS[engine]} state words per lane on {engine}", None
+        if engine == "gpsimd" and t.storage.kind != "sbuf":
+            return f"{name} must be in SBUF on GpSimd", None
+
+    return R.custom("err_invalid_argument", f"{name} is a 2-D uint32 tile of 6 (GpSimd) or 24 (VectorE, NC-v4) words per lane", check)
+
+
 RAND_SET_STATE = declare(
     "rand_set_state",
     "src_seeds, engine=engine.gpsimd, name=None",
     ("gpsimd", "vector"),
-    "Seed the per-lane XORWOW PRNG states (NeuronCore-v3+).",
+    "Seed the per-lane XORWOW PRNG states of GpSimd (or VectorE on NeuronCore-v4) from a uint32 tile.",
+    semantics="Each partition seeds its lane. nkidev's generator is not XORWOW: random values differ from hardware; "
+    "rand_get_state returns the state last set.",
     writes=(),
     tiles=("src_seeds",),
+    rules=(R.in_memory("src_seeds", ("sbuf",)), _state_check("src_seeds")),
     kind="constant",
     cost=costs.STREAMING,
 )
@@ -109,29 +130,33 @@ RAND_SET_STATE = declare(
 
 @RAND_SET_STATE.semantics_impl
 def _rand_set_state(a, ctx, engine):
-    seeds = np.asarray(raw(a.src_seeds)).astype(np.uint64).reshape(-1)
-    ctx.rng = np.random.default_rng(seeds.tolist())
+    seeds = np.asarray(raw(a.src_seeds)).astype(np.uint32).reshape(a.src_seeds.shape)
+    states = ctx.rng_states.setdefault(engine, _initial_state(engine))
+    states[: seeds.shape[0]] = seeds
+    ctx.rng = np.random.default_rng(states.astype(np.uint64).reshape(-1).tolist())
+
+
+def _initial_state(engine: str) -> np.ndarray:
+    return np.random.default_rng(STATE_WORDS[engine]).integers(0, 2**32, size=(128, STATE_WORDS[engine]), dtype=np.uint64).astype(np.uint32)
 
 
 RAND_GET_STATE = declare(
     "rand_get_state",
     "dst, engine=engine.gpsimd, name=None",
     ("gpsimd", "vector"),
-    "Store the PRNG states (NeuronCore-v3+); the emulator's generator is not XORWOW, so values differ from hardware.",
-    emulated=False,
+    "Store the per-lane PRNG states (NeuronCore-v3+; VectorE on NeuronCore-v4) into a uint32 tile.",
+    semantics="dst[p] = the state words of lane p: what rand_set_state stored (a fixed initial state before any).",
+    tiles=("dst",),
+    rules=(_state_check("dst"),),
     kind="constant",
     cost=costs.STREAMING,
 )
 
-QUANTIZE_MX = declare(
-    "quantize_mx",
-    "dst, src, dst_scale, name=None",
-    ("vector",),
-    "Quantize fp16/bf16 to MXFP8 data and e8m0 scales (NeuronCore-v4).",
-    emulated=False,
-    kind="compute",
-    cost=costs.STREAMING,
-)
+
+@RAND_GET_STATE.semantics_impl
+def _rand_get_state(a, ctx, engine):
+    states = ctx.rng_states.setdefault(engine, _initial_state(engine))
+    store_raw(a.dst, states[: a.dst.shape[0]].copy())
 
 
 def _barrier_check(a, ctx, engine):

@@ -1,4 +1,4 @@
-"""Tensor Engine instructions: nc_matmul, nc_transpose (also on VectorE), nc_matmul_mx."""
+"""Tensor Engine instructions: nc_matmul, nc_transpose (also on VectorE); nc_matmul_mx is in mx.py."""
 
 from __future__ import annotations
 
@@ -278,15 +278,3 @@ NC_TRANSPOSE = declare(
 def _nc_transpose(a, ctx, engine):
     p, f = partitions(a.data), free_size(a.data)
     store_raw(a.dst, np.asarray(read(a.data)).reshape(p, f).T.copy())
-
-
-NC_MATMUL_MX = declare(
-    "nc_matmul_mx",
-    "dst, stationary, moving, stationary_scale, moving_scale, tile_position=None, tile_size=None, accumulate=None, name=None",
-    ("tensor",),
-    "MXFP8/MXFP4 matmul with integrated dequantization (NeuronCore-v4).",
-    emulated=False,
-    kind="matmul",
-    cost=costs.MATMUL,
-    load_cost=costs.LOAD_STATIONARY,
-)
