@@ -35,7 +35,8 @@ def test_page_ids_are_unique_and_complete():
 def test_every_op_has_a_page_with_its_rules_and_cost(name):
     op = _ops()[name]
     page = PAGES[f"isa/{name}"]
-    assert f"nisa.{name}({op.params})" in page.body
+    short = {"isa": "nisa", "collectives": "ncc"}[op.namespace]
+    assert f"{short}.{name}({op.params})" in page.body
     assert op.summary in page.body
     assert ", ".join(op.engines) in page.body
     for rule in op.rules:

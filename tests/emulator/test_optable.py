@@ -172,16 +172,21 @@ def test_cost_terms_are_documented_on_the_op_pages():
 def test_op_groups_come_from_the_table():
     from nkidev.emulator.ops import ops_where
 
-    assert ops_where(lambda op: op.is_dma) == {"dma_copy", "dma_transpose", "dma_compute", "sendrecv"}
+    isa = ops_where(lambda op: op.namespace == "isa")
+    assert ops_where(lambda op: op.is_dma) & isa == {"dma_copy", "dma_transpose", "dma_compute", "sendrecv"}
     assert ops_where(lambda op: op.kind == "matmul") == {"nc_matmul", "nc_matmul_mx"}
-    assert ops_where(lambda op: op.rendezvous) == {"core_barrier", "sendrecv"}
+    assert ops_where(lambda op: op.rendezvous) & isa == {"core_barrier", "sendrecv"}
+    collectives = ops_where(lambda op: op.namespace == "collectives")
+    assert {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute"} <= collectives
+    assert collectives <= ops_where(lambda op: op.is_dma and op.rendezvous)  # core-to-core transfers
     assert {"memset", "iota", "rng"} <= ops_where(lambda op: op.kind == "constant")
 
 
 def test_public_functions_carry_their_declaration():
-    from nkidev.emulator import isa
+    from nkidev.emulator import isa, nki_api
 
+    modules = {"isa": isa, "collectives": nki_api.collectives}
     for name, op in OPS.items():
-        fn = getattr(isa, name)
+        fn = getattr(modules[op.namespace], name)
         assert fn.__nki_opdef__ is op
         assert list(inspect.signature(fn).parameters) == [p.split("=")[0].strip() for p in op.params.split(",")]

@@ -72,7 +72,9 @@ def isa_pages() -> list[Page]:
 
 
 def _isa_page(op) -> Page:
-    lines = [f"# nki.isa.{op.name}", "", f"`nisa.{op.name}({op.params})`", "", op.summary, ""]
+    module = f"nki.{op.namespace}"
+    short = {"isa": "nisa", "collectives": "ncc"}.get(op.namespace, module)
+    lines = [f"# {module}.{op.name}", "", f"`{short}.{op.name}({op.params})`", "", op.summary, ""]
     if op.semantics:
         lines += ["## Semantics", "", op.semantics, ""]
     lines += ["## Engines", "", ", ".join(op.engines), ""]
@@ -94,7 +96,12 @@ def _isa_page(op) -> Page:
     lines += _terms(op)
     lines += ["See also: `nkidev docs search " + op.name.replace("_", " ") + "`."]
     return Page(
-        f"isa/{op.name}", "isa", f"nki.isa.{op.name}", op.summary, "\n".join(lines), (op.name, f"nisa.{op.name}", f"nki.isa.{op.name}")
+        f"isa/{op.name}",  # every op's page, nki.isa or nki.collectives
+        "isa",
+        f"{module}.{op.name}",
+        op.summary,
+        "\n".join(lines),
+        (op.name, f"{short}.{op.name}", f"{module}.{op.name}"),
     )
 
 

@@ -29,7 +29,8 @@ _NS = {
     **DEFAULT_SPECS,
     "_FP32_MIN": float(np.finfo(np.float32).min),
 }
-for _name, _op in OPS.items():
+ISA_OPS = {name: op for name, op in OPS.items() if op.namespace == "isa"}
+for _name, _op in ISA_OPS.items():
     globals()[_name] = public_function(_op, _NS)
 
 # Deprecated engine constants (use engine.<name>)
@@ -60,7 +61,7 @@ def get_nc_sub_version() -> int:
 
 
 __all__ = sorted(
-    list(OPS)
+    list(ISA_OPS)
     + [
         "engine",
         "reduce_cmd",

@@ -5,10 +5,14 @@ from __future__ import annotations
 import sys
 import types
 
+from nkidev.emulator import context as _ctx
 from nkidev.emulator import isa, language, nki_typing
 from nkidev.emulator import isa_constants as _constants
 from nkidev.emulator.jit import Kernel, jit, simulate
 from nkidev.emulator.location import kernel_location
+from nkidev.emulator.opdef import OPS, public_function
+from nkidev.emulator.ops.collectives import ReplicaGroup, current_processing_rank
+from nkidev.emulator.registers import VirtualRegister
 from nkidev.emulator.tensor import NkiTensor
 from nkidev.errors import NkiNotSupportedError
 
@@ -56,20 +60,31 @@ def _collectives_getattr(name: str):
 
     def fn(*args, **kwargs):
         raise NkiNotSupportedError(
-            "err_not_supported_yet",
-            f"nki.collectives.{name} is not emulated (the official simulator does not implement collectives either)",
-            None,
-            kernel_location(),
+            "err_not_supported_yet", f"nki.collectives.{name} is not emulated by nkidev yet", None, kernel_location()
         )
 
     return fn
 
 
+def rank_id(name=None) -> VirtualRegister:
+    """This rank's id: the program's linear id in the launch (nkidev emulates collectives across one launch)."""
+    return VirtualRegister(_ctx.current().program)
+
+
+def collective_permute_implicit_current_processing_rank_id(iteration_id, replica_group, channel_id=0, name=None) -> VirtualRegister:
+    """The rank whose data this ring member processes at `iteration_id`: itself at 0, then its predecessors."""
+    it = iteration_id.value if isinstance(iteration_id, VirtualRegister) else int(iteration_id)
+    return VirtualRegister(current_processing_rank(replica_group, _ctx.current().program, it))
+
+
 collectives = _module(
     "nki.collectives",
-    "Collectives (not emulated).",
+    "Collectives across the programs (LNC cores, SPMD grid) of one launch.",
     __getattr__=_collectives_getattr,
-    ReplicaGroup=type("ReplicaGroup", (), {"__init__": lambda self, *a, **k: None}),
+    ReplicaGroup=ReplicaGroup,
+    rank_id=rank_id,
+    collective_permute_implicit_current_processing_rank_id=collective_permute_implicit_current_processing_rank_id,
+    **{op_name: public_function(op, {}) for op_name, op in OPS.items() if op.namespace == "collectives"},
 )
 compiler = _module("nki.compiler", "Compiler options (accepted, ignored by the emulator).")
 dtype = _module(

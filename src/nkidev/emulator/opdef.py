@@ -57,6 +57,7 @@ class OpDef:
     attrs: Callable | None = None  # (args) -> dict for the trace
     flops: Callable | None = None  # (args) -> int
     emulated: bool = True
+    namespace: str = "isa"  # the module its public function lives in: nki.isa, or nki.collectives
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -179,11 +180,13 @@ def check(op: OpDef, a, ctx, engine: str) -> None:
 def dispatch(op: OpDef, a: SimpleNamespace):
     ctx = _ctx.current()
     if not op.emulated:
-        raise NkiNotSupportedError("err_not_supported_yet", f"nki.isa.{op.name} is not emulated by nkidev yet", None, kernel_location())
+        raise NkiNotSupportedError(
+            "err_not_supported_yet", f"nki.{op.namespace}.{op.name} is not emulated by nkidev yet", None, kernel_location()
+        )
     if not ctx.target.has_instruction(op.name):
         raise KernelRuleError(
             "err_unsupported_on_target",
-            f"nki.isa.{op.name} is not available on {ctx.target.name}; it exists on {', '.join(op.available_on())}",
+            f"nki.{op.namespace}.{op.name} is not available on {ctx.target.name}; it exists on {', '.join(op.available_on())}",
             "pick a target that has it (--target), or use another instruction",
             kernel_location(),
         )
@@ -214,7 +217,7 @@ def _spmd_access(op: OpDef, a, ctx) -> None:
             if value.storage.kind == "hbm":
                 hbm.append((name, value))
         elif value.__class__ in (list, tuple):
-            hbm += [(name, v) for v in value if v.__class__ is NkiTensor and v.storage.kind == "hbm"]
+            hbm += [(name, v) for v in tiles_in(value) if v.storage.kind == "hbm"]
     if not hbm:
         return
     ctx.barrier.step()
@@ -231,9 +234,8 @@ def _touch(a, ctx, usage) -> None:
         if value.__class__ is NkiTensor:
             _stamp(value, clock, seen)
         elif value.__class__ in (list, tuple):
-            for v in value:
-                if v.__class__ is NkiTensor:
-                    _stamp(v, clock, seen)
+            for v in tiles_in(value):
+                _stamp(v, clock, seen)
     if len(seen) > 1:
         usage.operands(seen, ctx.target)
 
@@ -252,19 +254,29 @@ def _prepare_views(a, engine: str) -> None:
     """Views are bounds-checked when an instruction accesses them (see NkiTensor.bad); a tensor-indirection
     view learns which engine reads it (its offsets' group size)."""
     for name, value in a.__dict__.items():
-        values = value if value.__class__ in (list, tuple) else (value,)
-        for v in values:
-            if v.__class__ is NkiTensor:
-                check_access(v, name)
-                if v.dyn is not None and v.dyn.mode == "ti":
-                    v.dyn.group = TI_GROUP.get(engine, TI_GROUP["vector"])
+        for v in tiles_in(value):
+            check_access(v, name)
+            if v.dyn is not None and v.dyn.mode == "ti":
+                v.dyn.group = TI_GROUP.get(engine, TI_GROUP["vector"])
+
+
+def tiles_in(value):
+    """The tensors of an argument: a tensor, or (nested) lists of them (collectives take lists per channel)."""
+    if value.__class__ is NkiTensor:
+        yield value
+    elif value.__class__ in (list, tuple):
+        for v in value:
+            yield from tiles_in(v)
 
 
 def _mark_written(op: OpDef, a) -> None:
     for name in op.writes:
         t = getattr(a, name, None)
-        if isinstance(t, NkiTensor):
+        if t.__class__ is NkiTensor:
             t.storage.written = True
+        elif t.__class__ in (list, tuple):
+            for v in tiles_in(t):
+                v.storage.written = True
 
 
 def _record(op: OpDef, a, ctx, engine: str) -> Instruction:
@@ -277,8 +289,8 @@ def _record(op: OpDef, a, ctx, engine: str) -> Instruction:
                 n = data.size // data.shape[0]
                 free = n if n > free else free
             (writes if name in op.writes else reads).append(access(value, name))
-        elif value.__class__ in (list, tuple) and value and value[0].__class__ is NkiTensor:
-            reads.extend(access(v, name) for v in value if v.__class__ is NkiTensor)
+        elif value.__class__ in (list, tuple) and value:
+            (writes if name in op.writes else reads).extend(access(v, name) for v in tiles_in(value))
     main = writes[0] if writes else (reads[0] if reads else None)
     parts = main.partitions if main is not None else 1
     if main is not None and main.buffer == "hbm":
@@ -300,9 +312,9 @@ def public_function(op: OpDef, namespace: dict) -> Callable:
     body = ", ".join(f"{n}={n}" for n in names)
     src = f"def {op.name}({op.params}):\n    return _dispatch(_op, _NS({body}))\n"
     scope = dict(namespace, _dispatch=dispatch, _op=op, _NS=SimpleNamespace)
-    exec(compile(src, f"<nki.isa.{op.name}>", "exec"), scope)  # noqa: S102 - generated from our own table
+    exec(compile(src, f"<nki.{op.namespace}.{op.name}>", "exec"), scope)  # noqa: S102 - generated from our own table
     fn = scope[op.name]
-    fn.__module__ = "nki.isa"
+    fn.__module__ = f"nki.{op.namespace}"
     fn.__qualname__ = op.name
     fn.__doc__ = op_doc(op)
     fn.__nki_opdef__ = op

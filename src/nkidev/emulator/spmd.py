@@ -42,6 +42,9 @@ class Baton:
         self.me = threading.local()
         self.failed: BaseException | None = None
         self.races = Races(n)
+        self.calls: dict[tuple, int] = {}  # (rank, rank-list) -> collectives issued so far
+        self.pool: dict[tuple, dict] = {}  # (rank-list, call number) -> rank -> payload
+        self.readers: dict[tuple, int] = {}
 
     def _next(self, i: int) -> int | None:
         for k in range(1, self.n + 1):
@@ -107,6 +110,23 @@ class Baton:
         with self.cond:
             self.races.synchronize()
             return self.mail[key].pop(0)
+
+    def exchange(self, group: tuple[int, ...], payload) -> dict:
+        """A collective: deposit this program's payload, wait for every member of the rank-list, return all."""
+        me = self.me.index
+        with self.cond:
+            count = self.calls[(me, group)] = self.calls.get((me, group), 0) + 1
+            key = (group, count)
+            self.pool.setdefault(key, {})[me] = payload
+        self._wait_until(lambda: len(self.pool[key]) == len(group))
+        with self.cond:
+            got = dict(self.pool[key])
+            self.readers[key] = self.readers.get(key, 0) + 1
+            if self.readers[key] == len(group):
+                del self.pool[key], self.readers[key]
+            if len(group) == self.n:
+                self.races.synchronize()  # every program met: what came before is ordered
+            return got
 
     def run(self, bodies: list) -> list:
         results: list = [None] * self.n

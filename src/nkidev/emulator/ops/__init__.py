@@ -4,6 +4,6 @@ Code that reads op facts imports `OPS` from here, so the table is always complet
 """
 
 from nkidev.emulator.opdef import OPS, ops_where
-from nkidev.emulator.ops import dma, gpsimd, misc, mx, scalar, select, tensor_engine, vector  # noqa: F401
+from nkidev.emulator.ops import collectives, dma, gpsimd, misc, mx, scalar, select, tensor_engine, vector  # noqa: F401
 
 __all__ = ["OPS", "ops_where"]

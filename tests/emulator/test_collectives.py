@@ -1,0 +1,150 @@
+"""nki.collectives across the programs of one launch: ranks are program ids; results checked against NumPy."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import nkidev
+from nkidev.emulator import isa as nisa
+from nkidev.emulator import language as nl
+from nkidev.emulator.jit import jit
+from nkidev.emulator.nki_api import collectives as ncc
+from nkidev.errors import NkiError
+
+RNG = np.random.default_rng(0)
+
+
+@jit
+def hbm_collectives(x, groups):
+    """Each program (rank) contributes rows [8r, 8r + 8) of x; outputs are per rank, stacked along dim 0."""
+    r = nl.program_id(0)
+    n = nl.num_programs()
+    group = ncc.ReplicaGroup(groups)
+    members = len(groups[0])
+    mine = x[nl.ds(r * 8, 8), :]
+    summed = nl.ndarray((8 * n, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    gathered = nl.ndarray((8 * members * n, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    scattered = nl.ndarray((8 // members * n, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    swapped = nl.ndarray((8 * n, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_reduce(srcs=[mine], dsts=[summed[nl.ds(r * 8, 8), :]], replica_group=group, op=nl.add)
+    ncc.all_gather(srcs=[mine], dsts=[gathered[nl.ds(r * 8 * members, 8 * members), :]], replica_group=group, collective_dim=0)
+    part = 8 // members
+    ncc.reduce_scatter(srcs=[mine], dsts=[scattered[nl.ds(r * part, part), :]], replica_group=group, collective_dim=0, op=nl.maximum)
+    ncc.all_to_all(srcs=[mine], dsts=[swapped[nl.ds(r * 8, 8), :]], replica_group=group, collective_dim=0)
+    return summed, gathered, scattered, swapped
+
+
+@pytest.mark.parametrize("groups", [[[0, 1]], [[0, 1], [2, 3]], [[1, 3], [0, 2]]])
+def test_hbm_collectives_over_the_rank_lists(groups):
+    n = sum(len(g) for g in groups)
+    x = RNG.standard_normal((8 * n, 4)).astype(np.float32)
+    summed, gathered, scattered, swapped = nkidev.simulate(hbm_collectives)[n](x, groups)
+    rows = {r: x[8 * r : 8 * r + 8] for r in range(n)}
+    m = len(groups[0])
+    for g in groups:
+        for pos, r in enumerate(g):
+            np.testing.assert_allclose(summed[8 * r : 8 * r + 8], sum(rows[q] for q in g), rtol=1e-6)
+            np.testing.assert_array_equal(gathered[8 * m * r : 8 * m * (r + 1)], np.concatenate([rows[q] for q in g]))
+            part = 8 // m
+            top = np.maximum.reduce([rows[q] for q in g])
+            np.testing.assert_array_equal(scattered[part * r : part * (r + 1)], top[part * pos : part * (pos + 1)])
+            np.testing.assert_array_equal(swapped[8 * r : 8 * r + 8], np.concatenate([rows[q][part * pos : part * (pos + 1)] for q in g]))
+
+
+@jit
+def sbuf_gather_and_ring(x):
+    r = nl.program_id(0)
+    group = ncc.ReplicaGroup([[0, 1, 2]])
+    out = nl.ndarray((3, 16, 12), dtype=x.dtype, buffer=nl.shared_hbm)
+    ring = nl.ndarray((3, 3, 16, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    who = nl.ndarray((3, 1, 3), dtype=nl.int32, buffer=nl.shared_hbm)
+    t = nl.ndarray((16, 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[r])
+    wide = nl.ndarray((16, 12), dtype=x.dtype, buffer=nl.sbuf)
+    ncc.all_gather(srcs=[t], dsts=[wide], replica_group=group, collective_dim=1)  # SBUF: along the free dim
+    nisa.dma_copy(dst=out[r], src=wide)
+    # a ring: step i holds the data of rank (r - i) mod 3 (per-rank buffers: shared_hbm is shared by all programs)
+    held = nl.ndarray((16, 4), dtype=x.dtype, buffer=nl.hbm)
+    nisa.dma_copy(dst=held, src=t)
+    ids = nl.ndarray((1, 3), dtype=nl.int32, buffer=nl.sbuf)
+    for i in range(3):
+        nisa.register_store(ids[:, i : i + 1], ncc.collective_permute_implicit_current_processing_rank_id(i, group))
+        nisa.dma_copy(dst=ring[r, i], src=held)
+        if i < 2:
+            nxt = nl.ndarray((16, 4), dtype=x.dtype, buffer=nl.hbm)
+            ncc.collective_permute_implicit(srcs_by_channel=[[held]], dsts_by_channel=[[nxt]], replica_group=group)
+            held = nxt
+    nisa.dma_copy(dst=who[r], src=ids)
+    return out, ring, who
+
+
+def test_sbuf_all_gather_and_ring_permute():
+    x = RNG.standard_normal((3, 16, 4)).astype(np.float32)
+    out, ring, who = nkidev.simulate(sbuf_gather_and_ring)[3](x)
+    for r in range(3):
+        np.testing.assert_array_equal(out[r], np.concatenate(list(x), axis=1))
+        assert who[r, 0].tolist() == [r, (r - 1) % 3, (r - 2) % 3]
+        for i in range(3):
+            np.testing.assert_array_equal(ring[r, i], x[(r - i) % 3])
+
+
+@jit
+def permute_and_all_to_all_v(x, meta):
+    r = nl.program_id(0)
+    out = nl.ndarray((2, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    moved = nl.ndarray((2, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    counts = nl.ndarray((2, 3, 2), dtype=nl.uint32, buffer=nl.shared_hbm)
+    m = nl.ndarray((3, 2), dtype=nl.uint32, buffer=nl.hbm)  # per rank (shared_hbm is one tensor for all)
+    nisa.dma_copy(dst=m, src=meta[r])
+    ncc.all_to_all_v(srcs=[x[r]], dsts=[out[r]], replica_group=ncc.ReplicaGroup([[0, 1]]), metadata_tensor=m)
+    ncc.collective_permute(srcs=[x[r]], dsts=[moved[r]], source_target_pairs=[(0, 1), (1, 0)])
+    nisa.dma_copy(dst=counts[r], src=m)
+    return out, moved, counts
+
+
+def test_all_to_all_v_and_collective_permute():
+    x = np.arange(16, dtype=np.float32).reshape(2, 8) + 1
+    meta = np.zeros((2, 3, 2), np.uint32)
+    meta[0, 0], meta[0, 1] = [3, 1], [0, 5]  # rank 0 sends 3 elements from 0 to itself, 1 element from 5 to rank 1
+    meta[1, 0], meta[1, 1] = [2, 4], [0, 2]  # rank 1 sends 2 from 0 to rank 0, 4 from 2 to itself
+    out, moved, counts = nkidev.simulate(permute_and_all_to_all_v)[2](x, meta)
+    np.testing.assert_array_equal(moved, x[::-1])
+    np.testing.assert_array_equal(out[0, :3], x[0, :3])  # slot 0: from rank 0
+    np.testing.assert_array_equal(out[0, 4:6], x[1, :2])  # slot 1 starts at dst.size / 2
+    np.testing.assert_array_equal(out[1, :1], x[0, 5:6])
+    np.testing.assert_array_equal(out[1, 4:8], x[1, 2:6])
+    assert counts[0, 2].tolist() == [3, 2] and counts[1, 2].tolist() == [1, 4]  # recv_counts written back
+
+
+@jit
+def group_beyond_the_launch(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_reduce(srcs=[x], dsts=[out], replica_group=ncc.ReplicaGroup([[0, 1, 2, 3]]), op=nl.add)  # <-
+    return out
+
+
+def test_a_rank_list_beyond_the_launch_is_a_named_error():
+    with pytest.raises(NkiError) as info:
+        nkidev.simulate(group_beyond_the_launch)[2](np.ones((4, 4), np.float32))
+    err = info.value
+    lines, start = inspect.getsourcelines(group_beyond_the_launch.fn)
+    assert err.name == "err_invalid_argument" and "ranks [2, 3]" in err.message
+    assert err.lineno == start + next(i for i, line in enumerate(lines) if "# <-" in line)
+
+
+def test_single_program_collectives_are_identities_and_traced():
+    x = RNG.standard_normal((4, 4)).astype(np.float32)
+
+    @jit
+    def alone(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        ncc.all_reduce(srcs=[x], dsts=[out], replica_group=ncc.ReplicaGroup([[0]]), op=nl.add)
+        return out
+
+    res = nkidev.run(alone, (x,))
+    np.testing.assert_array_equal(res.outputs, x)
+    (ins,) = res.trace.instructions
+    assert (ins.opcode, ins.engine, len(ins.reads), len(ins.writes), ins.attrs["ranks"]) == ("all_reduce", "dma", 1, 1, 1)
