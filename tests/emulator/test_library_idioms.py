@@ -377,3 +377,27 @@ def test_find_index8_pairs_duplicates_with_successive_positions():
     assert nkidev.simulate(_find8)(data, vals)[0].tolist() == [2, 4, 5, 6, 7, 8, 9, 10]
     vals = np.array([[8, 8, 8, 8, 8, 8, 8, 8]], np.float32)  # an eighth 8 has no unused match
     assert nkidev.simulate(_find8)(data, vals)[0].tolist() == [4, 5, 6, 7, 8, 9, 10, 0xFFFFFFFF]
+
+
+@jit
+def _ap_on_column_views(a):
+    p, f = a.shape
+    out = nl.ndarray((p, 2), dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    y = nl.ndarray((p, 2), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=y[:, 0:1], src=x[:, 2:3].ap(pattern=[[f, p], [1, 1]], offset=0))  # relative to the view
+    half = x[32:64, 5:6].ap(pattern=[[f, 32], [1, 1]], offset=1)  # a partition range, one column further
+    nisa.tensor_copy(dst=y[32:64, 1:2], src=half)
+    nisa.memset(dst=y[0:32, 1:2], value=0.0)
+    nisa.memset(dst=y[64:, 1:2], value=0.0)
+    nisa.dma_copy(dst=out, src=y)
+    return out
+
+
+def test_ap_on_column_views_of_sbuf_tiles():
+    a = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+    out = nkidev.simulate(_ap_on_column_views)(a)
+    np.testing.assert_array_equal(out[:, 0], a[:, 2])
+    np.testing.assert_array_equal(out[32:64, 1], a[32:64, 6])
+    assert (out[:32, 1] == 0).all() and (out[64:, 1] == 0).all()
