@@ -148,3 +148,68 @@ def test_single_program_collectives_are_identities_and_traced():
     np.testing.assert_array_equal(res.outputs, x)
     (ins,) = res.trace.instructions
     assert (ins.opcode, ins.engine, len(ins.reads), len(ins.writes), ins.attrs["ranks"]) == ("all_reduce", "dma", 1, 1, 1)
+
+
+@jit
+def gather_v_and_ring_reduce(x, meta, y0, y1):
+    r = nl.program_id(0)
+    group = ncc.ReplicaGroup([[0, 1, 2]])
+    out = nl.ndarray((3, 12), dtype=x.dtype, buffer=nl.shared_hbm)
+    counts = nl.ndarray((3, 3, 3), dtype=nl.uint32, buffer=nl.shared_hbm)
+    reduced = nl.ndarray((3, 2, 4), dtype=y0.dtype, buffer=nl.shared_hbm)
+    ranks = nl.ndarray((3, 1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    m = nl.ndarray((3, 3), dtype=nl.uint32, buffer=nl.hbm)  # per rank (shared_hbm is one tensor for all)
+    nisa.dma_copy(dst=m, src=meta[r])
+    ncc.all_gather_v(srcs=[x[r]], dsts=[out[r]], replica_group=group, metadata_tensor=m)
+    nisa.dma_copy(dst=counts[r], src=m)
+    got = nl.ndarray((2, 4), dtype=y0.dtype, buffer=nl.hbm)
+    ncc.collective_permute_implicit_reduce(
+        srcs0_by_channel=[[y0[r]]], srcs1_by_channel=[[y1[r]]], dsts_by_channel=[[got]], replica_group=group, op=nl.maximum
+    )
+    nisa.dma_copy(dst=reduced[r], src=got)
+    me = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.register_store(me, ncc.rank_id())
+    nisa.dma_copy(dst=ranks[r], src=me)
+    return out, counts, reduced, ranks
+
+
+def test_all_gather_v_ring_reduce_and_rank_id_follow_the_docstrings():
+    """all_gather_v: each rank broadcasts src[send_displ : send_displ + send_count] (first column of rows 0/1); the
+    chunk of member s lands at dst[s * dst.size / n]; recv_counts (row 2) are written back. The reduce ring permute
+    sends op(srcs0, srcs1) to the successor; rank_id is the program id."""
+    x = np.arange(36, dtype=np.float32).reshape(3, 12) + 1
+    meta = np.zeros((3, 3, 3), np.uint32)
+    sends = [(2, 1), (4, 0), (1, 7)]  # (send_count, send_displ) per rank
+    for r, (count, displ) in enumerate(sends):
+        meta[r, 0, 0], meta[r, 1, 0] = count, displ
+        meta[r, 0, 1:], meta[r, 1, 1:] = 99, 99  # only the first column is read
+    y0 = RNG.standard_normal((3, 2, 4)).astype(np.float32)
+    y1 = RNG.standard_normal((3, 2, 4)).astype(np.float32)
+    out, counts, reduced, ranks = nkidev.simulate(gather_v_and_ring_reduce)[3](x, meta, y0, y1)
+    for r in range(3):
+        for s, (count, displ) in enumerate(sends):
+            np.testing.assert_array_equal(out[r, 4 * s : 4 * s + count], x[s, displ : displ + count])
+        assert counts[r, 2].tolist() == [2, 4, 1]
+        np.testing.assert_array_equal(reduced[r], np.maximum(y0[(r - 1) % 3], y1[(r - 1) % 3]))
+    assert ranks.reshape(-1).tolist() == [0, 1, 2]
+
+
+@jit
+def gather_v_overflowing_its_slot(x, meta):
+    r = nl.program_id(0)
+    out = nl.ndarray((2, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    m = nl.ndarray((3, 2), dtype=nl.uint32, buffer=nl.hbm)
+    nisa.dma_copy(dst=m, src=meta[r])
+    ncc.all_gather_v(srcs=[x[r]], dsts=[out[r]], replica_group=ncc.ReplicaGroup([[0, 1]]), metadata_tensor=m)  # <-
+    return out
+
+
+def test_all_gather_v_chunks_beyond_dst_are_a_named_error():
+    meta = np.zeros((2, 3, 2), np.uint32)
+    meta[:, 0, 0] = 8  # the second member's 8 elements start at slot 4 of an 8-element dst
+    with pytest.raises(NkiError) as info:
+        nkidev.simulate(gather_v_overflowing_its_slot)[2](np.ones((2, 8), np.float32), meta)
+    err = info.value
+    lines, start = inspect.getsourcelines(gather_v_overflowing_its_slot.fn)
+    assert err.name == "err_tensor_access_out_of_bound" and "rank 1" in err.message
+    assert err.lineno == start + next(i for i, line in enumerate(lines) if "# <-" in line)

@@ -107,3 +107,28 @@ def test_check_capacity_false_skips_the_bookkeeping():
     a = np.random.default_rng(2).random((128, F), dtype=np.float32)
     res = nkidev.run(two_live_tiles, (a,), options=nkidev.EmulatorOptions(check_capacity=False))
     assert res.trace.spills == [] and res.warnings == []
+
+
+@jit
+def two_live_psum_tiles(a):
+    out = nl.ndarray((128, 3000), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.ndarray((128, 3000), dtype=nl.float32, buffer=nl.psum)  # 12000 bytes per partition: two exceed 16384
+    y = nl.ndarray((128, 3000), dtype=nl.float32, buffer=nl.psum)
+    s = nl.ndarray((128, 3000), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=x, value=2.0)
+    nisa.memset(dst=y, value=3.0)  # x is live (read below) while y comes in
+    nisa.tensor_copy(dst=s, src=y)
+    nisa.tensor_tensor(dst=s, data1=s, data2=x, op=nl.multiply)
+    nisa.dma_copy(dst=out, src=s)
+    return out
+
+
+def test_psum_demand_above_capacity_is_spilled_to_sbuf():
+    with pytest.warns(NkiWarning, match=r"warn_psum_spill: .*'x'"):
+        res = nkidev.run(two_live_psum_tiles, (np.zeros((1, 1), np.float32),))
+    np.testing.assert_array_equal(res.outputs, np.full((128, 3000), 6.0, np.float32))
+    assert res.peak_psum_bytes == 2 * 12000
+    (sp,) = res.trace.spills
+    assert (sp.name, sp.buffer, sp.to, sp.bytes_per_partition) == ("x", "psum", "sbuf", 12000)
+    assert sp.location.endswith(f":{_line(two_live_psum_tiles, 'dst=y, value=3.0')}")
+    assert [w["name"] for w in res.warnings] == ["warn_psum_spill"]

@@ -3,6 +3,8 @@ rand_get_state/rand_set_state and NkiTensor.indirect(). References are written h
 
 from __future__ import annotations
 
+import inspect
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -15,6 +17,18 @@ from nkidev.emulator.ops.mx import pack, scale_partition, unpack
 from nkidev.errors import NkiError
 
 RNG = np.random.default_rng(0)
+
+
+def line_of(kernel, text: str) -> int:
+    """The kernel source line (1-based, in this file) of the first line containing `text`."""
+    lines, start = inspect.getsourcelines(kernel.fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def raised(run) -> NkiError:
+    with pytest.raises(NkiError) as info:
+        run()
+    return info.value
 
 
 def _fp32_exponent(x: np.ndarray) -> np.ndarray:
@@ -138,8 +152,9 @@ def mx_on_trn2(x):
 
 
 def test_mx_instructions_exist_only_on_neuroncore_v4():
-    with pytest.raises(NkiError, match="err_unsupported_on_target"):
-        nkidev.simulate(mx_on_trn2, target="trn2")(np.zeros((1, 1), np.float32))
+    err = raised(lambda: nkidev.simulate(mx_on_trn2, target="trn2")(np.zeros((1, 1), np.float32)))
+    assert (err.name, err.lineno) == ("err_unsupported_on_target", line_of(mx_on_trn2, "# <-"))
+    assert "quantize_mx" in err.message and "trn3" in err.message
 
 
 # ---------------------------------------------------------------- local_gather, sequence_bounds
@@ -168,6 +183,16 @@ def test_local_gather_reads_each_cores_indices_partition_first():
         np.testing.assert_array_equal(out[16 * c : 16 * (c + 1)], src[16 * c : 16 * (c + 1)][:, order, :])
 
 
+def test_local_gather_errors_name_the_kernel_line():
+    src = RNG.random((16, 8), dtype=np.float32)
+    index = np.full((16, 1), 7, np.uint16)  # 7 + 2 elements pass the 8 of a partition
+    err = raised(lambda: nkidev.simulate(gather_local)(src, index, 2, 16, (16, 16, 2)))
+    assert (err.name, err.lineno) == ("err_tensor_access_out_of_bound", line_of(gather_local, "nisa.local_gather("))
+    err = raised(lambda: nkidev.simulate(gather_local)(src, index, 3, 16, (16, 16, 3)))  # 3 is not a power of 2
+    assert (err.name, err.lineno) == ("err_shape_mismatch", line_of(gather_local, "nisa.local_gather("))
+    assert "num_elem_per_idx=3" in err.message
+
+
 @jit
 def bounds(ids):
     out = nl.ndarray((1, 2, ids.shape[1]), dtype=ids.dtype, buffer=nl.shared_hbm)
@@ -183,6 +208,21 @@ def test_sequence_bounds_docstring_example():
     for dt in (np.int32, np.float32):
         out = nkidev.simulate(bounds)(np.array([[0, 1, 1, 2, 2, 2, 0, 3, 3]], dt))
         assert out[0, 0].tolist() == [9, 1, 1, 3, 3, 3, 9, 7, 7] and out[0, 1].tolist() == [-1, 3, 3, 6, 6, 6, -1, 9, 9]
+
+
+@jit
+def bounds_into_a_short_dst(ids):
+    s = nl.ndarray(ids.shape, dtype=ids.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=ids)
+    d = nl.ndarray((1, ids.shape[1]), dtype=ids.dtype, buffer=nl.sbuf)
+    nisa.sequence_bounds(dst=d, segment_ids=s)  # <-
+    return ids
+
+
+def test_sequence_bounds_needs_a_start_and_an_end_per_element():
+    err = raised(lambda: nkidev.simulate(bounds_into_a_short_dst)(np.ones((1, 5), np.int32)))
+    assert (err.name, err.lineno) == ("err_shape_mismatch", line_of(bounds_into_a_short_dst, "# <-"))
+    assert "(1, 2, 5)" in err.message
 
 
 # ---------------------------------------------------------------- PRNG state
@@ -210,8 +250,8 @@ def vector_state_on_trn2(x):
 def test_rand_get_state_returns_the_state_set():
     seeds = RNG.integers(0, 2**32, size=(128, 6), dtype=np.uint64).astype(np.uint32)
     np.testing.assert_array_equal(nkidev.simulate(rng_state_roundtrip, target="trn2")(seeds), seeds)
-    with pytest.raises(NkiError, match="err_invalid_argument"):  # VectorE state needs NeuronCore-v4
-        nkidev.simulate(vector_state_on_trn2, target="trn2")(np.zeros((1, 1), np.float32))
+    err = raised(lambda: nkidev.simulate(vector_state_on_trn2, target="trn2")(np.zeros((1, 1), np.float32)))
+    assert (err.name, err.lineno) == ("err_invalid_argument", line_of(vector_state_on_trn2, "# <-"))  # VectorE: NC-v4
 
 
 # ---------------------------------------------------------------- tensor indirection
@@ -247,5 +287,5 @@ def test_indirect_views_gather_and_scatter_columns_in_snake_order():
     want = a.copy()
     want[:, order] = -1.0
     np.testing.assert_array_equal(scattered, want)
-    with pytest.raises(NkiError, match="err_unsupported_on_target"):
-        nkidev.simulate(indirect_columns, target="trn2")(a, offsets)
+    err = raised(lambda: nkidev.simulate(indirect_columns, target="trn2")(a, offsets))
+    assert (err.name, err.lineno) == ("err_unsupported_on_target", line_of(indirect_columns, ".indirect("))
