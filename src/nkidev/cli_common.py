@@ -42,6 +42,14 @@ MemoryOption = Annotated[
         "--memory", help="Address-space limit of the isolated child process, e.g. 8G or 512M (default: three quarters of the RAM)."
     ),
 ]
+NkiVersionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--nki-version",
+        help="NKI version to check the kernel against: 0.6 | 0.7 (also 0.6.0, 0.7.0) (default: a task file's NKI_VERSION, "
+        "then $NKIDEV_NKI_VERSION, else the newest, 0.7). Legacy neuronxcc.nki kernels are recognised by their imports.",
+    ),
+]
 
 
 def to_json(data) -> str:

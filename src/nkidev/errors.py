@@ -338,6 +338,79 @@ _CATALOGUE = [
         "No docs page, op or error has that name.",
         "use one of the close matches in the message, or find the page with `nkidev docs search WORDS`",
     ),
+    # --- NKI versions, NKI 0.7 scalars and tile grids, the legacy front end and the migration tool ---
+    _e(
+        "err_unknown_nki_version",
+        "The NKI version given (--nki-version, nki_version=, NKIDEV_NKI_VERSION or a task file's NKI_VERSION) is not one nkidev emulates.",
+        "use 0.6 or 0.7 (0.6.0 and 0.7.0 are accepted too); the default is the newest",
+    ),
+    _e(
+        "err_removed_in_nki_version",
+        "The kernel uses an API that the NKI version it is checked against no longer has.",
+        "use the replacement named in the message (`nkidev migrate FILE` rewrites most of them), or check the kernel "
+        "against the version it was written for with --nki-version",
+    ),
+    _e(
+        "err_requires_nki_version",
+        "The kernel uses an API that is newer than the NKI version it is checked against.",
+        "check it against the version that adds the API (--nki-version, nki_version=, NKIDEV_NKI_VERSION), or avoid the API",
+    ),
+    _e(
+        "err_nki_scalar_invalid",
+        "nisa.scalar_load / nisa.scalar_store got an operand they do not accept (a 1x1 int32/int64 tile in SBUF or HBM, "
+        "a scalar of the tile's width).",
+        "load from and store to a (1, 1) nl.int32 or nl.int64 tile in SBUF or HBM; use nisa.memset for constants",
+    ),
+    _e(
+        "err_nki_scalar_operation",
+        "An NkiScalar was used in a way NKI 0.7 does not support (int64 comparisons or loop bounds, mixed dtypes, "
+        "a comparison result, an int64 offset into SBUF/PSUM, an operator other than + - *).",
+        "use int32 scalars for loop bounds and comparisons, scalars of one dtype per expression, and + - * only",
+    ),
+    _e(
+        "err_nki_scalar_host_value",
+        "Kernel Python code read an NkiScalar's value (if / while / int() / range() / indexing); scalars only exist on the device.",
+        "pass the scalar to nl.fori_loop bounds or an access pattern's scalar_offset instead of reading it in Python",
+    ),
+    _e(
+        "err_tile_grid_invalid",
+        "nl.alloc_tiles / alloc_blocks / tiles / blocks (or a grid selection) got an invalid shape, buffer or index.",
+        "pass tile_shape/element_shape/block_shape as tuples of positive Python ints (tile_shape at least 2-d, "
+        "not longer than element_shape) and index grids within their shape",
+    ),
+    _e(
+        "err_nested_kernel_config_mismatch",
+        "A nested @nki.jit kernel's compile_config differs from the config of the kernel that calls it.",
+        "give both the same nki.compiler.CompileConfig, or pass "
+        "specialization_config=nki.compiler.SpecializationConfig(allow_nested_config_override=True) to the top-level kernel",
+    ),
+    _e(
+        "err_lnc_mismatch",
+        "The kernel's LNC degree differs from the one the compiler uses (NCC_EVRF066 in NKI 0.7).",
+        "launch with the LNC degree of NEURON_LOGICAL_NC_CONFIG (drop the kernel[n] bracket, or make them agree)",
+    ),
+    _e(
+        "err_legacy_index",
+        "A legacy (neuronxcc.nki) index expression cannot be used here: 1-d aranges, basic and advanced indexing "
+        "mixed in one subscript, non-affine indices, or a mask that is not a comparison of affine index expressions.",
+        "index with nl.arange(n)[:, None] / [None, :] or nl.mgrid (or only slices), and build masks from comparisons of them joined with &",
+    ),
+    _e(
+        "err_failed_to_infer_tile_from_local_tensor",
+        "A legacy compute op got a tensor whose partition dim is not the first dim (a tensor with block dims).",
+        "index away the block dimensions first, e.g. t[i] or t[i, j], to get a tile",
+        True,
+    ),
+    _e(
+        "err_migrate_missing_extra",
+        "`nkidev migrate` needs LibCST, which is an optional extra.",
+        "install it with: pip install 'nkidev[migrate]'",
+    ),
+    _e(
+        "err_migrate_parse",
+        "`nkidev migrate` could not parse the file as Python.",
+        "fix the syntax error at the line named in the message, then rerun",
+    ),
     _e("err_unknown_client", "Unknown agent client.", "use --target claude, kiro or cursor"),
     _e(
         "err_install_conflict",
@@ -421,6 +494,18 @@ class KernelRuleError(NkiError, AssertionError):
 
 class NkiNotSupportedError(NkiError, NotImplementedError):
     """A documented NKI API that nkidev does not emulate yet."""
+
+
+class NkiVersionError(NkiError, TypeError):
+    """The kernel uses an API its NKI version does not have (also a TypeError, like the 0.7 tracer's errors)."""
+
+
+class KernelTypeError(KernelRuleError, TypeError):
+    """A kernel rule error the official API raises as TypeError (NkiScalar host reads, grid shapes)."""
+
+
+class KernelValueError(KernelRuleError, ValueError):
+    """A kernel rule error the official API raises as ValueError (grid shape values)."""
 
 
 class NkiUsageError(NkiError):

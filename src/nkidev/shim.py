@@ -86,15 +86,18 @@ class emulate:  # noqa: N801 - used like a function: nkidev.emulate() / with nki
     """Make `import nki` (and nki.language, nki.isa, ...) resolve to the emulator.
 
     `emulate(target="trn3")` also sets the default target for kernels this thread runs until the block ends
-    (a context variable: other threads and os.environ are untouched). Blocks may nest and may run in several
-    threads at once: `sys.modules` is shared, so the emulator's modules are installed by the first active
-    block and whatever was imported before is put back when the last one ends.
+    (a context variable: other threads and os.environ are untouched); `emulate(nki_version="0.6")` likewise sets
+    the NKI version kernels are checked against ("0.6" | "0.7", also "0.7.0"; default: the newest). Blocks may nest
+    and may run in several threads at once: `sys.modules` is shared, so the emulator's modules are installed by the
+    first active block and whatever was imported before is put back when the last one ends.
     """
 
-    def __init__(self, target: str | None = None):
+    def __init__(self, target: str | None = None, nki_version: str | None = None):
         global _depth
+        from nkidev.emulator.versions import scope
         from nkidev.hardware import resolve_target_name, target_override
 
+        self._version = scope(nki_version)  # err_unknown_nki_version before anything changes
         self._token = target_override.set(resolve_target_name(target)) if target is not None else None
         with _lock:
             if _depth == 0:
@@ -137,6 +140,7 @@ class emulate:  # noqa: N801 - used like a function: nkidev.emulate() / with nki
                 target_override.reset(self._token)
             except ValueError:  # restored from another thread or context: clear this one's override
                 target_override.set(None)
+        self._version.close()
 
 
 def install_fallback() -> None:

@@ -62,6 +62,20 @@ class Task:
             return None
         return check_grid(value, f"{self.path}: GRID")
 
+    def version_scope(self):
+        """A `with` block checking this task's kernels against its NKI_VERSION (e.g. "0.6"), unless a version was
+        chosen explicitly (--nki-version / emulate(nki_version=)); it takes precedence over $NKIDEV_NKI_VERSION."""
+        from nkidev.emulator import versions
+
+        pinned = self.attr("NKI_VERSION")
+        if pinned is None or versions.nki_version_override.get() is not None:
+            return versions.scope(None)
+        if not isinstance(pinned, str):
+            raise NkiUsageError(
+                "err_bad_task_file", f"{self.path}: NKI_VERSION = {pinned!r}", 'write it as a string, e.g. NKI_VERSION = "0.6"'
+            )
+        return versions.scope(pinned)
+
     def kernel(self, name: str | None):
         if name is None:
             if len(self.kernels) == 1:

@@ -480,5 +480,5 @@ def device_loop(x, n):
 
 
 def test_register_bounded_device_loops_run():
-    out = nkidev.simulate(device_loop)(np.ones((1, 4), np.float32), np.array([[3]], np.int32))
+    out = nkidev.simulate(device_loop, nki_version="0.6")(np.ones((1, 4), np.float32), np.array([[3]], np.int32))  # dynamic_range: 0.6
     np.testing.assert_array_equal(out, np.full((1, 4), 6.0))

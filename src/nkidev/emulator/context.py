@@ -19,6 +19,7 @@ except ImportError:  # not on Windows: the budget then follows the machine's RAM
 
 import numpy as np
 
+from nkidev.emulator import versions
 from nkidev.emulator.liveness import Occupancy
 from nkidev.emulator.location import kernel_frame, rule_error
 from nkidev.errors import NkiWarning
@@ -35,10 +36,13 @@ class EmulatorOptions:
     record: bool = True  # build the instruction trace
     fill: float | None = None  # value of fresh allocations instead of NaN / 4 (validate uses it to find unwritten reads)
     memory_budget: int | None = None  # bytes of live emulated tensors per program; None: 80% of the address-space limit or RAM
+    nki_version: str | None = None  # "0.6" | "0.7" (or "0.7.0"); None: the default at run time (versions.default())
 
     def __post_init__(self):
         if self.target is not None:
             object.__setattr__(self, "target", get_target(self.target))  # resolved once; err_unknown_target early
+        if self.nki_version is not None:
+            object.__setattr__(self, "nki_version", versions.resolve(self.nki_version))  # err_unknown_nki_version early
 
 
 _BUDGET: list[int] = []  # the default emulator memory budget, computed once per process
@@ -124,10 +128,17 @@ class Context:
     shared_count: int = 0
     placed: weakref.WeakValueDictionary = field(default_factory=weakref.WeakValueDictionary)  # (buffer, address=) -> Storage
     deferred_views: int = 0  # views made out of bounds or empty so far: dispatch checks operands once there are any
+    nki_version: str | None = None  # the NKI version the kernel is checked against; None: versions.default()
+    kernel: object | None = None  # the top-level Kernel being run (its compile/specialization configs)
 
     @property
     def compute(self) -> bool:
         return self.options.compute
+
+    @property
+    def version(self) -> str:
+        """The NKI version this program runs under (resolved once per launch; outside kernels, the thread's default)."""
+        return self.nki_version or self.options.nki_version or versions.default()
 
     def __post_init__(self):
         if self.usage is None:

@@ -81,6 +81,7 @@ DTYPES: dict[str, NkiDType] = {
         _d("int8", np.int8, 1, "int"),
         _d("int16", np.int16, 2, "int"),
         _d("int32", np.int32, 4, "int"),
+        _d("int64", np.int64, 8, "int"),  # NKI 0.7: scalar_load/scalar_store tiles
         _d("uint8", np.uint8, 1, "uint"),
         _d("uint16", np.uint16, 2, "uint"),
         _d("uint32", np.uint32, 4, "uint"),

@@ -82,3 +82,10 @@ class dma_engine(Enum):  # noqa: N801
 
     dma = 1
     gpsimd_dma = 2
+
+
+class dependency(Enum):  # noqa: N801
+    """Kind of a NkiInstruction.depends_on edge (NKI 0.7): a hardware semaphore wait, or scheduler ordering only."""
+
+    runtime = "runtime"
+    schedule = "schedule"

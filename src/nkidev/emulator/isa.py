@@ -7,14 +7,19 @@ from __future__ import annotations
 import numpy as np
 
 from nkidev.emulator import context as _ctx
+from nkidev.emulator import gate
 from nkidev.emulator import ops as _ops  # noqa: F401  (registers every op declaration)
 from nkidev.emulator.alu import DEFAULT_SPECS
-from nkidev.emulator.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, oob_mode, reduce_cmd
+from nkidev.emulator.enums import dependency, dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, oob_mode, reduce_cmd
+from nkidev.emulator.location import rule_error
 from nkidev.emulator.opdef import OPS, public_function
 from nkidev.emulator.register_ops import register_alloc as register_alloc
 from nkidev.emulator.register_ops import register_load as register_load
 from nkidev.emulator.register_ops import register_move as register_move
 from nkidev.emulator.register_ops import register_store as register_store
+from nkidev.emulator.register_ops import scalar_load as scalar_load
+from nkidev.emulator.register_ops import scalar_store as scalar_store
+from nkidev.emulator.registers import NkiScalar as NkiScalar
 from nkidev.emulator.registers import VirtualRegister as VirtualRegister
 from nkidev.errors import NkiValidationError as NkiValidationError
 
@@ -47,7 +52,12 @@ class NkiInstruction:
     def __init__(self, handle=None):
         self.handle = handle
 
-    def depends_on(self, *producers) -> NkiInstruction:
+    def depends_on(self, *producers, kind: dependency | None = None) -> NkiInstruction:
+        """Order this instruction after `producers`; `kind` (NKI 0.7) is dependency.runtime or dependency.schedule."""
+        if kind is not None:
+            gate.require("nki.isa.NkiInstruction.depends_on(kind=)")
+            if not isinstance(kind, dependency):
+                raise rule_error("err_invalid_argument", f"kind={kind!r}", "pass nisa.dependency.runtime or nisa.dependency.schedule")
         return self
 
 
@@ -79,6 +89,10 @@ __all__ = sorted(
         "register_store",
         "get_nc_version",
         "get_nc_sub_version",
+        "NkiScalar",
+        "scalar_load",
+        "scalar_store",
+        "dependency",
         "tensor_engine",
         "vector_engine",
         "scalar_engine",
@@ -86,3 +100,5 @@ __all__ = sorted(
         "unknown_engine",
     ]
 )
+
+gate.apply(globals(), "nki.isa")  # names newer or older than the running NKI version raise a named error when used

@@ -18,18 +18,29 @@ import types as _types
 import numpy as np
 
 from nkidev.emulator import context as _ctx
+from nkidev.emulator import gate
 from nkidev.emulator import isa as nisa
 from nkidev.emulator.alu import OpSpec
 from nkidev.emulator.dtypes import DTYPES, NkiDType, to_nki_dtype
+from nkidev.emulator.grids import (  # noqa: F401  (NKI 0.7 names of nki.language)
+    NkiBlockGrid,
+    NkiGrid,
+    NkiTileGrid,
+    alloc_blocks,
+    alloc_tiles,
+    blocks,
+    empty_like_grid,
+    tiles,
+)
 from nkidev.emulator.location import kernel_location, rule_error
 from nkidev.emulator.memory import f32
-from nkidev.emulator.registers import VirtualRegister
+from nkidev.emulator.registers import NkiScalar, VirtualRegister
 from nkidev.emulator.tensor import DynSlice, MemoryRegion, NkiTensor, allocate, free_size, from_array, partitions
 from nkidev.errors import NkiNotSupportedError
 
 # ---------------------------------------------------------------- dtypes and buffers
 bool_ = DTYPES["bool_"]
-int8, int16, int32 = DTYPES["int8"], DTYPES["int16"], DTYPES["int32"]
+int8, int16, int32, int64 = DTYPES["int8"], DTYPES["int16"], DTYPES["int32"], DTYPES["int64"]
 uint8, uint16, uint32 = DTYPES["uint8"], DTYPES["uint16"], DTYPES["uint32"]
 float16, float32, bfloat16, tfloat32 = DTYPES["float16"], DTYPES["float32"], DTYPES["bfloat16"], DTYPES["tfloat32"]
 float8_e4m3, float8_e4m3fn, float8_e5m2 = DTYPES["float8_e4m3"], DTYPES["float8_e4m3fn"], DTYPES["float8_e5m2"]
@@ -202,8 +213,29 @@ def zeros_like(x, dtype=None, buffer=None, name: str = "") -> NkiTensor:
     return zeros(x.shape, dtype or x.dtype, buffer or x.buffer, name)
 
 
-def empty_like(x, dtype=None, buffer=None, name: str = "") -> NkiTensor:
-    return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+def empty_like(x, dtype=None, buffer=None, name: str = "", *, transpose_axes=None, address=None):
+    """An uninitialized tensor (or grid, NKI 0.7) shaped like x; `transpose_axes` (NKI 0.7) prepares the SBUF
+    destination of a later nisa.dma_transpose of x (no instruction is emitted)."""
+    if isinstance(x, NkiGrid):
+        return empty_like_grid(x, dtype, buffer, name)
+    if transpose_axes is None:
+        return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+    gate.require("nki.language.empty_like(transpose_axes=)")
+    axes = tuple(int(a) for a in transpose_axes)
+    if axes not in ((1, 0), (2, 1, 0), (3, 1, 2, 0)) or len(axes) != x.ndim:
+        raise rule_error(
+            "err_invalid_argument",
+            f"transpose_axes={transpose_axes} for a {x.ndim}-d tensor",
+            "use (1, 0), (2, 1, 0) or (3, 1, 2, 0) (ranks 2 to 4)",
+        )
+    shape = tuple(x.shape[a] for a in axes)
+    if shape[0] > _ctx.current().target.sbuf.partitions:
+        raise rule_error(
+            "err_num_partition_exceed_arch_limit",
+            f"transposing {x.shape} by {axes} makes {shape[0]} destination partitions",
+            "tile the source so the dim that becomes the partition dim is at most 128",
+        )
+    return ndarray(shape, dtype or x.dtype, buffer or sbuf, name)
 
 
 def rand(shape, dtype=float32, buffer=sbuf, name: str = "") -> NkiTensor:
@@ -284,14 +316,33 @@ def _reg(x) -> int:
     return x.value if isinstance(x, VirtualRegister) else int(x)
 
 
+def _bound(x, what: str) -> int:
+    """A device-loop bound: an int, a VirtualRegister or an int32 NkiScalar (int64 has no 64-bit trip-count compare)."""
+    if isinstance(x, NkiScalar):
+        if x.bits == 64:
+            raise rule_error(
+                "err_nki_scalar_operation",
+                f"an int64 NkiScalar is the {what} of nl.fori_loop; loop bounds are 32-bit",
+                "load the bound from an nl.int32 tile (64-bit scalars may be computed inside the body)",
+            )
+        return x.usable(f"the {what} of nl.fori_loop")
+    return _reg(x)
+
+
 def dynamic_range(start, stop=None, step=1):
     """A device loop with run-time bounds; the emulator knows the registers' values, so it simply iterates."""
     return affine_range(_reg(start), None if stop is None else _reg(stop), step)
 
 
 def fori_loop(lower, upper, body_fun, step=1) -> None:
-    for i in range(_reg(lower), _reg(upper), int(step)):
-        body_fun(VirtualRegister(i))
+    """A device loop running body_fun(i) for i in range(lower, upper, step); bounds are ints, VirtualRegisters or
+    (NKI 0.7) int32 NkiScalars. Under NKI 0.7 `i` is an NkiScalar unless a bound is a VirtualRegister."""
+    if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
+        raise rule_error("err_invalid_argument", f"fori_loop step={step!r}", "the step is a compile-time positive int")
+    registers = isinstance(lower, VirtualRegister) or isinstance(upper, VirtualRegister)
+    as_scalar = not registers and gate.has("nki.isa.NkiScalar")
+    for i in range(_bound(lower, "lower bound"), _bound(upper, "upper bound"), step):
+        body_fun(NkiScalar(i, int32) if as_scalar else VirtualRegister(i))
 
 
 def while_loop(init, body_fun, max_iterations: int = 1_000_000) -> None:
@@ -980,6 +1031,7 @@ def install_tensor_methods() -> None:
 
 
 install_tensor_methods()
+gate.apply(globals(), "nki.language")  # names newer or older than the running NKI version raise a named error when used
 
 __all__ = [
     n
@@ -1007,5 +1059,8 @@ __all__ = [
         "f32",
         "from_array",
         "install_tensor_methods",
+        "gate",
+        "empty_like_grid",
+        "NkiScalar",
     )
 ]

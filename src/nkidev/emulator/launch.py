@@ -15,6 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from nkidev.emulator import context as _ctx
+from nkidev.emulator import versions
 from nkidev.emulator.context import Context, EmulatorOptions, warn_at
 from nkidev.emulator.dtypes import lookup
 from nkidev.emulator.location import strip_internal_frames
@@ -92,11 +93,12 @@ def _to_kernel_arg(value, name: str, region: MemoryRegion, inputs: list):
 
 
 def run_kernel(
-    fn, args: tuple, kwargs: dict, options: EmulatorOptions | None = None, grid=None, kernel_name: str | None = None
+    fn, args: tuple, kwargs: dict, options: EmulatorOptions | None = None, grid=None, kernel_name: str | None = None, kernel=None
 ) -> RunResult:
     """Emulate `fn(*args, **kwargs)` over the launch grid; NkiErrors point at the kernel line."""
     options = options or EmulatorOptions()
     target = get_target(options.target)
+    version = options.nki_version or versions.default()  # resolved here: the programs' threads do not see context variables
     grid = normalize_grid(grid)
     nprog = math.prod(grid)
     name = kernel_name or getattr(fn, "__name__", "kernel")
@@ -105,7 +107,9 @@ def run_kernel(
     baton = Baton(nprog) if nprog > 1 else None
     counter = [0]
     shared: list = []
-    base = Context(target, options, trace=trace, grid=grid, in_kernel=True, counter=counter, barrier=baton)
+    base = Context(
+        target, options, trace=trace, grid=grid, in_kernel=True, counter=counter, barrier=baton, nki_version=version, kernel=kernel
+    )
     previous = _ctx.set_current(base)
     # The trace is a long list of small objects: the cyclic GC would rescan it over and over (a third of the
     # run time on big kernels). Tiles are freed by reference counting, which stays on.
@@ -131,6 +135,8 @@ def run_kernel(
                 in_kernel=True,
                 counter=counter,
                 barrier=baton,
+                nki_version=version,
+                kernel=kernel,
             )
             ctx.shared_hbm = shared
             _ctx.set_current(ctx)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 import types
 
+from nkidev.emulator import compiler_config, gate, isa, language, nki_typing, versions
 from nkidev.emulator import context as _ctx
-from nkidev.emulator import isa, language, nki_typing
 from nkidev.emulator import isa_constants as _constants
 from nkidev.emulator.jit import Kernel, jit, simulate
 from nkidev.emulator.location import kernel_location
@@ -16,7 +16,7 @@ from nkidev.emulator.registers import VirtualRegister
 from nkidev.emulator.tensor import NkiTensor
 from nkidev.errors import NkiNotSupportedError
 
-__version__ = "0.6.0+nkidev"
+__version__ = f"{versions.NEWEST}.0+nkidev"  # the newest emulated version; the one a kernel is checked against is selectable
 typing = nki_typing
 cpu_simulate = simulate  # the name nki-library's test harness uses
 
@@ -57,8 +57,11 @@ def _module(name: str, doc: str, **attrs) -> types.ModuleType:
 def _collectives_getattr(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
+    qualified = f"nki.collectives.{name}"
 
     def fn(*args, **kwargs):
+        if qualified in versions.API:
+            gate.require(qualified)
         raise NkiNotSupportedError(
             "err_not_supported_yet", f"nki.collectives.{name} is not emulated by nkidev yet", None, kernel_location()
         )
@@ -86,7 +89,13 @@ collectives = _module(
     collective_permute_implicit_current_processing_rank_id=collective_permute_implicit_current_processing_rank_id,
     **{op_name: public_function(op, {}) for op_name, op in OPS.items() if op.namespace == "collectives"},
 )
-compiler = _module("nki.compiler", "Compiler options (accepted, ignored by the emulator).")
+compiler = _module(
+    "nki.compiler",
+    "Per-kernel compiler configuration (NKI 0.7): CompileConfig, SpecializationConfig, AddressRotation.",
+    CompileConfig=gate.gated(compiler_config.CompileConfig, "nki.compiler.CompileConfig"),
+    SpecializationConfig=gate.gated(compiler_config.SpecializationConfig, "nki.compiler.SpecializationConfig"),
+    AddressRotation=compiler_config.AddressRotation,
+)
 dtype = _module(
     "nki.dtype",
     "NKI dtypes.",
@@ -104,6 +113,7 @@ dtype = _module(
             "float32",
             "bfloat16",
             "tfloat32",
+            "int64",
             "float8_e4m3",
             "float8_e4m3fn",
             "float8_e5m2",

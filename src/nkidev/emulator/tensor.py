@@ -19,7 +19,7 @@ import numpy as np
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.dtypes import NkiDType, fill_uninitialized, to_f32, to_nki_dtype
 from nkidev.emulator.location import assigned_name, kernel_location, rule_error
-from nkidev.emulator.registers import VirtualRegister
+from nkidev.emulator.registers import NkiScalar, VirtualRegister
 from nkidev.emulator.trace import Access, TensorRecord
 from nkidev.errors import NkiNotSupportedError
 
@@ -239,6 +239,8 @@ TI_GROUP = {"tensor": 32, "vector": 16, "scalar": 16, "gpsimd": 16}
 def _index_value(index) -> np.ndarray:
     if isinstance(index, VirtualRegister):
         return np.array([[index.value]], dtype=np.int64)  # run-time value: the DMA reads it on device
+    if isinstance(index, NkiScalar):
+        return np.array([[index.usable("an access-pattern offset")]], dtype=np.int64)
     if isinstance(index, NkiTensor):
         return np.asarray(to_f32(index._data, index.dtype), dtype=np.float64).astype(np.int64)
     return np.array([[int(index)]], dtype=np.int64)
@@ -634,6 +636,12 @@ class NkiTensor:
                 row_stride = self._data.strides[indirect_dim] // flat.itemsize
             else:
                 row_stride = math.prod(st.array.shape[indirect_dim + 1 :]) * st.dtype.itemsize // flat.itemsize
+            if isinstance(scalar_offset, NkiScalar) and scalar_offset.bits == 64 and st.kind != "hbm":
+                raise rule_error(
+                    "err_nki_scalar_operation",
+                    f"an int64 NkiScalar offsets {st.kind.upper()} tensor {self.name!r}; on-chip access patterns take int32 offsets only",
+                    "load the offset from an nl.int32 tile (int64 offsets are for HBM)",
+                )
             mode = "scalar" if scalar_offset is not None else "vector"
             index = scalar_offset if scalar_offset is not None else vector_offset
             shape = tuple(n for _, n in pattern)

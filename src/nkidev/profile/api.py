@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from nkidev.costmodel import Timeline, schedule
+from nkidev.emulator import versions
 from nkidev.emulator.location import is_internal, raised_in_nkidev
 from nkidev.errors import NkiError, NkiUsageError
 from nkidev.hardware import Target, get_target
@@ -114,8 +115,15 @@ def profile_task(
     compute: bool = True,
     force: bool = False,
     progress: Callable[[dict], None] | None = None,
+    nki_version: str | None = None,
 ) -> ProfileResult:
-    """Profile FILE::KERNEL (or FILE::KERNEL[grid], or with the task file's GRID) on input case `case` of `cases()`."""
+    """Profile FILE::KERNEL (or FILE::KERNEL[grid], or with the task file's GRID) on input case `case` of `cases()`,
+    checked against `nki_version` (default: the task's NKI_VERSION, else $NKIDEV_NKI_VERSION, else the newest)."""
+    with versions.scope(nki_version):
+        return _profile_task(spec, case, target, out, compute, force, progress)
+
+
+def _profile_task(spec, case, target, out, compute, force, progress) -> ProfileResult:
     parsed = kernel_spec(spec)
     hw = get_target(target)
     if out is not None:
@@ -129,7 +137,8 @@ def profile_task(
         raise NkiUsageError(
             "err_invalid_argument", f"--case {case}: {parsed.path} has {len(cases)} case(s)", f"pass --case between 0 and {len(cases) - 1}"
         )
-    return profile(kernel, *cases[case], target=hw, out=out, compute=compute, force=force, progress=progress)
+    with task.version_scope():
+        return profile(kernel, *cases[case], target=hw, out=out, compute=compute, force=force, progress=progress)
 
 
 def profile_task_data(spec: str, progress: Callable[[dict], None] | None = None, **options) -> dict:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from nkidev.cli_common import JsonOption, MemoryOption, TargetOption, TimeoutOption, command, console, print_json
+from nkidev.cli_common import JsonOption, MemoryOption, NkiVersionOption, TargetOption, TimeoutOption, command, console, print_json
 
 
 def _human(d: dict) -> None:
@@ -33,6 +33,7 @@ def profile(
     ] = None,
     case: Annotated[int, typer.Option("--case", help="Index into the task file's cases().")] = 0,
     target: TargetOption = None,
+    nki_version: NkiVersionOption = None,
     no_compute: Annotated[bool, typer.Option("--no-compute", help="Skip the numerics, build only the trace (large shapes).")] = False,
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing --out directory (only one that holds an nkidev profile).")
@@ -53,7 +54,14 @@ def profile(
     limits = cli_limits(timeout, memory)
     if out is not None:
         check_destination(out, force)  # fail before starting anything
-    options = {"spec": spec, "case": case, "target": target, "out": str(out) if out is not None else None, "compute": not no_compute}
+    options = {
+        "spec": spec,
+        "case": case,
+        "target": target,
+        "out": str(out) if out is not None else None,
+        "compute": not no_compute,
+        "nki_version": nki_version,
+    }
     with Progress(as_json, f"profile {spec}") as progress:
         job = sandbox.start(
             "nkidev.profile.api:profile_task_data", {**options, "force": force}, limits, progress.event, label=spec, warm=True

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nkidev.emulator import versions
 from nkidev.emulator.jit import as_kernel
 from nkidev.errors import NkiUsageError
 from nkidev.hardware import get_target
@@ -116,11 +117,18 @@ def validate_task(
     target: str | None = None,
     seeds: int = 3,
     progress: Callable[[dict], None] | None = None,
+    nki_version: str | None = None,
     **options,
 ) -> ValidationResult:
     """Validate FILE::KERNEL (or FILE::KERNEL[grid]) from a task file: its `reference`, `cases` and optional
     `TOLERANCE` and `GRID`. `kernel_source`: validate this module text instead of FILE's own kernel (see
-    `validate_source`)."""
+    `validate_source`). `nki_version`: the NKI version the kernel is checked against (default: the task's
+    NKI_VERSION, else $NKIDEV_NKI_VERSION, else the newest)."""
+    with versions.scope(nki_version):
+        return _validate_task(spec, reference, cases, target, seeds, progress, options)
+
+
+def _validate_task(spec, reference, cases, target, seeds, progress, options) -> ValidationResult:
     parsed = kernel_spec(spec)
     target = get_target(target)
     check_seeds(seeds)
@@ -132,17 +140,18 @@ def validate_task(
         tolerance = options.pop("tolerance", None) or task.attr("TOLERANCE")
         grid = f"[{','.join(map(str, kernel.grid))}]" if getattr(kernel, "grid", None) else ""
         label = f"{parsed.path}::{parsed.name or kernel.__name__}{grid}"
-        return validate(
-            kernel,
-            ref_fn,
-            cases_fn,
-            tolerance=check_spec(tolerance, str(parsed.path)),
-            target=target,
-            seeds=seeds,
-            label=label,
-            progress=progress,
-            **options,
-        )
+        with task.version_scope():
+            return validate(
+                kernel,
+                ref_fn,
+                cases_fn,
+                tolerance=check_spec(tolerance, str(parsed.path)),
+                target=target,
+                seeds=seeds,
+                label=label,
+                progress=progress,
+                **options,
+            )
 
 
 def validate_task_data(spec: str, progress: Callable[[dict], None] | None = None, **options) -> dict:

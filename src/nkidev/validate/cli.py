@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from nkidev import exitcodes
-from nkidev.cli_common import JsonOption, MemoryOption, TargetOption, TimeoutOption, command, console, print_json
+from nkidev.cli_common import JsonOption, MemoryOption, NkiVersionOption, TargetOption, TimeoutOption, command, console, print_json
 from nkidev.errors import NkiUsageError
 from nkidev.sandbox.limits import cli_limits
 
@@ -24,6 +24,7 @@ def validate_command(
     reference: Annotated[str, typer.Option("--reference", help="Name of the reference function in FILE.")] = "reference",
     cases: Annotated[str, typer.Option("--cases", help="Name of the function in FILE returning the input tuples.")] = "cases",
     target: TargetOption = None,
+    nki_version: NkiVersionOption = None,
     seeds: Annotated[int, typer.Option("--seeds", help="Extra random inputs per case (same shapes and dtypes).")] = 3,
     atol: Annotated[float | None, typer.Option("--atol", help="Absolute tolerance (overrides TOLERANCE and the dtype default).")] = None,
     rtol: Annotated[float | None, typer.Option("--rtol", help="Relative tolerance (overrides TOLERANCE and the dtype default).")] = None,
@@ -48,7 +49,16 @@ def validate_command(
         raise NkiUsageError("err_bad_task_file", "no task given", "run `nkidev validate FILE::KERNEL`")
     result = validate_isolated(
         spec,
-        {"reference": reference, "cases": cases, "target": target, "seeds": seeds, "atol": atol, "rtol": rtol, "allow": list(allow or ())},
+        {
+            "reference": reference,
+            "cases": cases,
+            "target": target,
+            "seeds": seeds,
+            "atol": atol,
+            "rtol": rtol,
+            "allow": list(allow or ()),
+            "nki_version": nki_version,
+        },
         cli_limits(timeout, memory),
         as_json,
     )
