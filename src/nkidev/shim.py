@@ -18,10 +18,29 @@ import threading
 ENV_VAR = "NKIDEV_EMULATE"
 
 
+_PREFIXES = ("nki", "neuronxcc")  # the current API and the legacy Beta-1 API (neuronxcc.nki)
+
+
 def _modules() -> dict:
     from nkidev.emulator.nki_api import MODULES
 
     return MODULES
+
+
+def _legacy_modules() -> dict:
+    from nkidev.legacy.api import MODULES
+
+    return MODULES
+
+
+def _ours(fullname: str) -> bool:
+    return fullname.split(".")[0] in _PREFIXES
+
+
+def _module_for(fullname: str):
+    if fullname.split(".")[0] == "neuronxcc":
+        return _legacy_modules().get(fullname)
+    return _modules().get(fullname)
 
 
 class _Loader(importlib.abc.Loader):
@@ -42,14 +61,15 @@ class _Finder(importlib.abc.MetaPathFinder):
         self.fallback = fallback
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "nki" and not fullname.startswith("nki."):
+        if not _ours(fullname):
             return None
         if self.fallback and _real_nki_available(fullname):
             return None
-        module = _modules().get(fullname)
+        module = _module_for(fullname)
         if module is None:
             return None
-        return importlib.machinery.ModuleSpec(fullname, _Loader(module), is_package=fullname in ("nki", "nki.isa"))
+        packages = ("nki", "nki.isa", "neuronxcc", "neuronxcc.nki", "neuronxcc.nki.isa", "neuronxcc.nki.language")
+        return importlib.machinery.ModuleSpec(fullname, _Loader(module), is_package=fullname in packages)
 
 
 def _real_nki_available(fullname: str) -> bool:
@@ -79,7 +99,8 @@ _added_finder: list[bool] = []  # whether the first block put the forcing finder
 
 
 def _is_nki(name: str) -> bool:
-    return name == "nki" or name.startswith("nki.")
+    """nki.* and the legacy neuronxcc.* (both are the emulator's while a block is active)."""
+    return _ours(name)
 
 
 class emulate:  # noqa: N801 - used like a function: nkidev.emulate() / with nkidev.emulate():

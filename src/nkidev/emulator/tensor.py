@@ -119,8 +119,13 @@ class Storage:
         )
 
 
-def allocate(shape, dtype, buffer=None, name: str = "", role: str = "internal", location: str | None = None, fill=None) -> NkiTensor:
-    """nl.ndarray: a fresh tensor, filled with the uninitialized-memory sentinel unless `fill` is given."""
+def allocate(
+    shape, dtype, buffer=None, name: str = "", role: str = "internal", location: str | None = None, fill=None, live_bytes: int | None = None
+) -> NkiTensor:
+    """nl.ndarray: a fresh tensor, filled with the uninitialized-memory sentinel unless `fill` is given.
+
+    `live_bytes`: on-chip bytes per partition the allocation keeps live, when less than its size (the legacy
+    API's block dimensions, of which the compiler keeps only some copies live)."""
     ctx = _ctx.current()
     region = to_region(buffer)
     dt = to_nki_dtype(dtype)
@@ -151,6 +156,8 @@ def allocate(shape, dtype, buffer=None, name: str = "", role: str = "internal", 
             fill_uninitialized(array, dt)
     location = location or kernel_location()
     storage = Storage(array, dt, region, name or assigned_name(location) or "", role, location)
+    if live_bytes is not None:
+        storage.pp_bytes = live_bytes
     ctx.memory.claim(storage)
     if kind != "hbm":
         ctx.usage.claim(storage, ctx.target)
@@ -652,7 +659,9 @@ class NkiTensor:
         if problem is not None:  # raised when an instruction accesses the view; no memory behind it until then
             return NkiTensor(np.broadcast_to(np.zeros((), dt.storage), shape), st, dt, bad=self.bad or _deferred(problem))
         strides = tuple(s * flat.itemsize for s, _ in pattern)
-        data = np.lib.stride_tricks.as_strided(flat[start:], shape=shape, strides=strides)
+        tail = flat[start:]
+        # as_strided rebuilds the array from its typestr, which names no bf16/fp8 (ml_dtypes) type: stride the bits
+        data = np.lib.stride_tricks.as_strided(tail.view(f"u{tail.itemsize}"), shape=shape, strides=strides).view(tail.dtype)
         return NkiTensor(data, st, dt, bad=self.bad)
 
     # Arithmetic operators (+, -, *, /, @, unary -) and item assignment (`t[...] = x`) are nki.language

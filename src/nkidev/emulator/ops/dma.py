@@ -10,7 +10,7 @@ from nkidev.emulator.alu import op_name
 from nkidev.emulator.dtypes import cast_array, from_f32, to_f32
 from nkidev.emulator.memory import raw, store_raw
 from nkidev.emulator.opdef import declare
-from nkidev.emulator.tensor import NkiTensor
+from nkidev.emulator.tensor import NkiTensor, resolve_indirect
 
 
 def _skip(a) -> bool:
@@ -98,6 +98,11 @@ def _dma_copy(a, ctx, engine):
     skip = _skip(a)
     values = raw(a.src, skip)
     values = cast_array(np.asarray(values), a.src.dtype, a.dst.dtype)
+    if skip and src.dyn is not None and dst.dyn is None:
+        # oob_mode=skip skips the transfer of out-of-bounds rows: their destination keeps its values
+        _, idx = resolve_indirect(src, True)
+        keep = (idx >= 0).reshape(-1)
+        values = np.where(keep, values.reshape(-1), np.asarray(raw(dst)).reshape(-1))
     store_raw(a.dst, values.reshape(-1) if a.dst.dyn is None else values, skip)
 
 
