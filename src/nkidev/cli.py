@@ -39,6 +39,7 @@ _REGISTRARS = (
     "nkidev.analysis.cli",
     "nkidev.docs.cli",
     "nkidev.agents.cli",
+    "nkidev.migrate.cli",
 )
 
 

@@ -1,0 +1,313 @@
+"""Legacy index expressions in source form: which local names are `nl.arange`/`nl.mgrid` index variables, the
+affine form of a subscript element (`k * 128 + i_p`), and the slices that replace them, bounded by a mask.
+
+The rewrite follows the SDK's migration guide ("Update indexing syntax for mgrid and arange",
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/migration/index.html): an element
+`offset + coef * i` with i ranging over an arange of length L becomes `offset:offset + coef*L:coef`, and a mask
+`offset + i < bound` shrinks it to `offset:min(offset + L, bound)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from nkidev.migrate.common import code
+
+
+class Unsupported(Exception):
+    """An index expression the rewrite cannot turn into slices (its message says what it is)."""
+
+
+@dataclass(frozen=True)
+class IndexVar:
+    """An arange placed on `axis` of a `rank`-d index space: values start + step * i for i in [0, length)."""
+
+    rank: int
+    axis: int
+    length: str
+    start: str = "0"
+    step: int = 1
+
+
+def _int(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(node.value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
+        return -int(node.expression.value)
+    return None
+
+
+def add(a: str, b: str) -> str:
+    """a + b as source, dropping zeros."""
+    if a == "0":
+        return b
+    if b == "0":
+        return a
+    if b.startswith("-"):
+        return f"{a} - {b[1:]}"
+    return f"{a} + {b}"
+
+
+def scale(k: int, a: str) -> str:
+    if k == 1 or a == "0":
+        return a
+    return f"{k} * {_paren(a)}"
+
+
+def _paren(a: str) -> str:
+    return a if a.replace("_", "").replace(".", "").isalnum() else f"({a})"
+
+
+def arange_var(node: cst.BaseExpression, is_arange) -> IndexVar | None:
+    """`nl.arange(n)[:, None]` (or `[None, :]`, ...) -> IndexVar; `is_arange(call)` says whether a call is nl.arange."""
+    if not (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Call) and is_arange(node.value)):
+        return None
+    args = [a.value for a in node.value.args]
+    if len(args) == 1:
+        start, length = "0", code(args[0])
+    elif len(args) == 2:
+        start, length = code(args[0]), f"{code(args[1])} - {_paren(code(args[0]))}"
+    else:
+        return None
+    elems = node.slice
+    axis = None
+    for i, e in enumerate(elems):
+        s = e.slice
+        if isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None:
+            axis = i
+        elif not (isinstance(s, cst.Index) and isinstance(s.value, cst.Name) and s.value.value == "None"):
+            return None
+    return IndexVar(len(elems), axis, length, start) if axis is not None else None
+
+
+def mgrid_vars(node: cst.BaseExpression, is_mgrid) -> list[IndexVar] | None:
+    """`nl.mgrid[0:128, 0:512]` -> one IndexVar per component."""
+    if not (isinstance(node, cst.Subscript) and is_mgrid(node.value)):
+        return None
+    out = []
+    rank = len(node.slice)
+    for axis, e in enumerate(node.slice):
+        s = e.slice
+        if not isinstance(s, cst.Slice) or s.upper is None or (s.step is not None and _int(s.step) != 1):
+            return None
+        start = code(s.lower) if s.lower is not None else "0"
+        length = code(s.upper) if start == "0" else f"{code(s.upper)} - {_paren(start)}"
+        out.append(IndexVar(rank, axis, length, start))
+    return out
+
+
+@dataclass(frozen=True)
+class Affine:
+    """offset + coef * i, where i counts the values of `var` (0 .. var.length - 1)"""
+
+    var: IndexVar
+    coef: int
+    offset: str
+
+
+class Scope:
+    """The index variables (and mask variables) of one function body."""
+
+    def __init__(self, is_arange=None):
+        self.is_arange = is_arange  # call -> bool: is it nl.arange? (inline `nl.arange(n)[:, None]` elements)
+        self.vars: dict[str, IndexVar] = {}  # "i_p" or "grid.p" -> IndexVar
+        self.masks: dict[str, cst.BaseExpression] = {}  # mask variables -> their expression
+        self.grids: dict[str, list[IndexVar]] = {}  # g = nl.mgrid[...] -> components
+
+    def lookup(self, node: cst.BaseExpression) -> IndexVar | None:
+        if isinstance(node, cst.Name):
+            return self.vars.get(node.value)
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in self.grids:
+            parts = self.grids[node.value.value]
+            axis = {"p": 0, "x": 1, "y": 2, "z": 3}.get(node.attr.value)
+            if axis is not None and axis < len(parts):
+                return parts[axis]
+        return None
+
+    def uses_index(self, node: cst.CSTNode) -> bool:
+        found = []
+
+        class Finder(cst.CSTVisitor):
+            def visit_Name(self_, n: cst.Name):  # noqa: N805
+                if n.value in self.vars or n.value in self.grids:
+                    found.append(n)
+
+            def visit_Call(self_, n: cst.Call):  # noqa: N805
+                if self.is_arange is not None and self.is_arange(n):
+                    found.append(n)
+
+        node.visit(Finder())
+        return bool(found)
+
+    def affine(self, node: cst.BaseExpression) -> Affine | None:
+        """The affine form of an index element, None when it uses no index variable."""
+        var = self.lookup(node)
+        if var is None and self.is_arange is not None:
+            var = arange_var(node, self.is_arange)
+        if var is not None:
+            return Affine(var, var.step, var.start)
+        if isinstance(node, cst.BinaryOperation):
+            left, right = self.affine(node.left), self.affine(node.right)
+            op = node.operator
+            if isinstance(op, cst.Add):
+                if left and right:
+                    raise Unsupported(f"{code(node)} adds two index variables")
+                if left:
+                    return Affine(left.var, left.coef, add(left.offset, code(node.right)))
+                if right:
+                    return Affine(right.var, right.coef, add(code(node.left), right.offset))
+                return None
+            if isinstance(op, cst.Subtract):
+                if right:
+                    raise Unsupported(f"{code(node)} subtracts an index variable")
+                if left:
+                    return Affine(left.var, left.coef, add(left.offset, "-" + _paren(code(node.right))))
+                return None
+            if isinstance(op, cst.Multiply):
+                k_left, k_right = _int(node.left), _int(node.right)
+                if left and k_right is not None:
+                    return Affine(left.var, left.coef * k_right, scale(k_right, left.offset))
+                if right and k_left is not None:
+                    return Affine(right.var, right.coef * k_left, scale(k_left, right.offset))
+                if left or right:
+                    raise Unsupported(f"{code(node)} scales an index variable by a non-literal")
+                return None
+        if self.uses_index(node):
+            raise Unsupported(f"{code(node)} is not an affine index expression")
+        return None
+
+
+def element_slice(a: Affine, valid: str | None = None) -> cst.Slice:
+    """The slice of an affine element; `valid` bounds how many of the var's values a mask keeps."""
+    if a.coef <= 0:
+        raise Unsupported("a negative or zero step")
+    start = a.offset
+    count = a.var.length if valid is None else valid
+    stop = add(start, scale(a.coef, count))
+    step = None if a.coef == 1 else cst.Integer(str(a.coef))
+    return cst.Slice(lower=cst.parse_expression(start), upper=cst.parse_expression(stop), step=step)
+
+
+def tile_slice(count: str) -> cst.Slice:
+    return cst.Slice(lower=cst.Integer("0"), upper=cst.parse_expression(count))
+
+
+def rewrite_subscript(node: cst.Subscript, scope: Scope, valid: dict[int, str] | None = None) -> cst.Subscript | None:
+    """`t[k * 128 + i_p, i_f]` -> `t[k * 128:k * 128 + 128, 0:512]`; None when no element uses an index variable.
+
+    `valid` maps a var axis to the number of its values a mask keeps. The index space must list its axes in
+    order (the legacy result shape is the broadcast of the index arrays, the current one follows the slices)."""
+    forms = []
+    for e in node.slice:
+        s = e.slice
+        forms.append(scope.affine(s.value) if isinstance(s, cst.Index) else None)
+    used = [f for f in forms if f is not None]
+    if not used:
+        return None
+    axes = [f.var.axis for f in used]
+    if axes != sorted(axes) or len(set(axes)) != len(axes):
+        raise Unsupported(f"{code(node)} places index axes out of order (a transposed or repeated access)")
+    rank = used[0].var.rank
+    missing = rank - len(used)
+    new = []
+    for e, f in zip(reversed(node.slice), reversed(forms)):
+        s = e.slice
+        if f is not None:
+            new.append(e.with_changes(slice=element_slice(f, (valid or {}).get(f.var.axis))))
+        elif missing > 0 and isinstance(s, cst.Index) and not isinstance(s.value, cst.Ellipsis):
+            # an int among index arrays broadcasts (no dim of its own); keep a size-1 dim for the axis it stands for
+            v = code(s.value)
+            new.append(e.with_changes(slice=cst.Slice(lower=cst.parse_expression(v), upper=cst.parse_expression(add(v, "1")))))
+            missing -= 1
+        else:
+            new.append(e)
+    return node.with_changes(slice=list(reversed(new)))
+
+
+def mask_bounds(mask: cst.BaseExpression, scope: Scope) -> tuple[dict[int, str], list[str]]:
+    """The conjuncts of a mask as (per index axis: how many values it keeps, conditions on loop variables only).
+
+    `off + i < bound` keeps min(L, bound - off) values of i (and `<=` one more); anything else is Unsupported."""
+    valid: dict[int, str] = {}
+    loop_only: list[str] = []
+    for term in _conjuncts(mask, scope):
+        if not scope.uses_index(term):
+            loop_only.append(code(term))
+            continue
+        if not (isinstance(term, cst.Comparison) and len(term.comparisons) == 1):
+            raise Unsupported(f"mask term {code(term)} is not a single comparison")
+        left, target = term.left, term.comparisons[0]
+        op, right = target.operator, target.comparator
+        if scope.uses_index(right) and not scope.uses_index(left):
+            left, right = right, left
+            op = {cst.GreaterThan: cst.LessThan(), cst.GreaterThanEqual: cst.LessThanEqual()}.get(type(op), op)
+        if not isinstance(op, cst.LessThan | cst.LessThanEqual):
+            raise Unsupported(f"mask term {code(term)} is not an upper bound (off + i < n)")
+        a = scope.affine(left)
+        if a is None or a.coef != 1 or scope.uses_index(right):
+            raise Unsupported(f"mask term {code(term)} does not bound one index variable")
+        bound = code(right) if isinstance(op, cst.LessThan) else add(code(right), "1")
+        first = a.offset
+        count = f"min({a.var.length}, {bound} - {_paren(first)})" if first != "0" else f"min({a.var.length}, {bound})"
+        if a.var.axis in valid:
+            count = f"min({valid[a.var.axis]}, {count})"
+        valid[a.var.axis] = count
+    return valid, loop_only
+
+
+def _conjuncts(node: cst.BaseExpression, scope: Scope) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.Name) and node.value in scope.masks:
+        return _conjuncts(scope.masks[node.value], scope)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitAnd):
+        return _conjuncts(node.left, scope) + _conjuncts(node.right, scope)
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        return _conjuncts(node.left, scope) + _conjuncts(node.right, scope)
+    return [node.with_changes(lpar=[], rpar=[]) if hasattr(node, "lpar") else node]
+
+
+def space_shape(node: cst.Subscript, scope: Scope) -> str | None:
+    """The legacy tile shape of an indexed access, as source: one length per axis of its index space."""
+    lengths: dict[int, str] = {}
+    rank = None
+    for e in node.slice:
+        s = e.slice
+        f = scope.affine(s.value) if isinstance(s, cst.Index) else None
+        if f is not None:
+            lengths[f.var.axis] = f.var.length
+            rank = f.var.rank
+    if rank is None:
+        return None
+    dims = [lengths.get(a, "1") for a in range(rank)]
+    return "(" + ", ".join(dims) + ("," if rank == 1 else "") + ")"
+
+
+def derived_var(node: cst.BaseExpression, scope: Scope, is_arange) -> IndexVar | None:
+    """An index variable defined as an affine expression of another (`ix = base + nl.arange(128)[:, None]`)."""
+    direct = arange_var(node, is_arange)
+    if direct is not None:
+        return direct
+
+    probe = Scope(scope.is_arange)
+    probe.vars, probe.grids, probe.masks = dict(scope.vars), dict(scope.grids), dict(scope.masks)
+
+    def swap(n):
+        v = arange_var(n, is_arange)
+        if v is not None:
+            probe.vars[f"__arange_{id(n)}"] = v
+            return cst.Name(f"__arange_{id(n)}")
+        return n
+
+    class Replace(cst.CSTTransformer):
+        def leave_Subscript(self, original, updated):
+            return swap(updated)
+
+    replaced = node.visit(Replace())
+    try:
+        a = probe.affine(replaced)
+    except Unsupported:
+        return None
+    if a is None:
+        return None
+    return IndexVar(a.var.rank, a.var.axis, a.var.length, a.offset, a.coef)

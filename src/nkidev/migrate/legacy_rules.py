@@ -1,0 +1,917 @@
+"""Legacy Beta-1 (`neuronxcc.nki`) -> current NKI, as LibCST rules.
+
+Follows the SDK's migration guide (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/migration/index.html,
+"Migrating from NKI 0.1.0 to NKI 0.2.0" and "0.2.0 to 0.3.0"): the `nki` namespace; `@nki.jit` without modes;
+`nki.simulate(kernel)(...)` for `nki.simulate_kernel`; ISA calls with an explicit `dst` (the result tile
+allocated with `nl.ndarray`); `psum += matmul` as `nisa.nc_matmul(dst=psum, ...)`; `nl.arange`/`nl.mgrid`
+indices as slices; masks as bounded slices (`min(...)`); `nl.par_dim` dropped; static ranges as `range`;
+NumPy op specifiers as `nl` ones; returned HBM outputs in `nl.shared_hbm`. What it cannot rewrite (block
+dims, direct allocation, benchmark/profile harnesses, transposed or non-affine indexing, two-sided masks) is
+left in place and listed with its line and the manual step.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from nkidev.migrate.common import Notes, Rules, arg_value, code, expr, imports, keyword, kwarg, stmt, without_kwargs
+from nkidev.migrate.indexing import (
+    Scope,
+    Unsupported,
+    derived_var,
+    mask_bounds,
+    mgrid_vars,
+    rewrite_subscript,
+    space_shape,
+)
+
+LEGACY_MODULES = {
+    "neuronxcc.nki": "nki",
+    "neuronxcc.nki.language": "language",
+    "neuronxcc.nki.isa": "isa",
+    "neuronxcc.nki.typing": "typing",
+    "neuronxcc.nki.compiler": "compiler",
+}
+CURRENT = {"nki": "nki", "language": "nki.language", "isa": "nki.isa", "typing": "nki.typing"}
+
+NUMPY_OPS = {
+    "add": "add",
+    "subtract": "subtract",
+    "multiply": "multiply",
+    "divide": "divide",
+    "max": "maximum",
+    "amax": "maximum",
+    "maximum": "maximum",
+    "min": "minimum",
+    "amin": "minimum",
+    "minimum": "minimum",
+    "sum": "add",
+    "exp": "exp",
+    "log": "log",
+    "square": "square",
+    "sqrt": "sqrt",
+    "tanh": "tanh",
+    "copy": "copy",
+    "abs": "abs",
+    "absolute": "abs",
+    "equal": "equal",
+    "not_equal": "not_equal",
+    "greater": "greater",
+    "greater_equal": "greater_equal",
+    "less": "less",
+    "less_equal": "less_equal",
+    "bitwise_and": "bitwise_and",
+    "bitwise_or": "bitwise_or",
+    "reciprocal": "reciprocal",
+}
+OP_KWARGS = {"op", "op0", "op1", "reduce_op", "comp_op0", "comp_op1", "dst_rmw_op", "cmp_op"}
+
+# legacy ISA ops that return their result: positional parameters, the parameter the result is shaped like
+LEGACY_SIGNATURES = {
+    "nc_matmul": ("stationary", "moving"),
+    "nc_transpose": ("data",),
+    "activation": ("op", "data"),
+    "activation_reduce": ("op", "data"),
+    "tensor_tensor": ("data1", "data2", "op"),
+    "tensor_scalar": ("data", "op0", "operand0", "reverse0", "op1", "operand1", "reverse1"),
+    "tensor_reduce": ("op", "data", "axis"),
+    "tensor_partition_reduce": ("op", "data"),
+    "tensor_tensor_scan": ("data0", "data1", "initial", "op0", "op1", "reverse0", "reverse1"),
+    "scalar_tensor_tensor": (),
+    "tensor_scalar_reduce": (),
+    "tensor_copy": ("src",),
+    "reciprocal": ("data",),
+    "dropout": ("data", "prob"),
+    "memset": ("shape", "value", "dtype"),
+    "iota": ("expr", "dtype"),
+    "bn_stats": ("data",),
+    "bn_aggr": ("data",),
+    "max8": (),
+    "nc_find_index8": (),
+    "nc_match_replace8": (),
+    "range_select": (),
+    "dma_transpose": ("src", "axes"),
+    "affine_select": ("pred", "on_true_tile", "on_false_value"),
+}
+SHAPED_LIKE = {
+    "activation": "data",
+    "activation_reduce": "data",
+    "tensor_tensor": "data1",
+    "tensor_scalar": "data",
+    "tensor_tensor_scan": "data0",
+    "scalar_tensor_tensor": "data",
+    "tensor_scalar_reduce": "data",
+    "tensor_copy": "src",
+    "reciprocal": "data",
+    "dropout": "data",
+    "nc_match_replace8": "data",
+    "range_select": "on_true_tile",
+}
+PER_PARTITION = {"bn_stats": ("data", 6), "bn_aggr": ("data", 2), "max8": ("src", 8), "nc_find_index8": ("data", 8)}
+NO_EQUIVALENT = {
+    "tensor_copy_dynamic_src": "use nisa.tensor_copy with src.ap(pattern, offset, scalar_offset=offset_tile, indirect_dim=1)",
+    "tensor_copy_dynamic_dst": "use nisa.tensor_copy with dst.ap(pattern, offset, scalar_offset=offset_tile, indirect_dim=1)",
+    "local_gather": "allocate the destination and call nisa.local_gather(dst=..., src_buffer=..., index=...)",
+    "sequence_bounds": "allocate a (1, 2, n) destination and call nisa.sequence_bounds(dst=..., segment_ids=...)",
+    "builtin_custom_op": "custom ISA ops have no current equivalent",
+}
+
+
+def legacy_modules(module: cst.Module) -> dict[str, str]:
+    """Local names bound to the legacy modules (and names imported from them) in a file."""
+    names: dict[str, str] = {}
+    for s in imports(module):
+        if isinstance(s, cst.Import):
+            for alias in s.names:
+                full = code(alias.name)
+                if full in LEGACY_MODULES:
+                    local = code(alias.asname.name) if alias.asname else full.split(".")[0]
+                    names[local if alias.asname else full] = LEGACY_MODULES[full]
+        elif isinstance(s, cst.ImportFrom) and s.module is not None and not isinstance(s.names, cst.ImportStar):
+            base = code(s.module)
+            for alias in s.names:
+                local = code(alias.asname.name) if alias.asname else code(alias.name)
+                full = f"{base}.{code(alias.name)}"
+                if full in LEGACY_MODULES:
+                    names[local] = LEGACY_MODULES[full]
+                elif base in LEGACY_MODULES:
+                    names[local] = f"fn:{LEGACY_MODULES[base]}.{code(alias.name)}"
+    return names
+
+
+def is_legacy(module: cst.Module) -> bool:
+    return bool(legacy_modules(module))
+
+
+class LegacyToCurrent(Rules):
+    def __init__(self, notes: Notes, modules: dict[str, str]):
+        super().__init__(notes, modules)
+        self.scopes: list[Scope] = [Scope(self._is_arange)]
+        self.hoisted: list[list[cst.BaseStatement]] = []
+        self.counter = 0
+        self.accumulators: set[str] = set()  # PSUM tiles written by nc_matmul(dst=...) instead of `+=`
+        self.returned: set[str] = set()
+        self.top_calls: set[int] = set()  # the calls that are a statement's whole value (rewritten as statements)
+        self.index_names: set[str] = set()  # index, grid and mask variables (their definitions go when unused)
+
+    @property
+    def scope(self) -> Scope:
+        return self.scopes[-1]
+
+    # ---------------------------------------------------------------- imports
+    def leave_Import(self, original: cst.Import, updated: cst.Import):
+        names = []
+        for alias in updated.names:
+            full = code(alias.name)
+            if full in LEGACY_MODULES:
+                new = CURRENT.get(LEGACY_MODULES[full])
+                if new is None:
+                    self.notes.manual(self.line(original), f"import {full}", self._compiler_step())
+                    names.append(alias)
+                    continue
+                asname = alias.asname or (cst.AsName(name=cst.Name(full.split(".")[-1])) if full != "neuronxcc.nki" else None)
+                if full == "neuronxcc.nki" and alias.asname is not None and code(alias.asname.name) == "nki":
+                    asname = None
+                names.append(alias.with_changes(name=expr(new), asname=asname))
+            else:
+                names.append(alias)
+        return updated.with_changes(names=names)
+
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom):
+        if updated.module is None or isinstance(updated.names, cst.ImportStar):
+            return updated
+        base = code(updated.module)
+        if base == "neuronxcc" and all(code(a.name) == "nki" for a in updated.names):
+            return cst.Import(names=[cst.ImportAlias(name=cst.Name("nki"), asname=updated.names[0].asname)])
+        if base not in LEGACY_MODULES:
+            return updated
+        kind = LEGACY_MODULES[base]
+        keep, drop = [], []
+        for alias in updated.names:
+            name = code(alias.name)
+            if kind == "language" and name == "par_dim" or kind == "nki" and name in ("baremetal", "simulate_kernel", "trace"):
+                drop.append(name)
+            elif kind == "nki" and name in ("benchmark", "profile"):
+                self.notes.manual(
+                    self.line(original), f"from {base} import {name}", f"nki.{name} has no current equivalent; use `nkidev profile`"
+                )
+                drop.append(name)
+            else:
+                keep.append(alias)
+        if drop:
+            self.notes.changed(self.line(original), f"from {base} import {', '.join(drop)}", "dropped (rewritten where used)")
+        if kind == "compiler":
+            self.notes.manual(self.line(original), f"from {base} import ...", self._compiler_step())
+            return updated
+        if not keep:
+            return cst.RemovalSentinel.REMOVE
+        keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(module=expr(CURRENT[kind]), names=keep)
+
+    @staticmethod
+    def _compiler_step() -> str:
+        return (
+            "the legacy direct-allocation API (ncc.sbuf.mod_alloc, ...) has no current form: allocate with "
+            "nl.ndarray(..., buffer=nl.sbuf, address=(partition, byte_offset)) or let the compiler allocate"
+        )
+
+    # ---------------------------------------------------------------- functions and decorators
+    def _is_arange(self, call) -> bool:
+        return self._is(call, "language", "arange")
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scopes.append(Scope(self._is_arange))
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
+        self.scopes.pop()
+        decorators = []
+        for d in updated.decorators:
+            new = self._decorator(d, original)
+            if new is not None:
+                decorators.append(new)
+        return updated.with_changes(decorators=decorators)
+
+    def _decorator(self, d: cst.Decorator, fn: cst.FunctionDef) -> cst.Decorator | None:
+        dec = d.decorator
+        call = dec if isinstance(dec, cst.Call) else None
+        target = call.func if call else dec
+        kind, name = self._target(target)
+        if kind != "nki":
+            return d
+        line = self.line(fn)
+        if name == "jit" and call is not None:
+            mode = kwarg(call, "mode")
+            if mode is not None and code(mode.value).strip("'\"") == "trace":
+                self.notes.changed(line, "@nki.jit(mode='trace')", "removed: sub-kernels are plain functions in the current API")
+                return None
+            if call.args:
+                self.notes.changed(
+                    line, code(dec), "@nki.jit (modes and platform options are gone; the target comes from NEURON_PLATFORM_TARGET_OVERRIDE)"
+                )
+            return d.with_changes(decorator=expr("nki.jit"))
+        if name in ("baremetal", "jit"):
+            if name == "baremetal":
+                self.notes.changed(line, code(dec), "@nki.jit (kernels run standalone with NumPy arrays)")
+            return d.with_changes(decorator=expr("nki.jit"))
+        if name == "trace":
+            self.notes.changed(line, code(dec), "removed: sub-kernels are plain functions")
+            return None
+        if name in ("benchmark", "profile"):
+            self.notes.manual(line, code(dec), f"nki.{name} has no current equivalent: use @nki.jit and `nkidev profile FILE::KERNEL`")
+        return d
+
+    def _target(self, node: cst.BaseExpression) -> tuple[str | None, str | None]:
+        if isinstance(node, cst.Attribute):
+            return self.module_of(node.value), node.attr.value
+        if isinstance(node, cst.Name) and self.modules.get(node.value, "").startswith("fn:"):
+            return tuple(self.modules[node.value][3:].split("."))
+        return None, None
+
+    # ---------------------------------------------------------------- index variables
+    def _is(self, call: cst.BaseExpression, kind: str, name: str) -> bool:
+        return isinstance(call, cst.Call) and self._target(call.func) == (kind, name)
+
+    def _is_mgrid(self, node: cst.BaseExpression) -> bool:
+        return self._target(node) == ("language", "mgrid")
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.hoisted.append([])
+        for s in node.body:
+            value = getattr(s, "value", None)
+            if isinstance(s, cst.Assign | cst.AugAssign | cst.Expr) and isinstance(value, cst.Call):
+                self.top_calls.add(id(value))
+            if isinstance(s, cst.Return) and s.value is not None:
+                values = s.value.elements if isinstance(s.value, cst.Tuple) else [s.value]
+                self.returned |= {code(v.value if isinstance(v, cst.Element) else v) for v in values}
+            if not (isinstance(s, cst.Assign) and len(s.targets) == 1):
+                continue
+            target, value = s.targets[0].target, s.value
+            var = derived_var(value, self.scope, lambda c: self._is(c, "language", "arange"))
+            if var is not None and isinstance(target, cst.Name):
+                self.scope.vars[target.value] = var
+                self.index_names.add(target.value)
+                continue
+            parts = mgrid_vars(value, self._is_mgrid)
+            if parts is not None:
+                if isinstance(target, cst.Tuple):
+                    for e, v in zip(target.elements, parts):
+                        if isinstance(e.value, cst.Name):
+                            self.scope.vars[e.value.value] = v
+                            self.index_names.add(e.value.value)
+                elif isinstance(target, cst.Name):
+                    self.scope.grids[target.value] = parts
+                    self.index_names.add(target.value)
+                continue
+            if isinstance(target, cst.Name) and self.scope.uses_index(value) and _is_comparison(value):
+                self.scope.masks[target.value] = value
+                self.index_names.add(target.value)
+
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript):
+        try:
+            new = rewrite_subscript(updated, self.scope)
+        except Unsupported as e:
+            self.notes.manual(self.line(original), code(original), f"rewrite this index by hand (slices or .ap()): {e}")
+            return updated
+        if new is None:
+            return updated
+        self.notes.changed(self.line(original), code(original), "nl.arange / nl.mgrid indices as slices")
+        return new
+
+    # ---------------------------------------------------------------- expressions
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        if updated.attr.value in ("min", "max") and isinstance(updated.value, cst.Attribute) and updated.value.attr.value == "fp32":
+            if self.module_of(updated.value.value) in ("language", "isa"):
+                return expr("-3.4028235e38" if updated.attr.value == "min" else "3.4028235e38")
+        if updated.attr.value == "hbm" and self.module_of(updated.value) == "language":
+            return updated  # fixed for returned tensors in leave_SimpleStatementLine
+        return updated
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        kind, name = self._target(updated.func)
+        line = self.line(original)
+        if kind is None:
+            return self._inner_call(updated, line)
+        if kind == "language":
+            if name == "par_dim":
+                return updated.args[0].value
+            if name in ("affine_range", "sequential_range", "static_range"):
+                self.notes.changed(line, f"nl.{name}", "range (static ranges are Python ranges in the current API)")
+                return updated.with_changes(func=cst.Name("range"))
+            if name in ("arange", "mgrid"):
+                return updated
+            if name in ("ndarray", "zeros", "ones", "full", "empty_like", "zeros_like") and updated.args:
+                shape = updated.args[0].value
+                if (
+                    isinstance(shape, cst.Tuple | cst.List)
+                    and any("par_dim" in code(e.value) for e in shape.elements[1:])
+                    or self._block_shape(original)
+                ):
+                    self.notes.manual(
+                        line,
+                        code(original.args[0].value),
+                        "block dims (nl.par_dim not leftmost) are gone: use a list of (P, F) tiles, fold the blocks "
+                        "into a free dim (P, B, F), or allocate each block inside its loop",
+                    )
+            if name == "num_programs" and not updated.args:
+                self.notes.manual(line, "nl.num_programs()", "the default is now axis 0, not all axes: pass the axes you mean")
+            if kwarg(updated, "mask") is not None and name not in ("load", "store"):
+                self.notes.changed(
+                    line, f"nl.{name}(..., mask=...)", "mask dropped: the whole tile is computed (masked-off values were undefined)"
+                )
+                updated = without_kwargs(updated, {"mask"})
+            return self._map_ops(updated)
+        if kind == "nki":
+            return self._harness_call(updated, name, line)
+        if kind == "isa" and name in LEGACY_SIGNATURES and id(original) not in self.top_calls:
+            return self._hoist(updated, name, line)
+        if kind == "isa" and name in NO_EQUIVALENT:
+            self.notes.manual(line, f"nisa.{name}", NO_EQUIVALENT[name])
+        return updated
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module):
+        """Rewritten ISA calls need `nisa`: import nki.isa when the file does not."""
+        text = updated.code
+        has_isa = any(v == "isa" for v in self.modules.values()) or "import nki.isa as nisa" in text
+        if "nisa." not in text or has_isa:
+            return updated
+        body = list(updated.body)
+        at = max((i for i, st in enumerate(body) if "import nki" in cst.Module([st]).code), default=-1)
+        body.insert(at + 1, stmt("import nki.isa as nisa"))
+        return updated.with_changes(body=body)
+
+    def _block_shape(self, call: cst.Call) -> bool:
+        if not call.args:
+            return False
+        shape = call.args[0].value
+        return isinstance(shape, cst.Tuple | cst.List) and any(
+            isinstance(e.value, cst.Call) and self._target(e.value.func) == ("language", "par_dim") for e in shape.elements[1:]
+        )
+
+    def _inner_call(self, call: cst.Call, line: int):
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "broadcast_to" and len(call.args) == 1:
+            # the legacy tile method; the current API has nl.broadcast_to(x, shape)
+            shape = call.args[0].value
+            self.notes.changed(line, "tile.broadcast_to(shape)", "nl.broadcast_to(tile, shape=shape)")
+            return cst.Call(func=expr("nl.broadcast_to"), args=[cst.Arg(call.func.value), keyword("shape", shape)])
+        # kernel[grid](...) and nki.baremetal(k)[grid] forms are handled where the kernel is named
+        if isinstance(call.func, cst.Call):
+            inner_kind, inner = self._target(call.func.func)
+            if inner_kind == "nki" and inner in ("baremetal", "jit", "benchmark", "profile") and len(call.args) == 1:
+                if inner in ("benchmark", "profile"):
+                    self.notes.manual(line, code(call), f"nki.{inner} has no current equivalent; use `nkidev profile`")
+                    return call
+                self.notes.changed(line, code(call), "nki.jit(kernel)")
+                return cst.Call(func=expr("nki.jit"), args=[call.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+        return call
+
+    def _harness_call(self, call: cst.Call, name: str, line: int):
+        if name == "simulate_kernel" and call.args:
+            kernel, rest = call.args[0], list(call.args[1:])
+            self.notes.changed(line, "nki.simulate_kernel(kernel, *args)", "nki.simulate(kernel)(*args)")
+            inner = cst.Call(func=expr("nki.simulate"), args=[kernel.with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+            return cst.Call(func=inner, args=rest)
+        if name in ("baremetal", "jit") and call.args and call.args[0].keyword is None:
+            if name == "baremetal" or len(call.args) > 1:
+                self.notes.changed(line, code(call), "nki.jit(kernel)")
+            return cst.Call(func=expr("nki.jit"), args=[call.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+        if name in ("benchmark", "profile"):
+            self.notes.manual(line, code(call), f"nki.{name} has no current equivalent: use @nki.jit and `nkidev profile FILE::KERNEL`")
+        return call
+
+    def _map_ops(self, call: cst.Call) -> cst.Call:
+        """NumPy op specifiers (np.add, np.max, ...) as nl ones."""
+        args = []
+        for a in call.args:
+            v = a.value
+            if (a.keyword is not None and a.keyword.value in OP_KWARGS) or a.keyword is None:
+                if isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name) and v.value.value in ("np", "numpy"):
+                    mapped = NUMPY_OPS.get(v.attr.value)
+                    if mapped is not None and (a.keyword is not None or v.attr.value in ("exp", "square", "tanh", "copy", "log", "sqrt")):
+                        a = a.with_changes(value=expr(f"nl.{mapped}"))
+            args.append(a)
+        return call.with_changes(args=args)
+
+    # ---------------------------------------------------------------- ISA calls that return their result
+    def _hoist(self, call: cst.Call, name: str, line: int):
+        """A legacy ISA call inside an expression: allocate its result first (in the statements before)."""
+        self.counter += 1
+        temp = f"_{name}_{self.counter}"
+        made = self._isa_statements(call, name, line, dst=None, target=temp)
+        if made is None:
+            return call
+        self.hoisted[-1].extend(made)
+        return cst.Name(temp)
+
+    def _keywords(self, call: cst.Call, name: str) -> dict[str, cst.BaseExpression]:
+        positional = LEGACY_SIGNATURES.get(name, ())
+        out, i = {}, 0
+        for a in call.args:
+            if a.keyword is not None:
+                out[a.keyword.value] = a.value
+            elif not a.star:
+                if i < len(positional):
+                    out[positional[i]] = a.value
+                i += 1
+        return out
+
+    def _isa_statements(self, call: cst.Call, name: str, line: int, dst, target: str | None) -> list[cst.BaseStatement] | None:
+        """`target = nisa.op(...)` (or `dst[...] = nisa.op(...)` when dst is given) in the current form: the result
+        tile allocated with nl.ndarray, then the op with dst=. None when the op has no mechanical rewrite."""
+        kw = self._keywords(call, name)
+        dtype = kw.pop("dtype", None)
+        mask = kw.pop("mask", None)
+        if mask is not None:
+            self.notes.changed(
+                line, f"nisa.{name}(..., mask=...)", "mask dropped: the whole tile is computed (masked-off values were undefined)"
+            )
+        alloc = None
+        if dst is None:
+            alloc = self._result_alloc(name, kw, dtype, line, target)
+            if alloc is None:
+                return None
+            dst = cst.Name(target)
+        body = self._current_call(name, kw, dst, line)
+        if body is None:
+            return None
+        self.notes.changed(line, f"nisa.{name}(...) returning a tile", f"nisa.{name}(dst=..., ...) with the result allocated first")
+        return ([alloc] if alloc is not None else []) + [body]
+
+    def _result_alloc(self, name: str, kw: dict, dtype, line: int, target: str) -> cst.BaseStatement | None:
+        def like(param):
+            v = kw.get(param)
+            return code(v) if v is not None else None
+
+        buffer = "nl.sbuf"
+        if name == "nc_matmul":
+            s, m = like("stationary"), like("moving")
+            shape, dt, buffer = f"({s}.shape[1], {m}.shape[1])", "nl.float32", "nl.psum"
+        elif name == "nc_transpose":
+            d = like("data")
+            shape, dt = f"({d}.shape[1], {d}.shape[0])", f"{d}.dtype"
+            engine = kw.get("engine")
+            buffer = "nl.sbuf" if engine is not None and code(engine).endswith("vector") else "nl.psum"
+        elif name in SHAPED_LIKE:
+            d = like(SHAPED_LIKE[name])
+            shape, dt = f"{d}.shape", f"{d}.dtype"
+        elif name in PER_PARTITION:
+            param, width = PER_PARTITION[name]
+            d = like(param)
+            shape, dt = f"({d}.shape[0], {width})", ("nl.uint32" if name == "nc_find_index8" else f"{d}.dtype")
+        elif name == "tensor_reduce":
+            d, axis = like("data"), kw.get("axis")
+            if axis is None or code(axis).replace(" ", "") not in ("1", "-1", "[1]", "(1,)", "[-1]") or "keepdims" in kw:
+                self.notes.manual(
+                    line, f"nisa.tensor_reduce(axis={code(axis) if axis else '?'})", "allocate dst with the kept dims and pass it as dst="
+                )
+                return None
+            shape, dt = f"({d}.shape[0], 1)", f"{d}.dtype"
+        elif name == "tensor_partition_reduce":
+            d = like("data")
+            shape, dt = f"(1, {d}.shape[1])", f"{d}.dtype"
+        elif name == "memset":
+            shape, dt = like("shape"), like("dtype") or (code(dtype) if dtype is not None else None)
+            kw.pop("shape", None)
+            if dt is None:
+                return None
+            kw.pop("dtype", None)
+        elif name == "dma_transpose" and "axes" not in kw:
+            s = like("src")
+            shape, dt = f"({s}.shape[1], {s}.shape[0])", f"{s}.dtype"
+        elif name == "iota":
+            return self._iota_alloc(kw, dtype, line, target)
+        elif name == "affine_select":
+            d = like("on_true_tile")
+            shape, dt = f"{d}.shape", f"{d}.dtype"
+        else:
+            self.notes.manual(line, f"nisa.{name}", "allocate the result with nl.ndarray and pass it as dst=")
+            return None
+        if None in (shape, dt):
+            return None
+        if dtype is not None:
+            dt = code(dtype)
+        return stmt(f"{target} = nl.ndarray({shape}, dtype={dt}, buffer={buffer})")
+
+    def _iota_alloc(self, kw, dtype, line, target):
+        e = kw.get("expr")
+        dt = code(dtype) if dtype is not None else (code(kw["dtype"]) if "dtype" in kw else None)
+        try:
+            a = self.scope.affine(e) if e is not None else None
+        except Unsupported:
+            a = None
+        if a is None or a.var.rank != 2 or dt is None:
+            self.notes.manual(
+                line, "nisa.iota(expr, dtype)", "allocate dst and call nisa.iota(dst, pattern=[[step, num]], offset=, channel_multiplier=)"
+            )
+            return None
+        shape = f"({a.var.length}, 1)" if a.var.axis == 0 else f"(1, {a.var.length})"
+        kw["_iota"] = a
+        return stmt(f"{target} = nl.ndarray({shape}, dtype={dt}, buffer=nl.sbuf)")
+
+    def _current_call(self, name: str, kw: dict, dst, line: int) -> cst.BaseStatement | None:
+        kw.pop("dtype", None)
+        if name == "iota":
+            a = kw.pop("_iota", None)
+            if a is None:
+                return None
+            offset = a.offset
+            if a.var.axis == 0:
+                text = f"nisa.iota(dst={code(dst)}, pattern=[[0, 1]], offset={offset}, channel_multiplier={a.coef})"
+            else:
+                text = f"nisa.iota(dst={code(dst)}, pattern=[[{a.coef}, {a.var.length}]], offset={offset}, channel_multiplier=0)"
+            return stmt(text)
+        if name == "affine_select":
+            return self._affine_select(kw, dst, line)
+        if name == "activation" and "reduce_res" in kw:
+            kw.setdefault("reduce_op", expr("nl.add"))
+            kw.setdefault("reduce_cmd", expr("nisa.reduce_cmd.reset_reduce"))
+        if name == "range_select":
+            kw["reduce_cmd"] = expr("nisa.reduce_cmd.reset_reduce")
+        if name == "nc_matmul" and "perf_mode" in kw and "double_row" in code(kw["perf_mode"]):
+            kw["perf_mode"] = expr("nisa.matmul_perf_mode.double_row")
+        args = [keyword("dst", dst)]
+        for k, v in kw.items():
+            if k in OP_KWARGS:
+                v = self._map_ops(cst.Call(func=cst.Name("f"), args=[keyword(k, v)])).args[0].value
+            args.append(keyword(k, v))
+        return cst.SimpleStatementLine(body=[cst.Expr(cst.Call(func=expr(f"nisa.{name}"), args=args))])
+
+    def _affine_select(self, kw: dict, dst, line: int):
+        pred = kw.get("pred")
+        cmp = {
+            cst.LessThan: "nl.less",
+            cst.LessThanEqual: "nl.less_equal",
+            cst.GreaterThan: "nl.greater",
+            cst.GreaterThanEqual: "nl.greater_equal",
+            cst.Equal: "nl.equal",
+        }
+        if not (isinstance(pred, cst.Comparison) and len(pred.comparisons) == 1 and type(pred.comparisons[0].operator) in cmp):
+            self.notes.manual(line, "nisa.affine_select(pred=...)", "express pred as pattern/channel_multiplier/offset with cmp_op")
+            return None
+        try:
+            left, right = self.scope.affine(pred.left), self.scope.affine(pred.comparisons[0].comparator)
+        except Unsupported as e:
+            self.notes.manual(line, "nisa.affine_select(pred=...)", str(e))
+            return None
+        coef = {0: 0, 1: 0}
+        offset = "0"
+        for a, sign in ((left, 1), (right, -1)):
+            if a is None:
+                continue
+            if a.var.rank != 2 or a.var.start != "0":
+                self.notes.manual(line, "nisa.affine_select(pred=...)", "only 2-d index spaces from 0 are rewritten")
+                return None
+            coef[a.var.axis] += sign * a.coef
+            offset = a.offset if sign == 1 else (f"-({a.offset})" if a.offset != "0" else offset)
+        free = kw["on_true_tile"]
+        op = cmp[type(pred.comparisons[0].operator)]
+        text = (
+            f"nisa.affine_select(dst={code(dst)}, pattern=[[{coef[1]}, {code(free)}.shape[1]]], channel_multiplier={coef[0]}, "
+            f"on_true_tile={code(free)}, on_false_value={code(kw['on_false_value'])}, cmp_op={op}, offset={offset})"
+        )
+        return stmt(text)
+
+    # ---------------------------------------------------------------- statements
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        hoisted = self.hoisted.pop() if self.hoisted else []
+        if not updated.body:  # an import that is gone
+            return cst.RemovalSentinel.REMOVE if not hoisted else cst.FlattenSentinel(hoisted)
+        if len(updated.body) != len(original.body):
+            return updated
+        out: list[cst.BaseStatement] = []
+        for orig, new in zip(original.body, updated.body):
+            made = self._statement(orig, new)
+            out.extend(made if made is not None else [cst.SimpleStatementLine(body=[new])])
+        out = hoisted + out
+        if len(out) == 1 and isinstance(out[0], cst.SimpleStatementLine) and out[0].body == updated.body:
+            return updated
+        out[0] = out[0].with_changes(leading_lines=original.leading_lines)
+        return cst.FlattenSentinel(out)
+
+    def _statement(self, orig: cst.BaseSmallStatement, new: cst.BaseSmallStatement) -> list[cst.BaseStatement] | None:
+        line = self.line(orig)
+        if isinstance(orig, cst.Assign) and len(orig.targets) == 1 and isinstance(orig.value, cst.Call):
+            return self._assign(orig, new, line)
+        if isinstance(orig, cst.AugAssign) and isinstance(orig.value, cst.Call) and isinstance(orig.operator, cst.AddAssign):
+            return self._accumulate(orig, new, line)
+        if isinstance(orig, cst.Expr) and isinstance(orig.value, cst.Call):
+            return self._call_statement(orig.value, new.value if isinstance(new, cst.Expr) else None, line)
+        return None
+
+    def _assign(self, orig: cst.Assign, new: cst.Assign, line: int):
+        call = orig.value
+        kind, name = self._target(call.func)
+        target = orig.targets[0].target
+        new_target = new.targets[0].target
+        if kind == "language" and name == "load":
+            return self._load(call, target, new_target, line)
+        if kind == "language" and name in ("ndarray", "zeros", "full", "ones", "empty_like") and code(target) in self.returned:
+            hbm = kwarg(new.value, "buffer") if isinstance(new.value, cst.Call) else None
+            if hbm is not None and code(hbm.value).endswith(".hbm"):
+                self.notes.changed(line, "buffer=nl.hbm (a returned output)", "buffer=nl.shared_hbm")
+                value = new.value.with_changes(
+                    args=[a if a is not hbm else a.with_changes(value=expr("nl.shared_hbm")) for a in new.value.args]
+                )
+                return [cst.SimpleStatementLine(body=[new.with_changes(value=value)])]
+        if kind == "isa" and name in LEGACY_SIGNATURES:
+            updated_call = new.value if isinstance(new.value, cst.Call) else call
+            if isinstance(target, cst.Name):
+                return self._isa_statements(updated_call, name, line, dst=None, target=target.value)
+            return self._isa_statements(updated_call, name, line, dst=new_target, target=None)
+        return None
+
+    def _load(self, call: cst.Call, target, new_target, line: int):
+        src = arg_value(call, 0, "src")
+        mask = kwarg(call, "mask")
+        dtype = kwarg(call, "dtype")
+        if mask is None:
+            if isinstance(target, cst.Subscript):
+                self.notes.changed(line, "t[...] = nl.load(src)", "nisa.dma_copy(dst=t[...], src=src)")
+                src_new = self._rewritten(src, line)
+                return [stmt(f"nisa.dma_copy(dst={code(new_target)}, src={code(src_new)})")]
+            if isinstance(target, cst.Name) and src is not None:
+                return self._load_into_new_tile(target.value, self._rewritten(src, line), dtype, line)
+            return None
+        if not isinstance(src, cst.Subscript):
+            self.notes.manual(line, code(call), "a masked load needs an indexed source: slice it with the mask's bounds")
+            return None
+        try:
+            valid, loop_only = mask_bounds(mask.value, self.scope)
+            src_new = rewrite_subscript(src, self.scope, valid)
+            shape = space_shape(src, self.scope)
+        except Unsupported as e:
+            self.notes.manual(line, code(call), f"bound the slices by the mask by hand: {e}")
+            return None
+        if src_new is None or shape is None:
+            return None
+        rank = shape.count(",") + (0 if shape.endswith(",)") else 1)
+        dst_slices = ", ".join(f"0:{valid[a]}" if a in valid else ":" for a in range(rank))
+        dt = code(dtype.value) if dtype is not None else f"{code(src.value)}.dtype"
+        out = []
+        if isinstance(target, cst.Name):
+            out.append(stmt(f"{target.value} = nl.ndarray({shape}, dtype={dt}, buffer=nl.sbuf)"))
+            dst = f"{target.value}[{dst_slices}]"
+        else:
+            dst = self._bounded_tile(target, valid, rank, line)
+            if dst is None:
+                return None
+        copy = stmt(f"nisa.dma_copy(dst={dst}, src={code(src_new)})")
+        out.append(_guard(copy, loop_only))
+        self.notes.changed(line, "nl.load(..., mask=...)", "nisa.dma_copy of the slices the mask keeps (min(...) bounds)")
+        return out
+
+    def _load_into_new_tile(self, name: str, src: cst.BaseExpression, dtype: cst.Arg | None, line: int):
+        """`t = nl.load(src)` -> an SBUF tile shaped like src and a dma_copy into it (what nl.load does)."""
+        base = src.value if isinstance(src, cst.Subscript) else src
+        dt = code(dtype.value) if dtype is not None else f"{code(base)}.dtype"
+        self.notes.changed(line, "t = nl.load(src)", "t = nl.ndarray(src.shape, ..., buffer=nl.sbuf); nisa.dma_copy(dst=t, src=src)")
+        return [
+            stmt(f"{name} = nl.ndarray({code(src)}.shape, dtype={dt}, buffer=nl.sbuf)"),
+            stmt(f"nisa.dma_copy(dst={name}, src={code(src)})"),
+        ]
+
+    def _bounded_tile(self, t, valid: dict[int, str], rank: int, line: int) -> str | None:
+        """A tile operand restricted to the mask's box: t[0:n0, ...] for a name or t[...]; an indexed tile gets
+        its own slices bounded."""
+        if isinstance(t, cst.Subscript):
+            if len(t.slice) == 1 and isinstance(t.slice[0].slice, cst.Index) and isinstance(t.slice[0].slice.value, cst.Ellipsis):
+                t = t.value
+            else:
+                try:
+                    new = rewrite_subscript(t, self.scope, valid)
+                except Unsupported as e:
+                    self.notes.manual(line, code(t), str(e))
+                    return None
+                if new is None:
+                    self.notes.manual(line, code(t), "slice this tile to the mask's bounds by hand")
+                    return None
+                return code(new)
+        slices = ", ".join(f"0:{valid[a]}" if a in valid else ":" for a in range(rank))
+        return f"{code(t)}[{slices}]"
+
+    def _rewritten(self, node, line: int):
+        if isinstance(node, cst.Subscript):
+            try:
+                return rewrite_subscript(node, self.scope) or node
+            except Unsupported:
+                return node
+        return node
+
+    def _accumulate(self, orig: cst.AugAssign, new: cst.AugAssign, line: int):
+        call = orig.value
+        kind, name = self._target(call.func)
+        if (kind, name) == ("isa", "nc_matmul"):
+            kw = self._keywords(new.value if isinstance(new.value, cst.Call) else call, name)
+            s, m = kw.get("stationary"), kw.get("moving")
+        elif (kind, name) == ("language", "matmul"):
+            updated_call = new.value if isinstance(new.value, cst.Call) else call
+            x, y = arg_value(updated_call, 0, "x"), arg_value(updated_call, 1, "y")
+            transpose = kwarg(updated_call, "transpose_x")
+            if transpose is None or code(transpose.value) != "True":
+                self.notes.manual(
+                    line, code(orig), "nl.matmul without transpose_x=True: transpose x (nisa.nc_transpose) and use nisa.nc_matmul(dst=...)"
+                )
+                return None
+            s, m = x, y
+        else:
+            return None
+        if s is None or m is None:
+            return None
+        target = new.target
+        base = target.value if isinstance(target, cst.Subscript) else target
+        if isinstance(base, cst.Name):
+            self.accumulators.add(base.value)
+        self.notes.changed(
+            line, "psum += matmul(...)", "nisa.nc_matmul(dst=psum, ...): the first matmul of a group overwrites, later ones accumulate"
+        )
+        return [stmt(f"nisa.nc_matmul(dst={code(target)}, stationary={code(s)}, moving={code(m)})")]
+
+    def _call_statement(self, call: cst.Call, new_call: cst.Call | None, line: int):
+        kind, name = self._target(call.func)
+        new_call = new_call or call
+        if (kind, name) == ("language", "store"):
+            return self._store(call, new_call, line)
+        if kind == "isa" and name == "dma_copy":
+            return self._dma_copy(call, new_call, line)
+        if kind == "isa" and name == "nc_stream_shuffle":
+            kw = self._keywords(new_call, name) | dict(
+                zip(("src", "dst", "shuffle_mask"), [a.value for a in new_call.args if a.keyword is None])
+            )
+            self.notes.changed(line, "nisa.nc_stream_shuffle(src, dst, mask)", "nisa.nc_stream_shuffle(dst=, src=, shuffle_mask=)")
+            return [stmt(f"nisa.nc_stream_shuffle(dst={code(kw['dst'])}, src={code(kw['src'])}, shuffle_mask={code(kw['shuffle_mask'])})")]
+        if kind == "isa" and name in LEGACY_SIGNATURES:
+            self.counter += 1
+            return self._isa_statements(new_call, name, line, dst=None, target=f"_{name}_{self.counter}")
+        return None
+
+    def _store(self, call: cst.Call, new_call: cst.Call, line: int):
+        mask = kwarg(call, "mask")
+        if mask is None:
+            dst, value = arg_value(new_call, 0, "dst"), arg_value(new_call, 1, "value")
+            if dst is None or value is None:
+                return None
+            self.notes.changed(line, "nl.store(dst, value)", "nisa.dma_copy(dst=dst, src=value)")
+            return [stmt(f"nisa.dma_copy(dst={code(dst)}, src={code(value)})")]
+        dst, value = arg_value(call, 0, "dst"), arg_value(call, 1, "value")
+        if not isinstance(dst, cst.Subscript) or value is None:
+            self.notes.manual(line, code(call), "a masked store needs an indexed destination: slice both sides by the mask's bounds")
+            return None
+        try:
+            valid, loop_only = mask_bounds(mask.value, self.scope)
+            dst_new = rewrite_subscript(dst, self.scope, valid)
+            shape = space_shape(dst, self.scope)
+        except Unsupported as e:
+            self.notes.manual(line, code(call), f"bound the slices by the mask by hand: {e}")
+            return None
+        if dst_new is None or shape is None:
+            return None
+        rank = shape.count(",") + (0 if shape.endswith(",)") else 1)
+        value_code = self._bounded_tile(value, valid, rank, line) if isinstance(value, cst.Name | cst.Subscript) else None
+        if value_code is None:
+            return None
+        self.notes.changed(line, "nl.store(..., mask=...)", "nisa.dma_copy of the slices the mask keeps (min(...) bounds)")
+        return [_guard(stmt(f"nisa.dma_copy(dst={code(dst_new)}, src={value_code})"), loop_only)]
+
+    def _dma_copy(self, call: cst.Call, new_call: cst.Call, line: int):
+        mask = kwarg(call, "mask")
+        rmw = kwarg(new_call, "dst_rmw_op")
+        dst, src = arg_value(call, 0, "dst"), arg_value(call, 1, "src")
+        if mask is not None:
+            try:
+                valid, loop_only = mask_bounds(mask.value, self.scope)
+                sides = [rewrite_subscript(x, self.scope, valid) if isinstance(x, cst.Subscript) else None for x in (dst, src)]
+            except Unsupported as e:
+                self.notes.manual(line, code(call), f"bound the slices by the mask by hand: {e}")
+                return None
+            if None in sides:
+                self.notes.manual(line, code(call), "slice both sides of the copy by the mask's bounds")
+                return None
+            dst_code, src_code = code(sides[0]), code(sides[1])
+        else:
+            loop_only = []
+            dst_code, src_code = code(arg_value(new_call, 0, "dst")), code(arg_value(new_call, 1, "src"))
+        rest = [a for a in new_call.args if a.keyword is not None and a.keyword.value in ("oob_mode", "dge_mode")]
+        extra = "".join(f", {a.keyword.value}={code(a.value)}" for a in rest)
+        if rmw is not None:
+            self.notes.changed(line, "nisa.dma_copy(..., dst_rmw_op=np.add)", "nisa.dma_compute(dst, [src, dst], reduce_op=nl.add)")
+            return [_guard(stmt(f"nisa.dma_compute(dst={dst_code}, srcs=[{src_code}, {dst_code}], reduce_op=nl.add)"), loop_only)]
+        if mask is None:
+            return None
+        self.notes.changed(line, "nisa.dma_copy(..., mask=...)", "nisa.dma_copy of the slices the mask keeps (min(...) bounds)")
+        return [_guard(stmt(f"nisa.dma_copy(dst={dst_code}, src={src_code}{extra})"), loop_only)]
+
+
+def _is_comparison(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Comparison):
+        return True
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitAnd):
+        return _is_comparison(node.left) or _is_comparison(node.right)
+    return False
+
+
+def _guard(statement: cst.BaseStatement, conditions: list[str]) -> cst.BaseStatement:
+    """A mask on loop variables only switches the whole instruction on or off: an `if`."""
+    if not conditions:
+        return statement
+    return stmt(f"if {' and '.join(conditions)}:\n    {cst.Module([statement]).code.strip()}\n")
+
+
+class Cleanup(cst.CSTTransformer):
+    """After the rewrite: drop index-variable definitions nothing uses any more, and make the PSUM tiles that
+    nc_matmul now accumulates into plain allocations (their zero-fill would need accumulate=True)."""
+
+    def __init__(self, notes: Notes, accumulators: set[str], index_defs: set[str]):
+        super().__init__()
+        self.notes, self.accumulators, self.index_defs = notes, accumulators, index_defs
+        self.used: set[str] = set()
+
+    def visit_Module(self, node: cst.Module) -> None:
+        counts: dict[str, int] = {}
+
+        class Count(cst.CSTVisitor):
+            def visit_Name(self_, n: cst.Name):  # noqa: N805
+                counts[n.value] = counts.get(n.value, 0) + 1
+
+        node.visit(Count())
+        self.used = {n for n, c in counts.items() if c > 1}
+
+    def _dead(self, statement) -> bool:
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and isinstance(statement.body[0], cst.Assign)):
+            return False
+        names = _target_names(statement.body[0].targets[0].target)
+        return bool(names) and set(names) <= self.index_defs and not (set(names) & self.used)
+
+    def _without_dead(self, body):
+        """The statements minus dead index definitions; their comments move to the next statement."""
+        out, carried = [], []
+        for st in body:
+            if self._dead(st):
+                carried.extend(st.leading_lines)
+                continue
+            if carried and hasattr(st, "leading_lines"):
+                st = st.with_changes(leading_lines=[*carried, *st.leading_lines])
+                carried = []
+            out.append(st)
+        return out or [stmt("pass")]
+
+    def leave_IndentedBlock(self, original, updated):
+        return updated.with_changes(body=self._without_dead(updated.body))
+
+    def leave_Module(self, original, updated):
+        return updated.with_changes(body=self._without_dead(updated.body))
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if len(updated.body) == 1 and isinstance(updated.body[0], cst.Assign):
+            a = updated.body[0]
+            names = _target_names(a.targets[0].target)
+            if len(names) == 1 and names[0] in self.accumulators and isinstance(a.value, cst.Call) and code(a.value.func).endswith("zeros"):
+                call = a.value.with_changes(func=expr("nl.ndarray"))
+                return updated.with_changes(body=[a.with_changes(value=call)])
+        return updated
+
+
+def _target_names(t) -> list[str]:
+    if isinstance(t, cst.Name):
+        return [t.value]
+    if isinstance(t, cst.Tuple):
+        return [e.value.value for e in t.elements if isinstance(e.value, cst.Name)]
+    return []
