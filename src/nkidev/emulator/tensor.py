@@ -328,8 +328,8 @@ class NkiTensor:
         if self.dyn is not None:
             self._static("index")
         key = key if key.__class__ is tuple else (key,)
-        if Ellipsis in key:
-            i = key.index(Ellipsis)
+        if any(k is Ellipsis for k in key):  # `in` would compare with ==, which NkiScalars trace rather than answer
+            i = next(n for n, k in enumerate(key) if k is Ellipsis)
             fill = self.ndim - (len(key) - 1 - sum(1 for k in key if k is None))
             key = key[:i] + (slice(None),) * max(fill, 0) + key[i + 1 :]
         if len(key) > self._data.ndim:
@@ -388,6 +388,8 @@ class NkiTensor:
                 problems.append(f"slice [{k.start}:{k.stop}] of dim {dim} of {self.name!r} (size {n}) is out of bounds")
                 start, stop = min(max(start, 0), n), min(max(stop, 0), n)
             return slice(start, stop, step)
+        if isinstance(k, NkiScalar):
+            k.__index__()  # raises err_nki_scalar_host_value: address through .ap(scalar_offset=...)
         if isinstance(k, NkiTensor):
             raise NkiNotSupportedError(
                 "err_not_supported_yet",
