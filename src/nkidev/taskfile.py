@@ -9,6 +9,7 @@ FILE::KERNEL[2,2] to launch it on a grid (the spec's grid wins over GRID).
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import inspect
 import re
@@ -236,7 +237,8 @@ def load_task(path: str | Path) -> Task:
     if not path.is_file():
         raise NkiUsageError("err_bad_task_file", f"no such file: {path}", "check the path (FILE::KERNEL)")
     name = f"nkidev_task_{abs(hash(str(path.resolve())))}"
-    spec = importlib.util.spec_from_file_location(name, path)
+    # a file not named *.py (a migration's kernel.py.bak) is still Python source
+    spec = importlib.util.spec_from_loader(name, importlib.machinery.SourceFileLoader(name, str(path)))
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.parent.resolve()))
     try:
