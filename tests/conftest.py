@@ -5,6 +5,7 @@ import pytest
 # Tests must not depend on the caller's environment.
 os.environ.pop("NEURON_PLATFORM_TARGET_OVERRIDE", None)
 os.environ.pop("NKIDEV_EMULATE", None)
+os.environ.pop("NKIDEV_NKI_VERSION", None)
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,7 @@ migrated kernels compare with the originals on those cases (bit-identical, withi
 
 from __future__ import annotations
 
+import ast
 import difflib
 import os
 import shutil
@@ -69,7 +70,10 @@ def migrate_source(source: str, filename: str = "<string>") -> tuple[str, str, l
     from nkidev.migrate.common import Notes
 
     try:
+        ast.parse(source, filename)  # CPython's own parser names the line of a syntax error exactly
         module = cst.parse_module(source)
+    except SyntaxError as e:
+        raise NkiUsageError("err_migrate_parse", e.msg, "fix the syntax error, then rerun", f"{filename}:{e.lineno}") from None
     except cst.ParserSyntaxError as e:
         raise NkiUsageError("err_migrate_parse", e.message, "fix the syntax error, then rerun", f"{filename}:{e.raw_line}") from None
     notes = Notes()
