@@ -221,3 +221,16 @@ def test_libcst_is_not_imported_by_nkidev_or_its_cli():
     code = "import sys, nkidev, nkidev.cli, nkidev.migrate; print('libcst' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "False"
+
+
+def test_06_virtual_register_loop_bound_becomes_an_nki_scalar(tmp_path):
+    path = copy(tmp_path, "v06_register_bound.py")
+    result = migrate_file(path, write=True)
+    assert result.validation["status"] == "identical"
+    text = path.read_text()
+    assert "n = nisa.scalar_load(n_sb)" in text and "register_alloc" not in text and "nl.fori_loop(0, n, _loop_body_1)" in text
+    new = load_task(path)
+    n_tile, x = new.cases()[0]
+    with versions.scope("0.7"):
+        out = new.module.nki.simulate(new.kernels["count_kernel"])(n_tile, x)
+    np.testing.assert_array_equal(out, np.full(x.shape, 5.0, np.float32))
