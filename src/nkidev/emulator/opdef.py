@@ -262,7 +262,7 @@ def _prepare_views(a, engine: str) -> None:
 
 def tiles_in(value):
     """The tensors of an argument: a tensor, or (nested) lists of them (collectives take lists per channel)."""
-    if value.__class__ is NkiTensor:
+    if isinstance(value, NkiTensor):  # legacy tiles are NkiTensor subclasses
         yield value
     elif value.__class__ in (list, tuple):
         for v in value:
@@ -283,7 +283,7 @@ def _record(op: OpDef, a, ctx, engine: str) -> Instruction:
     reads, writes = [], []
     free = 0
     for name, value in a.__dict__.items():
-        if value.__class__ is NkiTensor:
+        if isinstance(value, NkiTensor):  # not `__class__ is`: legacy tiles are NkiTensor subclasses
             data = value._data
             if data.ndim > 1:
                 n = data.size // data.shape[0]
