@@ -1,0 +1,98 @@
+"""Legacy Beta-1 kernels (`from neuronxcc import nki`) for tests/legacy; imported under nkidev.emulate().
+A line marked `# <-` is where the test expects an error."""
+
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+import numpy as np
+from neuronxcc import nki
+
+
+@nki.jit
+def exp_add(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    at = nl.load(a)
+    bt = nl.load(b)
+    e = nisa.activation(op=nl.exp, data=at)
+    nl.store(out, value=nisa.tensor_tensor(e, bt, op=nl.add))
+    return out
+
+
+@nki.jit
+def masked_tail(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(x.shape[1])[None, :]
+    for t in nl.affine_range((x.shape[0] + 127) // 128):
+        xt = nl.load(x[t * 128 + i_p, i_f], mask=(t * 128 + i_p < x.shape[0]))
+        nl.store(out[t * 128 + i_p, i_f], value=xt * 3.0, mask=(t * 128 + i_p < x.shape[0]))
+    return out
+
+
+@nki.jit
+def mgrid_stride(x):
+    """Every other column of x (128 x 2n) with an nl.mgrid index expression."""
+    out = nl.ndarray((x.shape[0], x.shape[1] // 2), dtype=x.dtype, buffer=nl.shared_hbm)
+    i = nl.mgrid[0:128, 0 : x.shape[1] // 2]
+    t = nl.load(x[i.p, 2 * i.x])
+    nl.store(out[i.p, i.x], value=t)
+    return out
+
+
+@nki.jit
+def matmul_accumulate(a_t, b):
+    """a_t is (K, M) = a transposed, K a multiple of 128: psum += nl.matmul(..., transpose_x=True) over K tiles."""
+    k, m = a_t.shape
+    out = nl.ndarray((m, b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    psum = nl.zeros((m, b.shape[1]), nl.float32, buffer=nl.psum)
+    for kt in nl.affine_range(k // 128):
+        at = nl.load(a_t[kt * 128 : (kt + 1) * 128, :])
+        bt = nl.load(b[kt * 128 : (kt + 1) * 128, :])
+        psum += nl.matmul(at, bt, transpose_x=True)
+    res = nl.copy(psum, dtype=nl.float32)
+    nl.store(out, value=res)
+    return out
+
+
+@nki.jit
+def block_dims(x):
+    """x (2*128, 64) in a (2, par_dim(128), 64) SBUF buffer; t[...] = op(...) writes the op's result in place."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    buf = nl.ndarray((2, nl.par_dim(128), 64), dtype=x.dtype, buffer=nl.sbuf)
+    for b in nl.affine_range(2):
+        buf[b] = nl.load(x[b * 128 : (b + 1) * 128, :])
+        buf[b, :, :] = nl.exp(buf[b])
+        nl.store(out[b * 128 : (b + 1) * 128, :], value=buf[b])
+    return out
+
+
+@nki.jit
+def spmd_rows(x):
+    """One 128-row tile per program of a [n] grid."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    p = nl.program_id(0)
+    t = nl.load(x[p * 128 : (p + 1) * 128, :])
+    nl.store(out[p * 128 : (p + 1) * 128, :], value=nl.add(t, float(p)))
+    return out
+
+
+@nki.jit
+def too_many_partitions(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)  # <-
+    nl.store(out, value=t)
+    return out
+
+
+@nki.jit
+def squared_index(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(8)[None, :]
+    t = nl.load(x[i_p, i_f * i_f])  # <-
+    nl.store(out[i_p, i_f], value=t)
+    return out
+
+
+def rng_inputs(*shapes):
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal(s).astype(np.float32) for s in shapes]

@@ -1,0 +1,77 @@
+"""The legacy Beta-1 front end (`neuronxcc.nki`): tiles returned by nl.load and nisa ops, masks, nl.arange/nl.mgrid
+index expressions, par_dim block dims, psum += matmul, SPMD grids, nki.benchmark latency, and rule errors at their line."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import nkidev
+from nkidev.errors import NkiError
+
+with nkidev.emulate():
+    from neuronxcc import nki
+
+    from tests.legacy import legacy_kernels as K
+
+
+def marked_line(kernel) -> int:
+    lines, start = inspect.getsourcelines(kernel.fn)
+    (hit,) = [start + i for i, text in enumerate(lines) if "# <-" in text]
+    return hit
+
+
+def test_load_store_and_isa_results_are_tiles():
+    a, b = K.rng_inputs((128, 64), (128, 64))
+    out = nki.simulate_kernel(K.exp_add, a, b)
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32
+    np.testing.assert_allclose(out, np.exp(a) + b, rtol=1e-6)
+
+
+def test_masked_tail_tile_touches_only_the_rows_that_exist():
+    (x,) = K.rng_inputs((200, 64))
+    np.testing.assert_array_equal(nki.simulate_kernel(K.masked_tail, x), 3 * x)
+
+
+def test_mgrid_affine_index_reads_every_other_column():
+    (x,) = K.rng_inputs((128, 64))
+    np.testing.assert_array_equal(nki.simulate_kernel(K.mgrid_stride, x), x[:, ::2])
+
+
+def test_psum_accumulates_matmuls_over_k_tiles():
+    a_t, b = K.rng_inputs((384, 64), (384, 32))
+    np.testing.assert_allclose(nki.simulate_kernel(K.matmul_accumulate, a_t, b), a_t.T @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_par_dim_block_buffer_and_assignment_by_the_op():
+    (x,) = K.rng_inputs((256, 64))
+    np.testing.assert_allclose(nki.simulate_kernel(K.block_dims, x), np.exp(x), rtol=1e-6)
+
+
+def test_spmd_grid_runs_one_program_per_tile():
+    (x,) = K.rng_inputs((384, 64))
+    expected = x + np.repeat(np.arange(3, dtype=np.float32), 128)[:, None]
+    np.testing.assert_array_equal(nki.simulate_kernel(K.spmd_rows[3], x), expected)
+    np.testing.assert_array_equal(nki.baremetal(K.spmd_rows)[3](x), expected)
+
+
+def test_benchmark_reports_a_latency_that_grows_with_the_work():
+    latencies = []
+    for n in (128, 2048):
+        a, b = K.rng_inputs((128, n), (128, n))
+        bench = nki.benchmark(K.exp_add)
+        np.testing.assert_allclose(bench(a, b), np.exp(a) + b, rtol=1e-6)
+        latencies.append(bench.benchmark_result.nc_latency.get_latency_percentile(50))
+    assert 0 < latencies[0] < latencies[1]
+
+
+@pytest.mark.parametrize(
+    ("kernel", "shape", "name"),
+    [(K.too_many_partitions, (256, 64), "err_num_partition_exceed_arch_limit"), (K.squared_index, (128, 64), "err_legacy_index")],
+)
+def test_rule_errors_name_the_kernel_line(kernel, shape, name):
+    (x,) = K.rng_inputs(shape)
+    with pytest.raises(NkiError) as e:
+        nki.simulate_kernel(kernel, x)
+    assert e.value.name == name, str(e.value)
+    assert e.value.lineno == marked_line(kernel) and e.value.filename.endswith("legacy_kernels.py")
