@@ -118,6 +118,27 @@ _CATALOGUE = [
         True,
     ),
     _e(
+        "err_1d_arange_not_supported",
+        "A legacy (neuronxcc.nki) kernel indexes with a 1-d nl.arange; index expressions need an axis per tensor dimension.",
+        "use nl.arange(n)[:, None] for the partition axis and nl.arange(n)[None, :] for a free axis (or nl.mgrid)",
+    ),
+    _e(
+        "err_unsupported_mixing_basic_advanced_tensor_indexing",
+        "A legacy (neuronxcc.nki) subscript mixes slices / ints with nl.arange index expressions.",
+        "index every axis with nl.arange / nl.mgrid expressions, or every axis with slices",
+    ),
+    _e(
+        "err_control_flow_condition_depending_on_arange",
+        "A legacy (neuronxcc.nki) kernel uses an nl.arange expression in a Python if / while condition; index expressions "
+        "have no value while the kernel is built.",
+        "express the condition as a mask= on the instruction (a comparison of index expressions)",
+    ),
+    _e(
+        "err_annotation_shape_mismatch",
+        "A legacy (neuronxcc.nki) tensor does not have the shape its nt.tensor[...] annotation declares.",
+        "pass an array of the annotated shape, or fix the annotation",
+    ),
+    _e(
         "err_failed_to_infer_tile_from_local_tensor",
         "A compute instruction received something that is not a tile.",
         "pass an SBUF/PSUM tensor whose first dim is the partition dim",
