@@ -12,8 +12,11 @@ left in place and listed with its line and the manual step.
 
 from __future__ import annotations
 
+import inspect
+
 import libcst as cst
 
+from nkidev.legacy import isa as L
 from nkidev.migrate.common import Notes, Rules, arg_value, code, expr, imports, keyword, kwarg, stmt, without_kwargs
 from nkidev.migrate.indexing import (
     Scope,
@@ -24,6 +27,12 @@ from nkidev.migrate.indexing import (
     rewrite_subscript,
     space_shape,
 )
+
+
+def _positional(fn) -> tuple[str, ...]:
+    """The parameters a legacy ISA call may pass by position (the front end's own signature is the fact)."""
+    return tuple(p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD)
+
 
 LEGACY_MODULES = {
     "neuronxcc.nki": "nki",
@@ -62,57 +71,64 @@ NUMPY_OPS = {
     "less_equal": "less_equal",
     "bitwise_and": "bitwise_and",
     "bitwise_or": "bitwise_or",
-    "reciprocal": "reciprocal",
+    L.reciprocal.__name__: L.reciprocal.__name__,  # np.reciprocal -> nl.reciprocal (the ISA op has the same name)
 }
 OP_KWARGS = {"op", "op0", "op1", "reduce_op", "comp_op0", "comp_op1", "dst_rmw_op", "cmp_op"}
 
 # legacy ISA ops that return their result: positional parameters, the parameter the result is shaped like
-LEGACY_SIGNATURES = {
-    "nc_matmul": ("stationary", "moving"),
-    "nc_transpose": ("data",),
-    "activation": ("op", "data"),
-    "activation_reduce": ("op", "data"),
-    "tensor_tensor": ("data1", "data2", "op"),
-    "tensor_scalar": ("data", "op0", "operand0", "reverse0", "op1", "operand1", "reverse1"),
-    "tensor_reduce": ("op", "data", "axis"),
-    "tensor_partition_reduce": ("op", "data"),
-    "tensor_tensor_scan": ("data0", "data1", "initial", "op0", "op1", "reverse0", "reverse1"),
-    "scalar_tensor_tensor": (),
-    "tensor_scalar_reduce": (),
-    "tensor_copy": ("src",),
-    "reciprocal": ("data",),
-    "dropout": ("data", "prob"),
-    "memset": ("shape", "value", "dtype"),
-    "iota": ("expr", "dtype"),
-    "bn_stats": ("data",),
-    "bn_aggr": ("data",),
-    "max8": (),
-    "nc_find_index8": (),
-    "nc_match_replace8": (),
-    "range_select": (),
-    "dma_transpose": ("src", "axes"),
-    "affine_select": ("pred", "on_true_tile", "on_false_value"),
-}
+_RETURNING = (
+    L.nc_matmul,
+    L.nc_transpose,
+    L.activation,
+    L.activation_reduce,
+    L.tensor_tensor,
+    L.tensor_scalar,
+    L.tensor_reduce,
+    L.tensor_partition_reduce,
+    L.tensor_tensor_scan,
+    L.scalar_tensor_tensor,
+    L.tensor_scalar_reduce,
+    L.tensor_copy,
+    L.reciprocal,
+    L.dropout,
+    L.memset,
+    L.iota,
+    L.bn_stats,
+    L.bn_aggr,
+    L.max8,
+    L.nc_find_index8,
+    L.nc_match_replace8,
+    L.range_select,
+    L.dma_transpose,
+    L.affine_select,
+)
+LEGACY_SIGNATURES = {f.__name__: _positional(f) for f in _RETURNING}
+LEGACY_SIGNATURES[L.dma_transpose.__name__] += ("axes",)  # the legacy docs pass axes second; the front end takes it by keyword
 SHAPED_LIKE = {
-    "activation": "data",
-    "activation_reduce": "data",
-    "tensor_tensor": "data1",
-    "tensor_scalar": "data",
-    "tensor_tensor_scan": "data0",
-    "scalar_tensor_tensor": "data",
-    "tensor_scalar_reduce": "data",
-    "tensor_copy": "src",
-    "reciprocal": "data",
-    "dropout": "data",
-    "nc_match_replace8": "data",
-    "range_select": "on_true_tile",
+    L.activation.__name__: "data",
+    L.activation_reduce.__name__: "data",
+    L.tensor_tensor.__name__: "data1",
+    L.tensor_scalar.__name__: "data",
+    L.tensor_tensor_scan.__name__: "data0",
+    L.scalar_tensor_tensor.__name__: "data",
+    L.tensor_scalar_reduce.__name__: "data",
+    L.tensor_copy.__name__: "src",
+    L.reciprocal.__name__: "data",
+    L.dropout.__name__: "data",
+    L.nc_match_replace8.__name__: "data",
+    L.range_select.__name__: "on_true_tile",
 }
-PER_PARTITION = {"bn_stats": ("data", 6), "bn_aggr": ("data", 2), "max8": ("src", 8), "nc_find_index8": ("data", 8)}
+PER_PARTITION = {
+    L.bn_stats.__name__: ("data", 6),
+    L.bn_aggr.__name__: ("data", 2),
+    L.max8.__name__: ("src", 8),
+    L.nc_find_index8.__name__: ("data", 8),
+}
 NO_EQUIVALENT = {
     "tensor_copy_dynamic_src": "use nisa.tensor_copy with src.ap(pattern, offset, scalar_offset=offset_tile, indirect_dim=1)",
     "tensor_copy_dynamic_dst": "use nisa.tensor_copy with dst.ap(pattern, offset, scalar_offset=offset_tile, indirect_dim=1)",
-    "local_gather": "allocate the destination and call nisa.local_gather(dst=..., src_buffer=..., index=...)",
-    "sequence_bounds": "allocate a (1, 2, n) destination and call nisa.sequence_bounds(dst=..., segment_ids=...)",
+    L.local_gather.__name__: "allocate the destination and call nisa.local_gather(dst=..., src_buffer=..., index=...)",
+    L.sequence_bounds.__name__: "allocate a (1, 2, n) destination and call nisa.sequence_bounds(dst=..., segment_ids=...)",
     "builtin_custom_op": "custom ISA ops have no current equivalent",
 }
 
@@ -482,10 +498,10 @@ class LegacyToCurrent(Rules):
             return code(v) if v is not None else None
 
         buffer = "nl.sbuf"
-        if name == "nc_matmul":
+        if name == L.nc_matmul.__name__:
             s, m = like("stationary"), like("moving")
             shape, dt, buffer = f"({s}.shape[1], {m}.shape[1])", "nl.float32", "nl.psum"
-        elif name == "nc_transpose":
+        elif name == L.nc_transpose.__name__:
             d = like("data")
             shape, dt = f"({d}.shape[1], {d}.shape[0])", f"{d}.dtype"
             engine = kw.get("engine")
@@ -496,8 +512,8 @@ class LegacyToCurrent(Rules):
         elif name in PER_PARTITION:
             param, width = PER_PARTITION[name]
             d = like(param)
-            shape, dt = f"({d}.shape[0], {width})", ("nl.uint32" if name == "nc_find_index8" else f"{d}.dtype")
-        elif name == "tensor_reduce":
+            shape, dt = f"({d}.shape[0], {width})", ("nl.uint32" if name == L.nc_find_index8.__name__ else f"{d}.dtype")
+        elif name == L.tensor_reduce.__name__:
             d, axis = like("data"), kw.get("axis")
             if axis is None or code(axis).replace(" ", "") not in ("1", "-1", "[1]", "(1,)", "[-1]") or "keepdims" in kw:
                 self.notes.manual(
@@ -505,21 +521,21 @@ class LegacyToCurrent(Rules):
                 )
                 return None
             shape, dt = f"({d}.shape[0], 1)", f"{d}.dtype"
-        elif name == "tensor_partition_reduce":
+        elif name == L.tensor_partition_reduce.__name__:
             d = like("data")
             shape, dt = f"(1, {d}.shape[1])", f"{d}.dtype"
-        elif name == "memset":
+        elif name == L.memset.__name__:
             shape, dt = like("shape"), like("dtype") or (code(dtype) if dtype is not None else None)
             kw.pop("shape", None)
             if dt is None:
                 return None
             kw.pop("dtype", None)
-        elif name == "dma_transpose" and "axes" not in kw:
+        elif name == L.dma_transpose.__name__ and "axes" not in kw:
             s = like("src")
             shape, dt = f"({s}.shape[1], {s}.shape[0])", f"{s}.dtype"
-        elif name == "iota":
+        elif name == L.iota.__name__:
             return self._iota_alloc(kw, dtype, line, target)
-        elif name == "affine_select":
+        elif name == L.affine_select.__name__:
             d = like("on_true_tile")
             shape, dt = f"{d}.shape", f"{d}.dtype"
         else:
@@ -549,7 +565,7 @@ class LegacyToCurrent(Rules):
 
     def _current_call(self, name: str, kw: dict, dst, line: int) -> cst.BaseStatement | None:
         kw.pop("dtype", None)
-        if name == "iota":
+        if name == L.iota.__name__:
             a = kw.pop("_iota", None)
             if a is None:
                 return None
@@ -559,14 +575,14 @@ class LegacyToCurrent(Rules):
             else:
                 text = f"nisa.iota(dst={code(dst)}, pattern=[[{a.coef}, {a.var.length}]], offset={offset}, channel_multiplier=0)"
             return stmt(text)
-        if name == "affine_select":
+        if name == L.affine_select.__name__:
             return self._affine_select(kw, dst, line)
-        if name == "activation" and "reduce_res" in kw:
+        if name == L.activation.__name__ and "reduce_res" in kw:
             kw.setdefault("reduce_op", expr("nl.add"))
             kw.setdefault("reduce_cmd", expr("nisa.reduce_cmd.reset_reduce"))
-        if name == "range_select":
+        if name == L.range_select.__name__:
             kw["reduce_cmd"] = expr("nisa.reduce_cmd.reset_reduce")
-        if name == "nc_matmul" and "perf_mode" in kw and "double_row" in code(kw["perf_mode"]):
+        if name == L.nc_matmul.__name__ and "perf_mode" in kw and "double_row" in code(kw["perf_mode"]):
             kw["perf_mode"] = expr("nisa.matmul_perf_mode.double_row")
         args = [keyword("dst", dst)]
         for k, v in kw.items():
@@ -739,7 +755,7 @@ class LegacyToCurrent(Rules):
     def _accumulate(self, orig: cst.AugAssign, new: cst.AugAssign, line: int):
         call = orig.value
         kind, name = self._target(call.func)
-        if (kind, name) == ("isa", "nc_matmul"):
+        if (kind, name) == ("isa", L.nc_matmul.__name__):
             kw = self._keywords(new.value if isinstance(new.value, cst.Call) else call, name)
             s, m = kw.get("stationary"), kw.get("moving")
         elif (kind, name) == ("language", "matmul"):
@@ -770,9 +786,9 @@ class LegacyToCurrent(Rules):
         new_call = new_call or call
         if (kind, name) == ("language", "store"):
             return self._store(call, new_call, line)
-        if kind == "isa" and name == "dma_copy":
+        if kind == "isa" and name == L.dma_copy.__name__:
             return self._dma_copy(call, new_call, line)
-        if kind == "isa" and name == "nc_stream_shuffle":
+        if kind == "isa" and name == L.nc_stream_shuffle.__name__:
             kw = self._keywords(new_call, name) | dict(
                 zip(("src", "dst", "shuffle_mask"), [a.value for a in new_call.args if a.keyword is None])
             )
