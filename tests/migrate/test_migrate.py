@@ -234,3 +234,16 @@ def test_06_virtual_register_loop_bound_becomes_an_nki_scalar(tmp_path):
     with versions.scope("0.7"):
         out = new.module.nki.simulate(new.kernels["count_kernel"])(n_tile, x)
     np.testing.assert_array_equal(out, np.full(x.shape, 5.0, np.float32))
+
+
+def test_06_while_register_becomes_nl_while_loop_and_runs_under_07(tmp_path):
+    path = copy(tmp_path, "v06_while_register.py")
+    result = migrate_file(path, write=True)
+    assert result.validation["status"] == "identical"
+    text = path.read_text()
+    assert "    while r:" not in text and "nl.while_loop(r, _while_body_1)" in text and "        return r\n" in text
+    new = load_task(path)
+    n_tile, x = new.cases()[0]
+    with versions.scope("0.7"):
+        out = new.module.nki.simulate(new.kernels["countdown_kernel"])(n_tile, x)
+    np.testing.assert_array_equal(out, np.full(x.shape, 3.0, np.float32))
