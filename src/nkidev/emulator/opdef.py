@@ -213,7 +213,7 @@ def _spmd_access(op: OpDef, a, ctx) -> None:
     """Several programs share HBM: pass the baton before each HBM access (lock-step cores), then check races."""
     hbm = []
     for name, value in a.__dict__.items():
-        if value.__class__ is NkiTensor:
+        if isinstance(value, NkiTensor):
             if value.storage.kind == "hbm":
                 hbm.append((name, value))
         elif value.__class__ in (list, tuple):
@@ -231,7 +231,7 @@ def _touch(a, ctx, usage) -> None:
     clock = usage.tick()
     seen: list = []
     for value in a.__dict__.values():
-        if value.__class__ is NkiTensor:
+        if isinstance(value, NkiTensor):
             _stamp(value, clock, seen)
         elif value.__class__ in (list, tuple):
             for v in tiles_in(value):
@@ -246,7 +246,7 @@ def _stamp(t: NkiTensor, clock: int, seen: list) -> None:
     if life is not None and (not life.times or life.times[-1] != clock):
         life.times.append(clock)
         seen.append(st)
-    if t.dyn is not None and t.dyn.index.__class__ is NkiTensor:  # the offsets tile of an indirect view is read too
+    if t.dyn is not None and isinstance(t.dyn.index, NkiTensor):  # the offsets tile of an indirect view is read too
         _stamp(t.dyn.index, clock, seen)
 
 
@@ -272,7 +272,7 @@ def tiles_in(value):
 def _mark_written(op: OpDef, a) -> None:
     for name in op.writes:
         t = getattr(a, name, None)
-        if t.__class__ is NkiTensor:
+        if isinstance(t, NkiTensor):
             t.storage.written = True
         elif t.__class__ in (list, tuple):
             for v in tiles_in(t):

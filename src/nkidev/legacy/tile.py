@@ -208,7 +208,10 @@ def _basic(t: LegacyTensor, key: tuple) -> LegacyTensor:
                 norm.append(k)
                 par -= 1 if dim < t.par else 0
         else:
-            norm.append(t._norm_index(dim, k))
+            problems: list[str] = []
+            norm.append(t._norm_index(dim, k, problems))
+            if problems:  # the legacy front end checks views when they are made
+                raise rule_error("err_tensor_access_out_of_bound", problems[0], "keep indices and slices within the tensor")
     return LegacyTensor(t._data[tuple(norm)], t.storage, t.dtype, par=par)
 
 
