@@ -81,7 +81,7 @@ JUNK = [None, "x", b"y", object(), [], (), {}, [1, 2], 3.5, -1, 0, 1 << 40, math
 
 def ops_under_test() -> dict[str, object]:
     """name -> the public callable: every emulated nki.isa op and every tile-level nl function."""
-    out = {f"nisa.{name}": getattr(nisa, name) for name, op in OPS.items() if op.emulated}
+    out = {f"nisa.{name}": getattr(nisa, name) for name, op in OPS.items() if op.emulated and op.namespace == "isa"}
     for name in sorted(getattr(nl, "__all__", dir(nl))):
         fn = getattr(nl, name, None)
         if name.startswith("_") or name in NOT_OPS or not inspect.isfunction(fn):

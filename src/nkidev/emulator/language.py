@@ -174,6 +174,9 @@ def _placed(shape, dtype, buffer, name: str, address) -> NkiTensor:
     """A tensor at an explicit address: a new tensor at the address of a live one of the same shape and dtype
     is the same memory (kernels rotate PSUM tiles over banks this way), starting a new accumulation group."""
     ctx = _ctx.current()
+    parts = address if isinstance(address, tuple | list) else (address,)
+    if not builtins.all(isinstance(a, int | np.integer) and not isinstance(a, bool) and a >= 0 for a in parts):
+        raise rule_error("err_invalid_argument", f"address={address!r}", "pass address as non-negative ints, e.g. (0, 0)")
     key = (buffer.value, tuple(int(a) for a in address) if isinstance(address, tuple | list) else int(address))
     dt = to_nki_dtype(dtype)
     shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
