@@ -19,6 +19,9 @@ import bisect
 import heapq
 from collections import deque
 
+import numpy as np
+
+from nkidev.costmodel.deps import CHUNK, Accesses
 from nkidev.emulator.trace import Trace
 from nkidev.hardware import Target
 
@@ -79,29 +82,51 @@ def _align(x: int, a: int) -> int:
 def reuse_edges(trace: Trace, hw: Target) -> list[tuple[int, int]]:
     """(producer, consumer) positions: the first access of a tile after the last access of the tile whose
     space it takes over."""
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
-    program: dict[int, int] = {}
-    for pos, ins in enumerate(trace.instructions):
-        for a in ins.reads + ins.writes:
-            if a.buffer != "hbm":
-                if a.tensor not in first:
-                    first[a.tensor] = pos
-                    program[a.tensor] = ins.program
-                last[a.tensor] = pos
+    acc = Accesses(trace)
+    tensors, first_acc, firsts = [], [], []
+    for lo in range(0, acc.n, CHUNK):
+        hi = min(acc.n, lo + CHUNK)
+        a0, a1 = acc.span(lo, hi)
+        c = acc.chunk(lo, hi, ("hbm",))
+        onchip = np.flatnonzero(~c["hbm"].astype(bool))
+        pos = np.repeat(np.arange(lo, hi, dtype=np.int64), acc.n_acc[lo:hi])[onchip]
+        tensors.append(c["tensor"][onchip])
+        first_acc.append(onchip + a0)
+        firsts.append(pos)
+    tid = np.concatenate(tensors) if tensors else np.zeros(0, np.int64)
+    idx = np.concatenate(first_acc) if first_acc else np.zeros(0, np.int64)
+    pos = np.concatenate(firsts) if firsts else np.zeros(0, np.int64)
+    if not len(tid):
+        return []
+    order = np.lexsort((idx, tid))  # by storage, then access order
+    tid, idx, pos = tid[order], idx[order], pos[order]
+    head = np.flatnonzero(np.r_[True, tid[1:] != tid[:-1]])
+    tail = np.r_[head[1:] - 1, len(tid) - 1]
+    ids, first_idx, first, last = tid[head], idx[head], pos[head], pos[tail]
+    by_first = np.argsort(first_idx, kind="stable")  # tiles in order of first use (ties: operand order)
+    ids, first, last = ids[by_first], first[by_first], last[by_first]
+    programs = trace.columns().program[first]
+    tab = trace.tensors
+    rows = tab.rows_of(ids)
+    buf_codes, strings = tab.codes("buffer")
+    shape_codes, shapes = tab.codes("shape")
+    nbytes = tab.column("nbytes")
     spaces: dict[tuple[str, int], _Space] = {}
     edges = []
-    for tid in sorted(first, key=first.__getitem__):
-        rec = trace.tensors.get(tid)
-        if rec is None or rec.buffer not in ("sbuf", "psum"):
+    for f, l, prog, row in zip(first.tolist(), last.tolist(), programs.tolist(), rows.tolist()):
+        if row < 0:
             continue
-        key = (rec.buffer, program[tid])
+        buffer = strings[buf_codes[row]]
+        if buffer not in ("sbuf", "psum"):
+            continue
+        key = (buffer, prog)
         if key not in spaces:
-            cap = hw.sbuf.usable_bytes_per_partition if rec.buffer == "sbuf" else hw.psum.bytes_per_partition
+            cap = hw.sbuf.usable_bytes_per_partition if buffer == "sbuf" else hw.psum.bytes_per_partition
             spaces[key] = _Space(cap)
-        per_partition = rec.nbytes // max(1, rec.shape[0] if rec.shape else 1)
-        size = _align(per_partition, hw.psum.bank_bytes) if rec.buffer == "psum" else max(1, per_partition)
-        previous = spaces[key].place(size, first[tid], last[tid])
-        if previous is not None and previous != first[tid]:
-            edges.append((previous, first[tid]))
+        shape = shapes[shape_codes[row]]
+        per_partition = int(nbytes[row]) // max(1, shape[0] if shape else 1)
+        size = _align(per_partition, hw.psum.bank_bytes) if buffer == "psum" else max(1, per_partition)
+        previous = spaces[key].place(size, f, l)
+        if previous is not None and previous != f:
+            edges.append((previous, f))
     return edges

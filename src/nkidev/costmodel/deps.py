@@ -10,15 +10,95 @@ Entries that a later write fully covers are dropped (the later write already ord
 them), so per-storage lists stay short. A list that still grows past MAX_ENTRIES (thousands of disjoint
 pieces of one big tensor) forgets its oldest entries: those finished long before, so the edges lost
 would not change the schedule.
+
+The rectangles are computed for every access at once from the trace's columns (NumPy); only the walk
+itself is a Python loop, fed in chunks so that no per-access Python objects pile up.
 """
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from nkidev.emulator.dtypes import DTYPES
 from nkidev.emulator.trace import Access, Trace
 
 MAX_ENTRIES = 256
+CHUNK = 65536  # instructions per batch of the walk
 
 Rect = tuple[int, int, int, int]  # row0, row1, col0, col1 (half-open)
+
+
+class Deps:
+    """For each instruction (by position), the positions of the earlier instructions it waits for, in CSR form:
+    `deps[i]` is a list, `len(deps)`, iteration and `deps == [[...], ...]` work like a list of lists."""
+
+    __slots__ = ("start", "src")
+
+    def __init__(self, start: np.ndarray, src: np.ndarray):
+        self.start = start  # int64, n + 1 offsets
+        self.src = src  # int64 producer positions
+
+    def __len__(self) -> int:
+        return len(self.start) - 1
+
+    def __getitem__(self, i: int) -> list[int]:
+        if i < 0:
+            i += len(self)
+        return self.src[self.start[i] : self.start[i + 1]].tolist()
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return (self[i] for i in range(len(self)))
+
+    def __eq__(self, other) -> bool:
+        return [list(d) for d in self] == [list(d) for d in other]
+
+    __hash__ = None
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __repr__(self) -> str:
+        return f"Deps({list(self)!r})" if len(self) < 20 else f"Deps({len(self)} instructions, {len(self.src)} edges)"
+
+    def consumers(self) -> Deps:
+        """The reverse graph: for each instruction, the later ones that wait for it (in position order)."""
+        n = len(self)
+        counts = np.diff(self.start)
+        consumer = np.repeat(np.arange(n, dtype=np.int64), counts)
+        order = np.argsort(self.src, kind="stable")
+        start = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.src, minlength=n), out=start[1:])
+        return Deps(start, consumer[order])
+
+    def with_edges(self, edges: Iterable[tuple[int, int]]) -> Deps:
+        """These deps plus (producer, consumer) edges, appended after a consumer's own deps (skipping
+        self-edges and edges already present)."""
+        extra: dict[int, list[int]] = {}
+        for producer, consumer in edges:
+            if producer == consumer:
+                continue
+            have = extra.setdefault(consumer, [])
+            if producer not in have and producer not in self[consumer]:
+                have.append(producer)
+        if not extra:
+            return self
+        n = len(self)
+        counts = np.diff(self.start)
+        add = np.zeros(n, dtype=np.int64)
+        for c, ps in extra.items():
+            add[c] = len(ps)
+        start = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts + add, out=start[1:])
+        src = np.empty(start[-1], dtype=np.int64)
+        # each consumer's old deps go first, then its extra ones
+        old_pos = np.repeat(start[:-1] - self.start[:-1], counts) + np.arange(len(self.src))
+        src[old_pos] = self.src
+        for c, ps in extra.items():
+            src[start[c] + counts[c] : start[c + 1]] = ps
+        return Deps(start, src)
 
 
 def region(acc: Access, row_bytes: int) -> Rect:
@@ -41,60 +121,164 @@ def _covers(a: Rect, b: Rect) -> bool:
     return a[0] <= b[0] and a[1] >= b[1] and a[2] <= b[2] and a[3] >= b[3]
 
 
-def _row_bytes(trace: Trace) -> dict[int, int]:
-    from nkidev.emulator.dtypes import DTYPES
+class Accesses:
+    """Every access of a trace as columns, computed for a range of instructions at a time: storage id,
+    rectangle, memory. Per-form layout facts are tabulated once and gathered per access."""
 
-    out = {}
-    for tid, rec in trace.tensors.items():
-        item = DTYPES[rec.dtype].itemsize if rec.dtype in DTYPES else 4
-        out[tid] = max(1, (rec.shape[-1] if rec.shape else 1) * item)
-    return out
+    FIELDS = ("hbm", "sbuf", "p0", "p1", "lo", "hi", "run")
+
+    def __init__(self, trace: Trace):
+        cols = trace.columns()
+        forms = trace.forms
+        self.trace = trace
+        self.n = len(trace)
+        self.form = cols.form.astype(np.int64)
+        n_reads_f = np.array([len(f.reads) for f in forms], dtype=np.int64)
+        n_acc_f = np.array([len(f.reads) + len(f.writes) for f in forms], dtype=np.int64)
+        self.n_reads = n_reads_f[self.form] if forms else np.zeros(0, np.int64)
+        self.n_acc = n_acc_f[self.form] if forms else np.zeros(0, np.int64)
+        self.start = cols.acc_start
+        self.tensor = cols.acc_tensor
+        self.width = max(1, int(n_acc_f.max()) if len(n_acc_f) else 1)
+        table = {f: np.zeros((len(forms), self.width), dtype=np.int64) for f in self.FIELDS}
+        for code, f in enumerate(forms):
+            for k, lay in enumerate(f.reads + f.writes):
+                table["hbm"][code, k] = lay.buffer == "hbm"
+                table["sbuf"][code, k] = lay.buffer == "sbuf"
+                table["p0"][code, k] = lay.partition_start
+                table["p1"][code, k] = lay.partition_start + lay.partitions
+                table["lo"][code, k] = lay.byte_start
+                table["hi"][code, k] = lay.byte_stop
+                table["run"][code, k] = lay.contiguous_bytes
+        self.table = {f: t.reshape(-1) for f, t in table.items()}
+        self._row_bytes = _RowBytes(trace)
+
+    def span(self, lo: int, hi: int) -> tuple[int, int]:
+        """The access range [a0, a1) of instructions [lo, hi)."""
+        if hi <= lo:
+            return 0, 0
+        return int(self.start[lo]), int(self.start[hi - 1] + self.n_acc[hi - 1])
+
+    def chunk(self, lo: int, hi: int, fields=FIELDS) -> dict[str, np.ndarray]:
+        """Per-access columns of instructions [lo, hi): `tensor`, the requested layout fields, and for
+        rectangles (r0, r1, c0, c1) when "p0" is requested."""
+        a0, a1 = self.span(lo, hi)
+        n_acc = self.n_acc[lo:hi]
+        form_of = np.repeat(self.form[lo:hi], n_acc)
+        k = np.arange(a0, a1, dtype=np.int64) - np.repeat(self.start[lo:hi], n_acc)
+        flat = form_of * self.width + k
+        out = {f: self.table[f][flat] for f in fields}
+        out["tensor"] = self.tensor[a0:a1]
+        if "p0" in out:
+            r0, r1, c0, c1 = out["p0"], out["p1"], out["lo"].copy(), out["hi"].copy()
+            h = np.flatnonzero(out["hbm"])
+            if len(h):
+                rb = self._row_bytes(out["tensor"][h])
+                blo, bhi, run = out["lo"][h], out["hi"][h], out["run"][h]
+                hr0, hr1 = blo // rb, (bhi - 1) // rb + 1
+                hc0, hc1 = blo % rb, (bhi - 1) % rb + 1
+                full = (hr1 - hr0 > 1) & ((hc0 >= hc1) | (run >= rb))
+                r0, r1 = r0.copy(), r1.copy()
+                r0[h], r1[h] = hr0, hr1
+                c0[h], c1[h] = np.where(full, 0, hc0), np.where(full, rb, hc1)
+            out.update(r0=r0, r1=r1, c0=c0, c1=c1)
+        return out
 
 
-def dependencies(trace: Trace) -> list[list[int]]:
-    """For each instruction (by position in trace.instructions), the positions of the earlier
-    instructions it must wait for."""
-    row_bytes = _row_bytes(trace)
+class _RowBytes:
+    """Bytes of one row (last dim) of each storage; 1 for storages the trace does not know."""
+
+    def __init__(self, trace: Trace):
+        tab = trace.tensors
+        self.tab = tab
+        shape_codes, shapes = tab.codes("shape")
+        dtype_codes, dtypes = tab.codes("dtype")
+        last = np.array([s[-1] if s else 1 for s in shapes] or [1], dtype=np.int64)
+        item = np.array([DTYPES[d].itemsize if d in DTYPES else 4 for d in dtypes] or [4], dtype=np.int64)
+        self.per_row = np.maximum(1, last[shape_codes] * item[dtype_codes]) if len(shape_codes) else np.ones(0, np.int64)
+        self.ids = tab.column("id")
+
+    def __call__(self, tensors: np.ndarray) -> np.ndarray:
+        rows = self.tab.rows_of(tensors, self.ids)
+        if not len(self.per_row):
+            return np.ones(len(tensors), np.int64)
+        return np.where(rows >= 0, self.per_row[np.maximum(rows, 0)], 1)
+
+
+def dependencies(trace: Trace) -> Deps:
+    """For each instruction (by position in the trace), the positions of the earlier instructions it must
+    wait for."""
+    acc = Accesses(trace)
+    n = acc.n
+    forms = trace.forms
+    cols = trace.columns()
+    # an in-order engine: a later read by the same engine and program replaces an equal earlier one
+    engine_codes = {e: k for k, e in enumerate(sorted({f.engine for f in forms}))}
+    stream_np = (trace.forms_column([engine_codes[f.engine] for f in forms], np.int64) << 32) | cols.program.astype(np.int64)
+    stream = array("q", stream_np.tobytes())
+    in_order = trace.forms_column([f.engine != "dma" for f in forms], bool) if forms else np.zeros(0, bool)
     writers: dict[int, list[tuple[Rect, int]]] = {}
     readers: dict[int, list[tuple[Rect, int]]] = {}
-    deps: list[list[int]] = []
-    for i, ins in enumerate(trace.instructions):
+    out_start = array("q", [0])
+    out_src = array("q")
+    for lo in range(0, n, CHUNK):
+        hi = min(n, lo + CHUNK)
+        a0, _ = acc.span(lo, hi)
+        c = acc.chunk(lo, hi, ("hbm", "p0", "p1", "lo", "hi", "run"))
+        tensor = c["tensor"].tolist()
+        r0, r1, c0, c1 = (c[k].tolist() for k in ("r0", "r1", "c0", "c1"))
+        starts = (acc.start[lo:hi] - a0).tolist()
+        n_reads = acc.n_reads[lo:hi].tolist()
+        n_acc = acc.n_acc[lo:hi].tolist()
+        streams = stream_np[lo:hi].tolist()
+        orders = in_order[lo:hi].tolist()
+        _walk(lo, tensor, r0, r1, c0, c1, starts, n_reads, n_acc, streams, orders, stream, writers, readers, out_start, out_src)
+    return Deps(np.frombuffer(out_start, dtype=np.int64).copy(), np.frombuffer(out_src, dtype=np.int64).copy())
+
+
+def _walk(base, tensor, r0, r1, c0, c1, starts, n_reads, n_acc, streams, orders, stream, writers, readers, out_start, out_src) -> None:
+    for off in range(len(starts)):
+        i = base + off
+        s = starts[off]
+        mid, end = s + n_reads[off], s + n_acc[off]
         found: set[int] = set()
-        reads = [(a.tensor, region(a, row_bytes.get(a.tensor, 1))) for a in ins.reads]
-        writes = [(a.tensor, region(a, row_bytes.get(a.tensor, 1))) for a in ins.writes]
-        for tid, rect in reads:
-            for other, j in writers.get(tid, ()):
-                if _overlaps(rect, other):
-                    found.add(j)
-        for tid, rect in writes:
+        for j in range(s, mid):
+            entries = writers.get(tensor[j])
+            if entries:
+                rect = (r0[j], r1[j], c0[j], c1[j])
+                for other, p in entries:
+                    if rect[0] < other[1] and other[0] < rect[1] and rect[2] < other[3] and other[2] < rect[3]:
+                        found.add(p)
+        for j in range(mid, end):
+            tid = tensor[j]
+            rect = (r0[j], r1[j], c0[j], c1[j])
             for table in (writers, readers):
                 entries = table.get(tid)
                 if not entries:
                     continue
                 kept = []
-                for other, j in entries:
-                    if _overlaps(rect, other):
-                        found.add(j)
-                        if _covers(rect, other):
+                for other, p in entries:
+                    if rect[0] < other[1] and other[0] < rect[1] and rect[2] < other[3] and other[2] < rect[3]:
+                        found.add(p)
+                        if rect[0] <= other[0] and rect[1] >= other[1] and rect[2] <= other[2] and rect[3] >= other[3]:
                             continue
-                    kept.append((other, j))
+                    kept.append((other, p))
                 table[tid] = kept
-        for tid, rect in writes:
-            _remember(writers, tid, rect, i)
-        in_order = ins.engine != "dma"  # a later reader on an in-order engine finishes after the earlier one
-        for tid, rect in reads:
-            _remember(readers, tid, rect, i, replace_last=in_order and _same_engine(readers, tid, trace, ins))
+        for j in range(mid, end):
+            _remember(writers, tensor[j], (r0[j], r1[j], c0[j], c1[j]), i)
+        if s < mid:
+            in_order, me = orders[off], streams[off]
+            for j in range(s, mid):
+                tid = tensor[j]
+                same = False
+                if in_order:
+                    entries = readers.get(tid)
+                    same = bool(entries) and stream[entries[-1][1]] == me
+                _remember(readers, tid, (r0[j], r1[j], c0[j], c1[j]), i, replace_last=same)
         found.discard(i)
-        deps.append(sorted(found))
-    return deps
-
-
-def _same_engine(readers: dict, tid: int, trace: Trace, ins) -> bool:
-    entries = readers.get(tid)
-    if not entries:
-        return False
-    last = trace.instructions[entries[-1][1]]
-    return last.engine == ins.engine and last.program == ins.program
+        if found:
+            out_src.extend(sorted(found))
+        out_start.append(len(out_src))
 
 
 def _remember(table: dict, tid: int, rect: Rect, i: int, replace_last: bool = True) -> None:

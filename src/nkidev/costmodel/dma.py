@@ -60,11 +60,18 @@ class Transfer:
 def _label(acc: Access, trace: Trace) -> str:
     if acc.buffer != "hbm":
         return "[[SB]]" if acc.buffer == "sbuf" else "[[PSUM]]"
-    kind = trace.tensors[acc.tensor].kind if acc.tensor in trace.tensors else "internal"
+    rec = trace.tensors.get(acc.tensor)
+    return label(acc.buffer, rec.kind if rec is not None else "internal")
+
+
+def label(buffer: str, kind: str) -> str:
+    """A transfer's source/dest label: the memory, or for HBM the role of the tensor."""
+    if buffer != "hbm":
+        return "[[SB]]" if buffer == "sbuf" else "[[PSUM]]"
     return {"input": "[[INPUT]]", "output": "[OUTPUT]"}.get(kind, "[[HBM]]")
 
 
-def _queue(ins: Instruction, src: Access, dst: Access, hw: Target) -> str:
+def _queue(ins, src, dst, hw: Target) -> str:
     mode = ins.attrs.get("dge_mode", "unknown")
     if OPS[ins.opcode].rendezvous:  # a core-to-core transfer (sendrecv)
         return "qSyncCC0"
@@ -79,7 +86,7 @@ def _queue(ins: Instruction, src: Access, dst: Access, hw: Target) -> str:
     return "qSyncData1" if dst.buffer == "hbm" else "qSyncData0"
 
 
-def _engines(onchip: Access | None, nbytes: int, hw: Target) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _engines(onchip, nbytes: int, hw: Target) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """DMA engines serving the transfer and the bytes each moves."""
     d = hw.dma
     if onchip is None:  # HBM -> HBM: spread evenly
@@ -101,9 +108,19 @@ def _engines(onchip: Access | None, nbytes: int, hw: Target) -> tuple[tuple[int,
 
 def plan_transfer(ins: Instruction, trace: Trace, hw: Target) -> Transfer:
     """Queue, engines, descriptor size and packet times of one DMA instruction."""
+    dst = ins.writes[0]
+    src = (ins.reads or [dst])[0]
+    hbm_side = src if src.buffer == "hbm" else dst
+    rec = trace.tensors.get(hbm_side.tensor)
+    return plan(ins, _label(src, trace), _label(dst, trace), rec.name if rec is not None else "", hw)
+
+
+def plan(ins, source: str, dest: str, variable: str, hw: Target) -> Transfer:
+    """The transfer of a DMA instruction (a row or a trace Form: its layouts are all this reads) whose HBM
+    side is the tensor `variable`, labelled `source` -> `dest`."""
     d = hw.dma
     dst = ins.writes[0]
-    srcs = ins.reads or [dst]
+    srcs = ins.reads or (dst,)
     src = srcs[0]
     read_bytes = sum(a.nbytes for a in srcs)
     nbytes = max(read_bytes, dst.nbytes)
@@ -120,8 +137,6 @@ def plan_transfer(ins: Instruction, trace: Trace, hw: Target) -> Transfer:
     queue = _queue(ins, src, dst, hw)
     issue_engine = "gpsimd" if queue == "qGpSimdDynamic" else "sync"
     issue_ns = {"qGpSimdDynamic": d.swdge_cost_ns, "qSyncHwdge0": d.hwdge_cost_ns}.get(queue, d.trigger_ns)
-    hbm_side = src if src.buffer == "hbm" else dst
-    variable = trace.tensors[hbm_side.tensor].name if hbm_side.tensor in trace.tensors else ""
     op = "read" if src.buffer == "hbm" and dst.buffer != "hbm" else "write" if dst.buffer == "hbm" else "copy"
     return Transfer(
         queue=queue,
@@ -134,8 +149,8 @@ def plan_transfer(ins: Instruction, trace: Trace, hw: Target) -> Transfer:
         engines=engines,
         packet_bytes=shares,
         packet_ns=packet_ns,
-        source=_label(src, trace),
-        dest=_label(dst, trace),
+        source=source,
+        dest=dest,
         variable=variable,
         op=op,
         read_partitions=None if src.buffer == "hbm" else (src.partition_start, src.partitions),

@@ -23,105 +23,180 @@ packets in the order they become ready, whatever queue they come from. O(n log n
 
 from __future__ import annotations
 
+import gc
 import heapq
+from array import array
 
 import numpy as np
 
 from nkidev.costmodel.buffers import reuse_edges
-from nkidev.costmodel.deps import dependencies
-from nkidev.costmodel.dma import Transfer, plan_transfer
-from nkidev.costmodel.durations import (
-    DMA_TRIGGER,
-    LOAD_STATIONARY,
-    MATMUL,
-    EngineWork,
-    dependent_latency_ns,
-    engine_work,
-    is_tensor_matmul,
-    opcode_name,
-)
-from nkidev.costmodel.timeline import Packets, Rows, Timeline, Transfers
+from nkidev.costmodel.deps import Deps, dependencies
+from nkidev.costmodel.dma import Transfer, label, plan
+from nkidev.costmodel.durations import DMA_TRIGGER, LOAD_STATIONARY, MATMUL, dependent_latency_ns, engine_work, opcode_name
+from nkidev.costmodel.timeline import FormValues, Packets, Rows, Timeline, Transfers
 from nkidev.emulator.ops import OPS
 from nkidev.emulator.trace import Trace
 from nkidev.hardware import Target, get_target
 
 COMPUTE, TENSOR, DMA = 0, 1, 2
+_ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")  # engine codes of the per-instruction arrays
+
+
+def _as_array(values, typecode: str) -> array:
+    """A NumPy array as a typed `array` (indexing returns Python numbers, fast in the event loop)."""
+    np_type = {"q": np.int64, "d": np.float64}[typecode]
+    return array(typecode, np.ascontiguousarray(values, dtype=np_type).tobytes())
 
 
 class _Plan:
-    """Static facts per instruction: kind, stream, engine work or transfer, and its profile rows."""
+    """Static facts per instruction, computed per form (and per distinct DMA) and gathered into columns: kind,
+    stream, engine work or transfer, and its profile rows."""
 
     def __init__(self, trace: Trace, hw: Target):
-        n = len(trace.instructions)
-        self.kind = [COMPUTE] * n
-        self.stream = [0] * n
-        self.work: list[EngineWork | None] = [None] * n
-        self.transfer: list[Transfer | None] = [None] * n
-        self.first_row = [0] * n
-        self.transfer_index = [-1] * n
-        self.streams: dict[tuple[int, str], int] = {}
-        self.members: list[list[int]] = []
-        row_ins, row_op, row_engine, row_pc = [], [], [], []
-        pcs: dict[tuple[int, str], int] = {}
-        n_transfers = 0
+        cols = trace.columns()
+        forms = trace.forms
+        n = len(trace)
+        form = cols.form.astype(np.int64)
+        self.n = n
+        kinds = [DMA if f.engine == "dma" else TENSOR if f.engine == "tensor" else COMPUTE for f in forms]
+        kind = np.asarray(kinds, dtype=np.int64)[form] if forms else np.zeros(0, np.int64)
+        self.works = [None if f.engine == "dma" else engine_work(f, hw) for f in forms]
+        busy = np.array([w.busy_ns if w is not None else 0.0 for w in self.works] or [0.0])[form]
+        load = np.array([w.load_ns if w is not None else 0.0 for w in self.works] or [0.0])[form]
+        self.kind = kind.tolist()
+        self.busy = _as_array(busy, "d")
+        self.load = _as_array(load, "d")
+        self.program = cols.program.astype(np.int64)
+        self._transfers(trace, hw, form, kind)
+        self._streams_and_rows(trace, form, kind)
 
-        def add_row(i: int, opcode: str, engine: str, program: int) -> None:
-            key = (program, engine)
-            row_ins.append(i)
-            row_op.append(opcode)
-            row_engine.append(engine)
-            row_pc.append(pcs.get(key, 0))
-            pcs[key] = pcs.get(key, 0) + 1
+    def _transfers(self, trace: Trace, hw: Target, form: np.ndarray, kind: np.ndarray) -> None:
+        """One Transfer per distinct (form, source tensor, HBM tensor name): a loop reloading tiles has a few."""
+        cols = trace.columns()
+        forms = trace.forms
+        dma = np.flatnonzero(kind == DMA)
+        self.dma_positions = dma
+        n_reads = np.array([len(f.reads) for f in forms] or [0], dtype=np.int64)[form[dma]]
+        start = cols.acc_start[dma]
+        src_t = cols.acc_tensor[start] if len(dma) else np.zeros(0, np.int64)
+        dst_t = cols.acc_tensor[start + n_reads] if len(dma) else np.zeros(0, np.int64)
+        tab = trace.tensors
+        ids = tab.column("id")
+        kinds, strings = tab.codes("kind")
+        names, _ = tab.codes("name")
 
-        for i, ins in enumerate(trace.instructions):
-            self.first_row[i] = len(row_ins)
-            if ins.engine == "dma":
-                t = plan_transfer(ins, trace, hw)
-                self.kind[i], self.transfer[i] = DMA, t
-                self.transfer_index[i] = n_transfers
-                n_transfers += 1
-                name = t.issue_engine if t.issue_engine == "gpsimd" else t.queue
-                add_row(i, DMA_TRIGGER, t.issue_engine, ins.program)
-            else:
-                w = engine_work(ins, hw)
-                self.work[i] = w
-                name = ins.engine
-                if is_tensor_matmul(ins):
-                    self.kind[i] = TENSOR
-                    add_row(i, LOAD_STATIONARY, "tensor", ins.program)
-                    add_row(i, MATMUL, "tensor", ins.program)
-                else:
-                    add_row(i, opcode_name(ins.opcode), ins.engine, ins.program)
-            key = (ins.program, name)
-            if key not in self.streams:
-                self.streams[key] = len(self.members)
-                self.members.append([])
-            q = self.streams[key]
-            self.stream[i] = q
-            self.members[q].append(i)
-        self.rows = (row_ins, row_op, row_engine, row_pc)
-        self.n_transfers = n_transfers
-        self.transfer_by_index = [t for t in self.transfer if t is not None]
+        def facts(t):
+            rows = tab.rows_of(t, ids)
+            ok = rows >= 0
+            r = np.maximum(rows, 0)
+            return np.where(ok, kinds[r] if len(kinds) else -1, -1), np.where(ok, names[r] if len(names) else -1, -1)
+
+        src_kind, src_name = facts(src_t)
+        dst_kind, dst_name = facts(dst_t)
+        src_hbm = np.array([f.engine == "dma" and (f.reads or f.writes)[0].buffer == "hbm" for f in forms] or [False])
+        hbm_first = src_hbm[form[dma]] if len(dma) else np.zeros(0, bool)
+        var = np.where(hbm_first, src_name, dst_name)
+        keys = np.stack([form[dma], src_kind, dst_kind, var], axis=1) if len(dma) else np.zeros((0, 4), np.int64)
+        uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # plans numbered in order of first use
+        renumber = np.empty(len(order), dtype=np.int64)
+        renumber[order] = np.arange(len(order))
+        self.plan_code = renumber[inverse.reshape(-1)] if len(dma) else np.zeros(0, np.int64)
+        self.plans: list[Transfer] = []
+        for u in uniq[order]:
+            f = forms[int(u[0])]
+            src = f.reads[0] if f.reads else f.writes[0]
+            dst = f.writes[0]
+            s_kind = strings[u[1]] if u[1] >= 0 else "internal"
+            d_kind = strings[u[2]] if u[2] >= 0 else "internal"
+            variable = strings[u[3]] if u[3] >= 0 else ""
+            self.plans.append(plan(f, label(src.buffer, s_kind), label(dst.buffer, d_kind), variable, hw))
+        self.transfer_index = np.full(self.n, -1, dtype=np.int64)
+        self.transfer_index[dma] = np.arange(len(dma))
+        self.n_transfers = len(dma)
+
+    def _streams_and_rows(self, trace: Trace, form: np.ndarray, kind: np.ndarray) -> None:
+        forms = trace.forms
+        n = self.n
+        names: dict[str, int] = {}
+
+        def code(name: str) -> int:
+            return names.setdefault(name, len(names))
+
+        # the instruction stream: the engine, or for a DMA its queue (software DGE DMAs are issued by GpSimd)
+        stream_name = np.array([code(f.engine) for f in forms] or [0], dtype=np.int64)[form]
+        issue = np.array([code(t.issue_engine) for t in self.plans] or [0], dtype=np.int64)
+        queue = np.array([code(t.issue_engine if t.issue_engine == "gpsimd" else t.queue) for t in self.plans] or [0], dtype=np.int64)
+        dma = self.dma_positions
+        stream_name[dma] = queue[self.plan_code]
+        skey = stream_name * (int(self.program.max()) + 1 if n else 1) + self.program
+        uniq, first, inverse = np.unique(skey, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # streams numbered in order of first appearance
+        renumber = np.empty(len(order), dtype=np.int64)
+        renumber[order] = np.arange(len(order))
+        stream = renumber[inverse.reshape(-1)] if n else np.zeros(0, np.int64)
+        self.stream = stream.tolist()
+        by_stream = np.argsort(stream, kind="stable")
+        bounds = np.searchsorted(stream[by_stream], np.arange(len(order) + 1))
+        self.members = [_as_array(by_stream[bounds[q] : bounds[q + 1]], "q") for q in range(len(order))]
+        # profile rows: two for Tensor Engine instructions (LDWEIGHTS, MATMUL), one for the others
+        n_rows = np.where(kind == TENSOR, 2, 1)
+        first_row = np.zeros(n, dtype=np.int64)
+        if n:
+            first_row[1:] = np.cumsum(n_rows)[:-1]
+        self.first_row = first_row.tolist()
+        row_ins = np.repeat(np.arange(n, dtype=np.int64), n_rows)
+        second = np.zeros(len(row_ins), dtype=bool)
+        second[first_row[kind == TENSOR] + 1] = True
+        opcodes = [LOAD_STATIONARY if f.engine == "tensor" else DMA_TRIGGER if f.engine == "dma" else opcode_name(f.opcode) for f in forms]
+        op_code = np.array([code(o) for o in opcodes] or [0], dtype=np.int64)[form]
+        eng_code = np.array([code("tensor" if f.engine == "tensor" else f.engine) for f in forms] or [0], dtype=np.int64)[form]
+        eng_code[dma] = issue[self.plan_code]
+        row_op = op_code[row_ins]
+        row_op[second] = code(MATMUL)
+        row_engine = eng_code[row_ins]
+        # pc: index of the row in its (program, engine) stream
+        pkey = row_engine * (int(self.program.max()) + 1 if n else 1) + self.program[row_ins]
+        by_key = np.argsort(pkey, kind="stable")
+        sorted_key = pkey[by_key]
+        group_start = np.r_[0, np.flatnonzero(sorted_key[1:] != sorted_key[:-1]) + 1] if len(pkey) else np.zeros(0, np.int64)
+        rank = np.arange(len(pkey)) - np.repeat(group_start, np.diff(np.r_[group_start, len(pkey)]))
+        pc = np.empty(len(pkey), dtype=np.int64)
+        pc[by_key] = rank
+        text = list(names)
+        self.rows = (row_ins, [text[c] for c in row_op.tolist()], [text[c] for c in row_engine.tolist()], pc)
+        self.n_rows = len(row_ins)
 
 
-def _stationary_tensor(ins) -> int | None:
-    """Storage LDWEIGHTS loads: the stationary operand (the data of a TensorE transpose)."""
-    for a in ins.reads:
-        if a.role in ("stationary", "data"):
-            return a.tensor
-    return ins.reads[0].tensor if ins.reads else None
+def _stationary_tensors(trace: Trace, plan: _Plan) -> array:
+    """Storage LDWEIGHTS loads per instruction (the stationary operand, the data of a TensorE transpose), -1
+    for the others."""
+    forms = trace.forms
+    cols = trace.columns()
+    k = []
+    for f in forms:
+        pick = next((j for j, a in enumerate(f.reads) if a.role in ("stationary", "data")), 0 if f.reads else -1)
+        k.append(pick if f.engine == "tensor" else -1)
+    kk = np.array(k or [-1], dtype=np.int64)[cols.form]
+    out = np.full(len(trace), -1, dtype=np.int64)
+    has = np.flatnonzero(kk >= 0)
+    out[has] = cols.acc_tensor[cols.acc_start[has] + kk[has]]
+    return _as_array(out, "q")
 
 
-def _shared_ports(ins, hw: Target) -> tuple[tuple[int, str], ...]:
-    """Memory ports this instruction holds exclusively against other engines (NC-v2: Vector/GpSimd on SBUF,
-    Vector/Scalar on PSUM; from the target's `exclusive_*_engines`)."""
-    ports = []
-    buffers = {a.buffer for a in ins.reads + ins.writes}
-    if ins.engine in hw.engines.exclusive_sbuf_engines and "sbuf" in buffers:
-        ports.append((ins.program, "sbuf"))
-    if ins.engine in hw.engines.exclusive_psum_engines and "psum" in buffers:
-        ports.append((ins.program, "psum"))
-    return tuple(ports)
+def _shared_ports(trace: Trace, hw: Target) -> list[tuple[str, ...]]:
+    """Per form, the memory ports its instructions hold exclusively against other engines (NC-v2: Vector/GpSimd
+    on SBUF, Vector/Scalar on PSUM; from the target's `exclusive_*_engines`)."""
+    out = []
+    for f in trace.forms:
+        buffers = {a.buffer for a in f.reads + f.writes}
+        ports = []
+        if f.engine in hw.engines.exclusive_sbuf_engines and "sbuf" in buffers:
+            ports.append("sbuf")
+        if f.engine in hw.engines.exclusive_psum_engines and "psum" in buffers:
+            ports.append("psum")
+        out.append(tuple(ports))
+    return out
 
 
 def _barrier_groups(trace: Trace) -> dict[int, list[int]]:
@@ -129,13 +204,15 @@ def _barrier_groups(trace: Trace) -> dict[int, list[int]]:
     of that group (multi-core runs only): the group starts together, once every core has reached it."""
     if trace.programs <= 1:
         return {}
+    rendezvous = trace.forms_column([OPS[f.opcode].rendezvous for f in trace.forms], bool)
+    cols = trace.columns()
     seen: dict[tuple[str, int], int] = {}
     groups: dict[tuple[str, int], list[int]] = {}
-    for i, ins in enumerate(trace.instructions):
-        if OPS[ins.opcode].rendezvous:
-            k = seen.get((ins.opcode, ins.program), 0)
-            seen[(ins.opcode, ins.program)] = k + 1
-            groups.setdefault((ins.opcode, k), []).append(i)
+    for i in np.flatnonzero(rendezvous).tolist():
+        opcode, program = trace.forms[cols.form[i]].opcode, int(cols.program[i])
+        k = seen.get((opcode, program), 0)
+        seen[(opcode, program)] = k + 1
+        groups.setdefault((opcode, k), []).append(i)
     return {i: members for members in groups.values() if len(members) > 1 for i in members}
 
 
@@ -143,29 +220,41 @@ def schedule(trace: Trace, target: Target | str | None = None) -> Timeline:
     """Time every instruction of `trace` on `target` (default: the trace's own target). Pure: never runs
     the kernel again."""
     hw = get_target(target if target is not None else trace.target)
-    deps = dependencies(trace)
-    for producer, consumer in reuse_edges(trace, hw):
-        if producer != consumer and producer not in deps[consumer]:
-            deps[consumer].append(producer)
-    plan = _Plan(trace, hw)
-    return _Run(trace, hw, deps, plan).timeline()
+    # The emulator's objects are all alive now; without this, the cyclic GC's first full collection scans them
+    # all in the middle of the event loop (a third of its time). The loop itself makes no cyclic garbage.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        deps = dependencies(trace).with_edges(reuse_edges(trace, hw))
+        plan = _Plan(trace, hw)
+        return _Run(trace, hw, deps, plan).timeline()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
 
 class _Run:
     """The event loop's state; `timeline()` runs it once."""
 
-    def __init__(self, trace: Trace, hw: Target, deps: list[list[int]], plan: _Plan):
-        n = len(trace.instructions)
+    def __init__(self, trace: Trace, hw: Target, deps: Deps, plan: _Plan):
+        n = len(trace)
         self.trace, self.hw, self.deps, self.plan = trace, hw, deps, plan
-        self.pending = [len(d) for d in deps]
-        self.consumers: list[list[int]] = [[] for _ in range(n)]
-        for i, d in enumerate(deps):
-            for j in d:
-                self.consumers[j].append(i)
-        self.dep_ready = [0.0] * n
-        self.ls_ready = [0.0] * n  # Tensor Engine: when the stationary operand is ready (LDWEIGHTS needs only it)
-        self.stationary = {i: _stationary_tensor(trace.instructions[i]) for i in range(n) if plan.kind[i] == TENSOR}
-        self.end = [0.0] * n
+        self.pending = np.diff(deps.start).tolist()
+        consumers = deps.consumers()
+        self.cons_start = _as_array(consumers.start, "q")
+        self.cons = _as_array(consumers.src, "q")
+        self.dep_ready = array("d", bytes(8 * n))
+        self.ls_ready = array("d", bytes(8 * n))  # Tensor Engine: when the stationary operand is ready (LDWEIGHTS needs only it)
+        self.stationary = _stationary_tensors(trace, plan)
+        cols = trace.columns()
+        self.acc_start = _as_array(cols.acc_start, "q")
+        self.acc_tensor = _as_array(cols.acc_tensor, "q")
+        forms = trace.forms
+        n_reads = np.array([len(f.reads) for f in forms] or [0], dtype=np.int64)[cols.form]
+        n_acc = np.array([len(f.reads) + len(f.writes) for f in forms] or [0], dtype=np.int64)[cols.form]
+        self.writes_from = _as_array(cols.acc_start + n_reads, "q")
+        self.writes_to = _as_array(cols.acc_start + n_acc, "q")
+        self.end = array("d", bytes(8 * n))
         nq = len(plan.members)
         self.head = [0] * nq
         self.free = [0.0] * nq  # stream free (compute: engine idle; DMA queue: last trigger issued)
@@ -173,19 +262,27 @@ class _Run:
         self.mm_start = [0.0] * nq  # Tensor Engine: start of the previous MATMUL
         self.mm_started = [False] * nq
         self.mm_init_ns = hw.tensor_engine.mm_init_latency_cycles / hw.tensor_engine.clock_ghz
-        nrows = len(plan.rows[0])
-        self.row_start = np.zeros(nrows)
-        self.row_end = np.zeros(nrows)
-        self.row_wait = np.zeros(nrows)
-        self.t_start = np.zeros(plan.n_transfers)
-        self.t_end = np.zeros(plan.n_transfers)
-        self.pk_transfer: list[int] = []  # one entry per transfer; expanded to one row per packet at the end
-        self.pk_start: list[list[float]] = []
+        nrows = plan.n_rows
+        self.row_start = array("d", bytes(8 * nrows))
+        self.row_end = array("d", bytes(8 * nrows))
+        self.row_wait = array("d", bytes(8 * nrows))
+        self.t_start = array("d", bytes(8 * plan.n_transfers))
+        self.t_end = array("d", bytes(8 * plan.n_transfers))
+        self.pk_transfer = array("q")  # transfers in the order they ran; expanded to one row per packet at the end
+        self.pk_start = array("d")
         self.dma_free: dict[int, list[float]] = {}
         self.sync_ns = hw.engines.semaphore_sync_ns
-        self.same_engine_ns = {e: dependent_latency_ns(e, hw) for e in ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")}
+        engine_code = {e: k for k, e in enumerate(_ENGINES)}
+        eng = trace.forms_column([engine_code[f.engine] for f in forms], np.int64) if forms else np.zeros(0, np.int64)
+        # instructions of one (engine, program) in-order stream hand over with the engine's own latency
+        self.lane = ((eng << 32) | plan.program).tolist()
+        self.is_dma = (eng == engine_code["dma"]).tolist()
+        same = [dependent_latency_ns(e, hw) for e in _ENGINES]
+        self.same_ns = np.asarray(same)[eng].tolist() if n else []
+        self.programs = plan.program.tolist()
         self.barrier = _barrier_groups(trace)
-        self.ports = [_shared_ports(ins, hw) for ins in trace.instructions]
+        ports = _shared_ports(trace, hw)
+        self.ports = [ports[f] for f in cols.form.tolist()] if any(ports) else None
         self.port_free: dict[tuple[int, str], float] = {}
         self.arrived: dict[int, float] = {}
         self.heap: list[tuple[float, int]] = []
@@ -207,18 +304,17 @@ class _Run:
                 heapq.heappush(self.heap, (self._ready_time(i), i))
 
     def _latency(self, producer: int, consumer: int) -> float:
-        a, b = self.trace.instructions[producer], self.trace.instructions[consumer]
-        if a.engine == b.engine and a.program == b.program and a.engine != "dma":
-            return self.same_engine_ns[a.engine]
+        if self.lane[producer] == self.lane[consumer] and not self.is_dma[producer]:
+            return self.same_ns[producer]
         return self.sync_ns
 
     # --- one instruction ---------------------------------------------------------------------------
 
     def _run_compute(self, i: int) -> None:
         q, row = self.plan.stream[i], self.plan.first_row[i]
-        ports = self.ports[i]
+        ports = [(self.programs[i], p) for p in self.ports[i]] if self.ports is not None else ()
         start = max(self.dep_ready[i], self.free[q], *(self.port_free.get(p, 0.0) for p in ports))
-        end = start + self.plan.work[i].busy_ns
+        end = start + self.plan.busy[i]
         self.row_start[row], self.row_end[row] = start, end
         self.row_wait[row] = max(0.0, self.dep_ready[i] - self.free[q])
         self.free[q] = end
@@ -228,16 +324,15 @@ class _Run:
 
     def _run_tensor(self, i: int) -> None:
         q, row = self.plan.stream[i], self.plan.first_row[i]
-        w = self.plan.work[i]
         in_order = max(self.ls_free[q], self.mm_start[q])
         ls_start = max(self.ls_ready[i], in_order)
-        ls_end = ls_start + w.load_ns
+        ls_end = ls_start + self.plan.load[i]
         mm_in_order = max(ls_end, self.free[q])
         mm_start = max(mm_in_order, self.dep_ready[i])
         # the PE array pipeline refills after an idle gap (MM_INIT_LATENCY); back-to-back MATMULs hide it
         refill = self.mm_init_ns if mm_start > self.free[q] or not self.mm_started[q] else 0.0
         self.mm_started[q] = True
-        mm_end = mm_start + w.busy_ns + refill
+        mm_end = mm_start + self.plan.busy[i] + refill
         self.row_start[row], self.row_end[row] = ls_start, ls_end
         self.row_start[row + 1], self.row_end[row + 1] = mm_start, mm_end
         self.row_wait[row] = max(0.0, self.ls_ready[i] - in_order)
@@ -246,27 +341,32 @@ class _Run:
         self.end[i] = mm_end
 
     def _run_dma(self, i: int) -> None:
-        q, row = self.plan.stream[i], self.plan.first_row[i]
-        t: Transfer = self.plan.transfer[i]
-        k = self.plan.transfer_index[i]
+        plan = self.plan
+        q, row = plan.stream[i], plan.first_row[i]
+        k = plan.transfer_index[i]
+        t: Transfer = plan.plans[plan.plan_code[k]]
         start = max(self.dep_ready[i], self.free[q])
         issued = start + t.issue_ns
         self.row_start[row], self.row_end[row] = start, issued
         self.row_wait[row] = max(0.0, self.dep_ready[i] - self.free[q])
         self.free[q] = issued
         earliest = issued + self.hw.dma.fixed_cost_ns
-        engines = self.dma_free.setdefault(self.trace.instructions[i].program, [0.0] * self.hw.dma.engines)
-        starts = []
+        engines = self.dma_free.get(self.programs[i])
+        if engines is None:
+            engines = self.dma_free[self.programs[i]] = [0.0] * self.hw.dma.engines
+        first = None
         last = earliest
+        pk_start = self.pk_start
         for e, dur in zip(t.engines, t.packet_ns):
             s = engines[e] if engines[e] > earliest else earliest
             engines[e] = s + dur
-            starts.append(s)
+            pk_start.append(s)
+            if first is None or s < first:
+                first = s
             if s + dur > last:
                 last = s + dur
         self.pk_transfer.append(k)
-        self.pk_start.append(starts)
-        self.t_start[k] = min(starts, default=earliest)
+        self.t_start[k] = earliest if first is None else first
         self.t_end[k] = last
         self.end[i] = last
 
@@ -281,15 +381,20 @@ class _Run:
 
     def _finish(self, i: int) -> None:
         done = self.end[i]
-        writes = {a.tensor for a in self.trace.instructions[i].writes}
-        for c in self.consumers[i]:
+        writes = None
+        stationary, ls_ready, dep_ready, pending = self.stationary, self.ls_ready, self.dep_ready, self.pending
+        for c in self.cons[self.cons_start[i] : self.cons_start[i + 1]]:
             ready = done + self._latency(i, c)
-            if ready > self.dep_ready[c]:
-                self.dep_ready[c] = ready
-            if c in self.stationary and self.stationary[c] in writes and ready > self.ls_ready[c]:
-                self.ls_ready[c] = ready
-            self.pending[c] -= 1
-            if self.pending[c] == 0:
+            if ready > dep_ready[c]:
+                dep_ready[c] = ready
+            st = stationary[c]
+            if st >= 0 and ready > ls_ready[c]:
+                if writes is None:
+                    writes = set(self.acc_tensor[self.writes_from[i] : self.writes_to[i]])
+                if st in writes:
+                    ls_ready[c] = ready
+            pending[c] -= 1
+            if pending[c] == 0:
                 q = self.plan.stream[c]
                 if self.plan.members[q][self.head[q]] == c:
                     heapq.heappush(self.heap, (self._ready_time(c), c))
@@ -314,14 +419,21 @@ class _Run:
         for q in range(len(self.plan.members)):
             self._push_head(q)
         done = 0
-        n = len(self.trace.instructions)
-        while self.heap:
-            ready, i = heapq.heappop(self.heap)
-            batch = self._arrive(i, ready) if i in self.barrier else [i]
-            for m in batch:
-                self._run(m)
-            for m in batch:
-                self._finish(m)
+        n = self.plan.n
+        barrier = self.barrier
+        run, finish, heap = self._run, self._finish, self.heap
+        while heap:
+            ready, i = heapq.heappop(heap)
+            if barrier and i in barrier:
+                batch = self._arrive(i, ready)
+                for m in batch:
+                    run(m)
+                for m in batch:
+                    finish(m)
+                    done += 1
+            else:
+                run(i)
+                finish(i)
                 done += 1
         if done != n:
             raise RuntimeError(f"scheduler stalled after {done} of {n} instructions (a dependency cycle)")
@@ -329,23 +441,36 @@ class _Run:
 
     def _packets(self) -> Packets:
         """Packet rows ordered by transfer (program order), each transfer's packets in engine order."""
-        plans = self.plan.transfer_by_index
-        counts = [len(plans[k].engines) for k in self.pk_transfer]
-        transfer = np.repeat(np.asarray(self.pk_transfer, dtype=np.int64), counts)
-        engine = np.fromiter((e for k in self.pk_transfer for e in plans[k].engines), np.int64, len(transfer))
-        nbytes = np.fromiter((b for k in self.pk_transfer for b in plans[k].packet_bytes), np.int64, len(transfer))
-        dur = np.fromiter((d for k in self.pk_transfer for d in plans[k].packet_ns), np.float64, len(transfer))
-        start = np.fromiter((x for starts in self.pk_start for x in starts), np.float64, len(transfer))
+        p = self.plan
+        ran = np.frombuffer(self.pk_transfer, dtype=np.int64) if len(self.pk_transfer) else np.zeros(0, np.int64)
+        codes = p.plan_code[ran] if len(ran) else np.zeros(0, np.int64)
+        counts_per_plan = np.array([len(t.engines) for t in p.plans] or [0], dtype=np.int64)
+        offsets = np.r_[0, np.cumsum(counts_per_plan)]
+        flat_engine = np.array([e for t in p.plans for e in t.engines], dtype=np.int64)
+        flat_bytes = np.array([b for t in p.plans for b in t.packet_bytes], dtype=np.int64)
+        flat_ns = np.array([d for t in p.plans for d in t.packet_ns], dtype=np.float64)
+        counts = counts_per_plan[codes] if len(codes) else np.zeros(0, np.int64)
+        total = int(counts.sum())
+        transfer = np.repeat(ran, counts)
+        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        flat = np.repeat(offsets[codes] if len(codes) else np.zeros(0, np.int64), counts) + within
+        start = np.frombuffer(self.pk_start, dtype=np.float64) if total else np.zeros(0)
         order = np.argsort(transfer, kind="stable")
-        return Packets(transfer[order], engine[order], nbytes[order], start[order], (start + dur)[order])
+        end = start + flat_ns[flat] if total else np.zeros(0)
+        return Packets(transfer[order], flat_engine[flat][order], flat_bytes[flat][order], start[order], end[order])
 
     def _result(self) -> Timeline:
         p = self.plan
         row_ins, row_op, row_engine, row_pc = p.rows
-        rows = Rows(row_ins, row_op, row_engine, row_pc, self.row_start, self.row_end, self.row_wait)
-        dma_positions = [i for i in range(len(p.kind)) if p.kind[i] == DMA]
-        transfers = Transfers(
-            dma_positions, [p.first_row[i] for i in dma_positions], [p.transfer[i] for i in dma_positions], self.t_start, self.t_end
-        )
+        rows = Rows(row_ins, row_op, row_engine, row_pc, _np(self.row_start), _np(self.row_end), _np(self.row_wait))
+        dma = p.dma_positions
+        first_row = np.asarray(p.first_row, dtype=np.int64)
+        transfers = Transfers(dma, first_row[dma], [p.plans[c] for c in p.plan_code.tolist()], _np(self.t_start), _np(self.t_end))
+        transfers.plan_code, transfers.plans = p.plan_code, p.plans
         packets = self._packets()
-        return Timeline(self.trace, self.hw, rows, transfers, packets, p.work, self.deps)
+        work = FormValues(p.works, self.trace.columns().form)
+        return Timeline(self.trace, self.hw, rows, transfers, packets, work, self.deps)
+
+
+def _np(values: array) -> np.ndarray:
+    return np.frombuffer(values, dtype=np.float64).copy() if len(values) else np.zeros(0)

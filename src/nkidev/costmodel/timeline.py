@@ -3,10 +3,12 @@ DMA transfer and DMA packet, as columns (lists and NumPy arrays, never one objec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from nkidev.costmodel.deps import Deps
 from nkidev.costmodel.dma import Transfer
 from nkidev.costmodel.durations import EngineWork
 from nkidev.emulator.trace import Trace
@@ -17,10 +19,10 @@ from nkidev.hardware import Target
 class Rows:
     """One row per engine instruction: an nc_matmul gives LDWEIGHTS and MATMUL rows, a DMA its trigger."""
 
-    ins: list[int]  # position of the trace instruction the row came from
+    ins: np.ndarray  # int64: position of the trace instruction the row came from
     opcode: list[str]  # profiler opcode: MATMUL, LDWEIGHTS, ACTIVATE, DMA_TRIGGER, ...
     engine: list[str]  # tensor | vector | scalar | gpsimd | sync
-    pc: list[int]  # index in its engine's instruction stream
+    pc: np.ndarray  # int64: index in its engine's instruction stream
     start: np.ndarray  # ns
     end: np.ndarray  # ns
     wait: np.ndarray  # ns the row was next in program order but waited on a dependency
@@ -33,11 +35,13 @@ class Rows:
 class Transfers:
     """One row per DMA instruction (neuron-explorer's DmaPacketAggregated)."""
 
-    ins: list[int]  # trace position
-    row: list[int]  # the DMA_TRIGGER row that issued it
-    plan: list[Transfer]
+    ins: np.ndarray  # int64 trace position
+    row: np.ndarray  # int64: the DMA_TRIGGER row that issued it
+    plan: list[Transfer]  # shared objects: transfers of one form and tensors have one plan
     start: np.ndarray  # first packet start, ns
     end: np.ndarray  # last packet end, ns
+    plan_code: np.ndarray | None = None  # index of each transfer's plan in `plans`
+    plans: list[Transfer] | None = None  # the distinct plans
 
     def __len__(self) -> int:
         return len(self.ins)
@@ -57,6 +61,23 @@ class Packets:
         return len(self.transfer)
 
 
+class FormValues(Sequence):
+    """A per-instruction sequence of a per-form value (`values[form[i]]`), without one entry per instruction."""
+
+    __slots__ = ("values", "form")
+
+    def __init__(self, values: list, form: np.ndarray):
+        self.values, self.form = values, form
+
+    def __len__(self) -> int:
+        return len(self.form)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.values[f] for f in self.form[i].tolist()]
+        return self.values[self.form[i]]
+
+
 @dataclass
 class Timeline:
     trace: Trace
@@ -64,8 +85,8 @@ class Timeline:
     rows: Rows
     transfers: Transfers
     packets: Packets
-    work: list[EngineWork | None]  # per trace instruction; None for DMAs
-    deps: list[list[int]] = field(repr=False, default_factory=list)
+    work: Sequence[EngineWork | None]  # per trace instruction; None for DMAs (FormValues: one object per form)
+    deps: Deps | list = field(repr=False, default_factory=list)  # per instruction, the positions it waits for
 
     @property
     def total_ns(self) -> float:

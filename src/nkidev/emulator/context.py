@@ -141,6 +141,7 @@ class Context:
         return self.nki_version or self.options.nki_version or versions.default()
 
     def __post_init__(self):
+        self.target_code = target_code(self.target)  # the target's identity in opdef's rule cache
         if self.usage is None:
             self.usage = Occupancy(self.options.check_capacity)
         if self.memory is None:
@@ -149,6 +150,18 @@ class Context:
         for pid, n in zip(self.program_id, self.grid):
             linear = linear * n + pid
         self.program = linear  # linear SPMD program id, recorded on every instruction
+
+
+_TARGETS: list[Target] = []  # every target a context has used (kept alive, so codes are never reused)
+
+
+def target_code(target: Target) -> int:
+    """A small int naming this Target object (by identity: hashing a Target hashes every field)."""
+    for i, t in enumerate(_TARGETS):
+        if t is target:
+            return i
+    _TARGETS.append(target)
+    return len(_TARGETS) - 1
 
 
 _local = threading.local()

@@ -174,12 +174,7 @@ def run_kernel(
 def _program_order(trace: Trace) -> None:
     """Programs ran interleaved; the trace lists each program's instructions together, in its own order, with
     ids renumbered to positions (the layout the cost model and the profile read)."""
-    rows = sorted(trace.instructions, key=lambda ins: ins.program)  # stable: keeps each program's order
-    remap = {}
-    for position, ins in enumerate(rows):
-        remap[ins.id] = position
-        ins.id = position
-    trace.instructions[:] = rows
+    remap = trace.order_by_program()
     for sp in trace.spills:
         sp.store_after, sp.reload_before, sp.instruction = (remap.get(i) for i in (sp.store_after, sp.reload_before, sp.instruction))
 
@@ -237,7 +232,7 @@ def _collect_outputs(value, trace: Trace | None):
                 )
             st.role = "output"
             if trace is not None and st.id in trace.tensors:
-                trace.tensors[st.id].kind = "output"
+                trace.tensors.set_kind(st.id, "output")
         return np.array(value._data, copy=True)
     if isinstance(value, tuple):
         return tuple(_collect_outputs(v, trace) for v in value)

@@ -68,12 +68,40 @@ def kernel_frame(depth: int = 2) -> types.FrameType | None:
     return frame
 
 
-def kernel_location() -> str | None:
-    """ "/path/kernel.py:42" for the innermost user frame, or None when called from nkidev alone."""
-    frame = kernel_frame(2)
+_SITES: dict[tuple[types.CodeType, int], list] = {}  # (code, line) -> [location text, assigned name or _UNSET]
+_UNSET = object()
+
+
+def _site() -> list | None:
+    frame = sys._getframe(2)
+    while frame is not None and _code_internal(frame.f_code):
+        frame = frame.f_back
     if frame is None:
         return None
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    key = (frame.f_code, frame.f_lineno)
+    site = _SITES.get(key)
+    if site is None:
+        if len(_SITES) >= 100_000:  # code objects of reloaded task files must not pile up
+            _SITES.clear()
+        site = _SITES[key] = [f"{frame.f_code.co_filename}:{frame.f_lineno}", _UNSET]
+    return site
+
+
+def kernel_location() -> str | None:
+    """ "/path/kernel.py:42" for the innermost user frame, or None when called from nkidev alone (one string
+    object per kernel line: the trace interns locations by it)."""
+    site = _site()
+    return None if site is None else site[0]
+
+
+def kernel_site_name() -> tuple[str | None, str | None]:
+    """(kernel_location(), the variable that line assigns to), both cached per line of code."""
+    site = _site()
+    if site is None:
+        return None, None
+    if site[1] is _UNSET:
+        site[1] = assigned_name(site[0])
+    return site[0], site[1]
 
 
 _ASSIGN = re.compile(r"^\s*([A-Za-z_][A-Za-z_0-9]*)\s*(?::[^=]+)?=[^=]")

@@ -11,17 +11,23 @@ Which generations have an op is hardware data: `[features] missing_instructions`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from types import SimpleNamespace
+from dataclasses import dataclass, field
+from enum import Enum
+from types import BuiltinFunctionType, FunctionType, SimpleNamespace
+
+import numpy as np
 
 from nkidev.emulator import context as _ctx
+from nkidev.emulator.alu import OpSpec
 from nkidev.emulator.costs import Env, Expr, PerfModes, TransferCost, rate_of
+from nkidev.emulator.dtypes import NkiDType
 from nkidev.emulator.location import kernel_location
 from nkidev.emulator.rules import OPERAND_RULES, Rule
 from nkidev.emulator.spmd import shared
-from nkidev.emulator.tensor import TI_GROUP, NkiTensor, access, check_access
-from nkidev.emulator.trace import Instruction
+from nkidev.emulator.tensor import TI_GROUP, NkiTensor, check_access, layout, region
+from nkidev.emulator.trace import Form, Instruction, intern_form
 from nkidev.errors import KernelRuleError, NkiNotSupportedError
 from nkidev.hardware import Target, get_target, target_names
 
@@ -58,6 +64,7 @@ class OpDef:
     flops: Callable | None = None  # (args) -> int
     emulated: bool = True
     namespace: str = "isa"  # the module its public function lives in: nki.isa, or nki.collectives
+    checked: dict = field(default_factory=dict, repr=False)  # (target code, signature) -> [engine, form]: see dispatch
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -179,6 +186,45 @@ def check(op: OpDef, a, ctx, engine: str) -> None:
 
 def dispatch(op: OpDef, a: SimpleNamespace):
     ctx = _ctx.current()
+    ids_r: list[int] = []
+    ids_w: list[int] = []
+    key = signature(op, a, ids_r, ids_w)
+    cache = op.checked
+    entry = cache.get((ctx.target_code, key)) if key is not None else None
+    if entry is None:
+        entry = _checked(op, a, ctx)
+        if key is not None:
+            if len(cache) >= MAX_CACHED:
+                cache.clear()
+            cache[(ctx.target_code, key)] = entry
+    engine = entry[0]
+    # What depends on more than the signature runs on every call: the SPMD baton and race checks, the lifetime
+    # stamps of on-chip storages (liveness), written marks, and the trace record.
+    if ctx.barrier is not None and op.kind != "sync":  # sync ops order the programs themselves
+        _spmd_access(op, a, ctx)
+    usage = ctx.usage
+    if usage.check:
+        _touch(a, ctx, usage)
+    result = op.impl(a, ctx, engine) if ctx.compute else None
+    _mark_written(op, a)
+    trace = ctx.trace
+    if trace is not None:
+        form = entry[1]
+        if form is None:
+            form, ids_r, ids_w = form_of_call(op, a, engine)
+            if key is not None:
+                entry[1] = form
+        counter = ctx.counter
+        location = kernel_location()
+        trace.record(counter[0], form, location, ctx.program, ids_r + ids_w)
+        if usage.check:
+            usage.recorded(counter[0], location)
+        counter[0] += 1
+    return result
+
+
+def _checked(op: OpDef, a, ctx) -> list:
+    """Every check of a call: [engine, form (filled in at the first record)] once they all pass."""
     if not op.emulated:
         raise NkiNotSupportedError(
             "err_not_supported_yet", f"nki.{op.namespace}.{op.name} is not emulated by nkidev yet", None, kernel_location()
@@ -195,18 +241,7 @@ def dispatch(op: OpDef, a: SimpleNamespace):
     if ctx.deferred_views:
         _prepare_views(a, engine)
     check(op, a, ctx, engine)
-    if ctx.barrier is not None and op.kind != "sync":  # sync ops order the programs themselves
-        _spmd_access(op, a, ctx)
-    usage = ctx.usage
-    if usage.check:
-        _touch(a, ctx, usage)
-    result = op.impl(a, ctx, engine) if ctx.compute else None
-    _mark_written(op, a)
-    if ctx.trace is not None:
-        ins = _record(op, a, ctx, engine)
-        if usage.check:
-            usage.recorded(ins.id, ins.location)
-    return result
+    return [engine, None]
 
 
 def _spmd_access(op: OpDef, a, ctx) -> None:
@@ -279,8 +314,83 @@ def _mark_written(op: OpDef, a) -> None:
                 v.storage.written = True
 
 
-def _record(op: OpDef, a, ctx, engine: str) -> Instruction:
-    reads, writes = [], []
+# ---------------------------------------------------------------- the operand signature of a call
+#
+# Rules, engine choice, attributes, flops and operand layouts depend only on what the signature holds: for each
+# tile operand its memory, dtype, shape, strides and region (partition start, byte range); for every other
+# argument its type and value. So a call whose signature was checked before on the same target skips the
+# rules and reuses the recorded form. Arguments of any other type (registers, replica groups, nested lists of
+# tiles, ...) and views checked or resolved only when accessed (run-time addressed, tensor indirection, out of
+# bounds or empty: see tensor.check_access) make a call uncacheable: it is checked and recorded from scratch.
+# What a call does beyond its signature (baton, races, lifetimes, written marks) is never cached: see dispatch.
+
+MAX_CACHED = 50_000  # signatures remembered per op (then forgotten all at once)
+_ATOMS = {int, bool, str, type(None), FunctionType, BuiltinFunctionType, np.ufunc, NkiDType, OpSpec, np.int32, np.int64}
+_FLOATS = {float, np.float32, np.float64}
+
+
+def signature(op: OpDef, a, ids_r: list, ids_w: list) -> tuple | None:
+    """The call's operand signature (None: uncacheable); appends the storage ids of its operands, reads and
+    writes, in the order the trace records them."""
+    key = []
+    writes = op.writes
+    for name, v in a.__dict__.items():
+        c = v.__class__
+        if c is NkiTensor:
+            d = v._data
+            if v.dyn is not None or v.bad is not None or not d.size:  # checked (and resolved) when accessed
+                return None
+            st = v.storage
+            key.append((st.kind, v.dtype.name, d.shape, d.strides, v._reg or region(v)))
+            (ids_w if name in writes else ids_r).append(st.id)
+        elif c in _ATOMS:
+            key.append((c, v))
+        elif c in _FLOATS:
+            key.append((c, v, math.copysign(1.0, v)))  # -0.0 == 0.0, but not in attributes and profiles
+        elif isinstance(v, Enum):
+            key.append((c, v))
+        elif c is list or c is tuple:
+            if v and v[0].__class__ is NkiTensor:
+                ids = ids_w if name in writes else ids_r
+                for t in v:
+                    if t.__class__ is not NkiTensor or t.dyn is not None or t.bad is not None or not t._data.size:
+                        return None
+                    key.append((t.storage.kind, t.dtype.name, t._data.shape, t._data.strides, t._reg or region(t)))
+                    ids.append(t.storage.id)
+            else:
+                inner = _plain(v)
+                if inner is None:
+                    return None
+                key.append((c, inner))
+        else:
+            return None
+    return tuple(key)
+
+
+def _plain(v) -> tuple | None:
+    """A nested list/tuple of atoms as a hashable key (None when it holds anything else)."""
+    out = []
+    for x in v:
+        c = x.__class__
+        if c in _ATOMS:
+            out.append((c, x))
+        elif c in _FLOATS:
+            out.append((c, x, math.copysign(1.0, x)))
+        elif c is list or c is tuple:
+            inner = _plain(x)
+            if inner is None:
+                return None
+            out.append((c, inner))
+        elif isinstance(x, Enum):
+            out.append((c, x))
+        else:
+            return None
+    return tuple(out)
+
+
+def form_of_call(op: OpDef, a, engine: str) -> tuple[Form, list[int], list[int]]:
+    """The trace form of a call (interned), and the storage ids of its reads and writes."""
+    reads, writes, ids_r, ids_w = [], [], [], []
     free = 0
     for name, value in a.__dict__.items():
         if isinstance(value, NkiTensor):  # not `__class__ is`: legacy tiles are NkiTensor subclasses
@@ -288,9 +398,17 @@ def _record(op: OpDef, a, ctx, engine: str) -> Instruction:
             if data.ndim > 1:
                 n = data.size // data.shape[0]
                 free = n if n > free else free
-            (writes if name in op.writes else reads).append(access(value, name))
+            if name in op.writes:
+                writes.append(layout(value, name))
+                ids_w.append(value.storage.id)
+            else:
+                reads.append(layout(value, name))
+                ids_r.append(value.storage.id)
         elif value.__class__ in (list, tuple) and value:
-            (writes if name in op.writes else reads).extend(access(v, name) for v in tiles_in(value))
+            lays, ids = (writes, ids_w) if name in op.writes else (reads, ids_r)
+            for v in tiles_in(value):
+                lays.append(layout(v, name))
+                ids.append(v.storage.id)
     main = writes[0] if writes else (reads[0] if reads else None)
     parts = main.partitions if main is not None else 1
     if main is not None and main.buffer == "hbm":
@@ -298,11 +416,7 @@ def _record(op: OpDef, a, ctx, engine: str) -> Instruction:
     free = free or 1
     flops = op.flops(a) if op.flops else parts * free
     attrs = op.attrs(a) if op.attrs else {}
-    counter = ctx.counter
-    ins = Instruction(counter[0], op.name, engine, kernel_location(), reads, writes, parts, free, flops, ctx.program, attrs)
-    ctx.trace.instructions.append(ins)
-    counter[0] += 1
-    return ins
+    return intern_form(Form(op.name, engine, parts, free, flops, attrs, tuple(reads), tuple(writes))), ids_r, ids_w
 
 
 def public_function(op: OpDef, namespace: dict) -> Callable:

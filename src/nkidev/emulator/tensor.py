@@ -18,9 +18,9 @@ import numpy as np
 
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.dtypes import NkiDType, fill_uninitialized, to_f32, to_nki_dtype
-from nkidev.emulator.location import assigned_name, kernel_location, rule_error
+from nkidev.emulator.location import assigned_name, kernel_location, kernel_site_name, rule_error
 from nkidev.emulator.registers import NkiScalar, VirtualRegister
-from nkidev.emulator.trace import Access, TensorRecord
+from nkidev.emulator.trace import Access, Layout
 from nkidev.errors import NkiNotSupportedError
 
 
@@ -106,17 +106,10 @@ class Storage:
         if self._usage is not None:
             self._usage.release(self.kind, self.nbytes)
 
-    def record(self) -> TensorRecord:
-        return TensorRecord(
-            self.id,
-            self.name,
-            self.kind,
-            tuple(self.array.shape),
-            self.dtype.name,
-            self.array.size * self.dtype.itemsize,
-            self.role,
-            self.location,
-        )
+    def record_in(self, trace) -> None:
+        """Add this storage to a trace's tensor table."""
+        nbytes = self.array.size * self.dtype.itemsize
+        trace.tensors.add(self.id, self.name, self.kind, tuple(self.array.shape), self.dtype.name, nbytes, self.role, self.location)
 
 
 def allocate(
@@ -154,15 +147,18 @@ def allocate(
             array[...] = np.asarray(fill).astype(dt.storage)
         else:
             fill_uninitialized(array, dt)
-    location = location or kernel_location()
-    storage = Storage(array, dt, region, name or assigned_name(location) or "", role, location)
+    if not location:
+        location, assigned = kernel_site_name()
+    else:
+        assigned = assigned_name(location) if not name else None
+    storage = Storage(array, dt, region, name or assigned or "", role, location)
     if live_bytes is not None:
         storage.pp_bytes = live_bytes
     ctx.memory.claim(storage)
     if kind != "hbm":
         ctx.usage.claim(storage, ctx.target)
     if ctx.trace is not None:
-        ctx.trace.tensors[storage.id] = storage.record()
+        storage.record_in(ctx.trace)
     if region is MemoryRegion.shared_hbm and ctx.shared_hbm is not None and ctx.grid != (1,):
         ctx.shared_hbm.append(storage)
         ctx.shared_count += 1
@@ -193,7 +189,7 @@ def from_array(array: np.ndarray, name: str, region: MemoryRegion = MemoryRegion
     storage = Storage(data, dt, region, name, role, None)
     ctx = _ctx.current()
     if ctx.trace is not None:
-        ctx.trace.tensors[storage.id] = storage.record()
+        storage.record_in(ctx.trace)
     return NkiTensor(data, storage, dt)
 
 
@@ -832,8 +828,13 @@ def region(t: NkiTensor) -> tuple[int, int, int, int, int, int]:
 
 def access(t: NkiTensor, role: str) -> Access:
     """The region of storage a view touches, for the trace."""
+    return Access(t.storage.id, *layout(t, role))
+
+
+def layout(t: NkiTensor, role: str) -> Layout:
+    """How a view is accessed as operand `role`, without the storage (the trace's per-operand record)."""
     p0, parts, lo, hi, run, nbytes = region(t)
-    return Access(t.storage.id, t.storage.kind, role, t._data.shape, t.dtype.name, nbytes, p0, parts, lo, hi, run)
+    return Layout(t.storage.kind, role, t._data.shape, t.dtype.name, nbytes, p0, parts, lo, hi, run)
 
 
 def partition_start(t: NkiTensor) -> int:

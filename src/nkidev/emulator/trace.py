@@ -1,12 +1,47 @@
-"""The instruction trace: one record per executed ISA op, the input of the cost model.
+"""The instruction trace: one record per executed ISA op, the input of the cost model, stored as columns.
+
+An instruction is split into its *form* and the rest. The form (`Form`) is everything the cost model and
+the profile need that does not depend on which storages were touched: opcode, engine, partitions, free
+size, flops, attributes and the layout of every operand (buffer, role, shape, dtype, byte ranges). A loop
+issues the same few forms over and over, so forms are interned once and the trace keeps, per instruction,
+only its id, form code, source-location code and program (typed `array` columns), plus one storage id per
+operand. That is ~50 bytes an instruction instead of ~1 KB of objects, and no garbage for the cyclic GC.
+
+Two ways to read it:
+- rows, for every consumer that wants objects: `trace.instructions[i]` is an `Instruction` with `Access`
+  operands, built on demand (`len(trace)`, iteration, `trace.instructions.append(Instruction(...))` work);
+- columns, for the hot consumers (scheduler, dependencies, profile tables): `trace.columns()` (NumPy arrays)
+  and `trace.forms`; per-form facts are computed once per form and gathered with `forms_column`.
 
 Records hold ids and byte ranges, never tensor objects, so tiles are freed as soon as the kernel
-drops them and the trace stays cheap to build and keep.
+drops them and the trace stays cheap to build and keep. Rows are snapshots: change a trace through its
+methods (`append`, `tensors[id] = record`, `tensors.set_kind`), never by mutating a row.
 """
 
 from __future__ import annotations
 
+import bisect
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Layout(NamedTuple):
+    """Where and how an operand is accessed, without the storage: an `Access` is (tensor, *layout)."""
+
+    buffer: str  # "sbuf" | "psum" | "hbm"
+    role: str  # argument name: "dst", "data", "stationary", ...
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int  # bytes actually touched
+    partition_start: int
+    partitions: int
+    byte_start: int
+    byte_stop: int
+    contiguous_bytes: int  # length of the innermost contiguous run (DMA descriptor size)
 
 
 @dataclass(slots=True)
@@ -30,6 +65,20 @@ class Access:
     byte_stop: int
     contiguous_bytes: int  # length of the innermost contiguous run (DMA descriptor size)
 
+    def layout(self) -> Layout:
+        return Layout(
+            self.buffer,
+            self.role,
+            tuple(self.shape),
+            self.dtype,
+            self.nbytes,
+            self.partition_start,
+            self.partitions,
+            self.byte_start,
+            self.byte_stop,
+            self.contiguous_bytes,
+        )
+
 
 @dataclass(slots=True)
 class Instruction:
@@ -43,7 +92,81 @@ class Instruction:
     free_elems: int  # N: elements per partition of the largest operand (cost formulas use it)
     flops: int  # matmul/transpose: 2*K*M*N; elementwise: elements processed
     program: int = 0  # linear SPMD program id (NeuronCore for LNC)
-    attrs: dict = field(default_factory=dict)  # op details: K/M/N, dtypes, activation func, alu ops, dge mode ...
+    attrs: dict = field(default_factory=dict)  # op details: K/M/N, dtypes, activation func, alu ops, dge mode ... (read only)
+
+
+@dataclass(slots=True, eq=False)  # eq=False: hashed by identity, the trace interns forms by object
+class Form:
+    """An instruction without its storages, program and source line; cost expressions evaluate on it
+    (it has the `engine`, `partitions`, `free_elems`, `attrs`, `reads` and `writes` they read)."""
+
+    opcode: str
+    engine: str
+    partitions: int
+    free_elems: int
+    flops: int
+    attrs: dict  # shared by every instruction of this form: read only
+    reads: tuple[Layout, ...]
+    writes: tuple[Layout, ...]
+
+    def content(self) -> tuple | None:
+        """A hashable value equal for equal forms (None when an attribute value is unhashable)."""
+        key = (self.opcode, self.engine, self.partitions, self.free_elems, self.flops, tuple(self.attrs.items()), self.reads, self.writes)
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
+
+_FORMS: dict[tuple, Form] = {}  # content -> the one Form object with that content (process-wide)
+MAX_FORMS = 200_000  # forget them all past this (a long-lived server running many kernels)
+
+
+def intern_form(form: Form) -> Form:
+    """The process-wide Form equal to `form` (or `form` itself, now interned)."""
+    key = form.content()
+    if key is None:
+        return form
+    found = _FORMS.get(key)
+    if found is not None:
+        return found
+    if len(_FORMS) >= MAX_FORMS:
+        _FORMS.clear()
+    _FORMS[key] = form
+    return form
+
+
+def form_of(ins: Instruction) -> Form:
+    return intern_form(
+        Form(
+            ins.opcode,
+            ins.engine,
+            ins.partitions,
+            ins.free_elems,
+            ins.flops,
+            ins.attrs,
+            tuple(a.layout() for a in ins.reads),
+            tuple(a.layout() for a in ins.writes),
+        )
+    )
+
+
+class _Interned:
+    """Values <-> small int codes (locations, names, shapes, ...)."""
+
+    __slots__ = ("values", "codes")
+
+    def __init__(self):
+        self.values: list = []
+        self.codes: dict = {}
+
+    def code(self, value) -> int:
+        c = self.codes.get(value)
+        if c is None:
+            c = self.codes[value] = len(self.values)
+            self.values.append(value)
+        return c
 
 
 @dataclass(slots=True)
@@ -82,18 +205,292 @@ class Spill:
     tensor_location: str | None
 
 
-@dataclass
-class Trace:
-    kernel: str
-    target: str
-    instructions: list[Instruction] = field(default_factory=list)
-    tensors: dict[int, TensorRecord] = field(default_factory=dict)
-    warnings: list[dict] = field(default_factory=list)
-    programs: int = 1
-    spills: list[Spill] = field(default_factory=list)  # on-chip spills the compiler must insert (liveness.py)
+class TensorTable:
+    """Storage id -> TensorRecord, as columns (a big kernel allocates a tile per loop iteration).
+
+    A mapping: `tensors[id]` (a fresh record, a snapshot), `get`, `in`, `keys/values/items`, `len`;
+    `tensors[id] = record` adds or replaces; `set_kind(id, kind)` marks outputs."""
+
+    def __init__(self):
+        self._id = array("q")
+        self._name, self._buffer, self._shape = array("i"), array("i"), array("i")
+        self._dtype, self._kind, self._loc = array("i"), array("i"), array("i")
+        self._nbytes = array("q")
+        self._strings = _Interned()  # names, buffers, dtypes, kinds, locations
+        self._shapes = _Interned()
+        self._index: dict[int, int] | None = None  # only when ids arrive out of order
+
+    def add(self, id: int, name: str, buffer: str, shape: tuple, dtype: str, nbytes: int, kind: str, location: str | None) -> None:
+        row = self._row(id)
+        s = self._strings.code
+        values = (s(name), s(buffer), self._shapes.code(shape), s(dtype), s(kind), s(location), nbytes)
+        cols = (self._name, self._buffer, self._shape, self._dtype, self._kind, self._loc, self._nbytes)
+        if row is not None:
+            for col, v in zip(cols, values):
+                col[row] = v
+            return
+        if self._index is None and self._id and id < self._id[-1]:
+            self._index = {t: k for k, t in enumerate(self._id)}
+        if self._index is not None:
+            self._index[id] = len(self._id)
+        self._id.append(id)
+        for col, v in zip(cols, values):
+            col.append(v)
+
+    def _row(self, id) -> int | None:
+        if self._index is not None:
+            return self._index.get(id)
+        k = bisect.bisect_left(self._id, id)
+        return k if k < len(self._id) and self._id[k] == id else None
+
+    def _record(self, k: int) -> TensorRecord:
+        v = self._strings.values
+        return TensorRecord(
+            self._id[k],
+            v[self._name[k]],
+            v[self._buffer[k]],
+            self._shapes.values[self._shape[k]],
+            v[self._dtype[k]],
+            self._nbytes[k],
+            v[self._kind[k]],
+            v[self._loc[k]],
+        )
+
+    def set_kind(self, id: int, kind: str) -> None:
+        row = self._row(id)
+        if row is None:
+            raise KeyError(id)
+        self._kind[row] = self._strings.code(kind)
+
+    def __setitem__(self, id: int, rec: TensorRecord) -> None:
+        self.add(id, rec.name, rec.buffer, tuple(rec.shape), rec.dtype, rec.nbytes, rec.kind, rec.location)
+
+    def __getitem__(self, id: int) -> TensorRecord:
+        row = self._row(id)
+        if row is None:
+            raise KeyError(id)
+        return self._record(row)
+
+    def get(self, id: int, default=None):
+        row = self._row(id)
+        return default if row is None else self._record(row)
+
+    def __contains__(self, id) -> bool:
+        return self._row(id) is not None
 
     def __len__(self) -> int:
-        return len(self.instructions)
+        return len(self._id)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._id)
+
+    def keys(self):
+        return list(self._id)
+
+    def values(self) -> Iterator[TensorRecord]:
+        return (self._record(k) for k in range(len(self._id)))
+
+    def items(self) -> Iterator[tuple[int, TensorRecord]]:
+        return ((self._id[k], self._record(k)) for k in range(len(self._id)))
+
+    def column(self, name: str) -> np.ndarray | list:
+        """One column by field name: ids and nbytes as int64 arrays, the others as lists of values."""
+        if name == "id":
+            return np.array(self._id, dtype=np.int64)
+        if name == "nbytes":
+            return np.array(self._nbytes, dtype=np.int64)
+        codes = {"name": self._name, "buffer": self._buffer, "dtype": self._dtype, "kind": self._kind, "location": self._loc}
+        if name == "shape":
+            return [self._shapes.values[c] for c in self._shape]
+        v = self._strings.values
+        return [v[c] for c in codes[name]]
+
+    def codes(self, name: str) -> tuple[np.ndarray, list]:
+        """(code per row, value per code) of a column: shape, name, buffer, dtype, kind or location."""
+        if name == "shape":
+            return np.array(self._shape, dtype=np.int64), self._shapes.values
+        col = {"name": self._name, "buffer": self._buffer, "dtype": self._dtype, "kind": self._kind, "location": self._loc}[name]
+        return np.array(col, dtype=np.int64), self._strings.values
+
+    def rows_of(self, ids, table: np.ndarray | None = None) -> np.ndarray:
+        """Row number in this table of each storage id (-1 where unknown), vectorized (`table`: a cached
+        `column("id")`)."""
+        table = np.array(self._id, dtype=np.int64) if table is None else table
+        ids = np.asarray(ids, dtype=np.int64)
+        if table.size == 0:
+            return np.full(ids.shape, -1, dtype=np.int64)
+        if self._index is not None:
+            order = np.argsort(table, kind="stable")
+            pos = np.searchsorted(table[order], ids).clip(0, table.size - 1)
+            rows = order[pos]
+        else:
+            rows = np.searchsorted(table, ids).clip(0, table.size - 1)
+        return np.where(table[rows] == ids, rows, -1)
+
+
+@dataclass
+class Columns:
+    """A NumPy snapshot of the instruction columns (see Trace.columns)."""
+
+    id: np.ndarray  # int64, per instruction
+    form: np.ndarray  # int32 code into Trace.forms
+    location: np.ndarray  # int32 code into Trace.locations
+    program: np.ndarray  # int32
+    acc_start: np.ndarray  # int64: the instruction's operands are acc_tensor[acc_start : acc_start + reads + writes]
+    acc_tensor: np.ndarray  # int64 storage id per operand, each instruction's reads first, then its writes
+
+
+class Trace:
+    def __init__(
+        self,
+        kernel: str,
+        target: str,
+        instructions: Sequence[Instruction] = (),
+        tensors: dict | None = None,
+        warnings: list[dict] | None = None,
+        programs: int = 1,
+        spills: list[Spill] | None = None,
+    ):
+        self.kernel = kernel
+        self.target = target
+        self.warnings: list[dict] = list(warnings or [])
+        self.programs = programs
+        self.spills: list[Spill] = list(spills or [])  # on-chip spills the compiler must insert (liveness.py)
+        self.tensors = TensorTable()
+        for tid, rec in (tensors or {}).items():
+            self.tensors[tid] = rec
+        self.forms: list[Form] = []  # code -> Form
+        self._form_codes: dict[Form, int] = {}
+        self._locations = _Interned()
+        self._id, self._form, self._loc, self._program = array("q"), array("i"), array("i"), array("i")
+        self._acc_start, self._acc_tensor = array("q"), array("q")
+        self._columns: Columns | None = None
+        for ins in instructions:
+            self.append(ins)
+
+    # --- building --------------------------------------------------------------------------------
+
+    def record(self, id: int, form: Form, location: str | None, program: int, tensors) -> None:
+        """Append one instruction: the emulator's fast path (`tensors`: storage id per operand, reads then writes)."""
+        code = self._form_codes.get(form)
+        if code is None:
+            code = self._form_codes[form] = len(self.forms)
+            self.forms.append(form)
+        self._id.append(id)
+        self._form.append(code)
+        self._loc.append(self._locations.code(location))
+        self._program.append(program)
+        self._acc_start.append(len(self._acc_tensor))
+        self._acc_tensor.extend(tensors)
+
+    def append(self, ins: Instruction) -> None:
+        """Append an instruction given as a row."""
+        self.record(ins.id, form_of(ins), ins.location, ins.program, [a.tensor for a in ins.reads] + [a.tensor for a in ins.writes])
+
+    def order_by_program(self) -> dict[int, int]:
+        """List each program's instructions together, each in its own order, with ids renumbered to positions;
+        returns old id -> new id."""
+        n = len(self._id)
+        order = np.argsort(np.array(self._program, dtype=np.int32), kind="stable")
+        old_ids = np.array(self._id, dtype=np.int64)[order]
+        start = np.array(self._acc_start, dtype=np.int64)
+        count = np.diff(np.append(start, len(self._acc_tensor)))[order]
+        tensors = np.array(self._acc_tensor, dtype=np.int64)
+        new_start = np.cumsum(count) - count
+        take = np.repeat(start[order] - new_start, count) + np.arange(count.sum(), dtype=np.int64)
+        self._id = array("q", range(n))
+        self._form = array("i", np.array(self._form, dtype=np.int32)[order].tobytes())
+        self._loc = array("i", np.array(self._loc, dtype=np.int32)[order].tobytes())
+        self._program = array("i", np.array(self._program, dtype=np.int32)[order].tobytes())
+        self._acc_start = array("q", new_start.astype(np.int64).tobytes())
+        self._acc_tensor = array("q", tensors[take].astype(np.int64).tobytes())
+        self._columns = None
+        return dict(zip(old_ids.tolist(), range(n)))
 
     def add_warning(self, name: str, message: str, location: str | None) -> None:
         self.warnings.append({"name": name, "message": message, "location": location})
+
+    # --- rows ------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._id)
+
+    @property
+    def instructions(self) -> InstructionRows:
+        return InstructionRows(self)
+
+    @property
+    def locations(self) -> list[str | None]:
+        """Location code -> "/path/kernel.py:LINE" (or None)."""
+        return self._locations.values
+
+    def row(self, i: int) -> Instruction:
+        f = self.forms[self._form[i]]
+        k = self._acc_start[i]
+        ids = self._acc_tensor
+        nr = len(f.reads)
+        reads = [Access(ids[k + j], *lay) for j, lay in enumerate(f.reads)]
+        writes = [Access(ids[k + nr + j], *lay) for j, lay in enumerate(f.writes)]
+        return Instruction(
+            self._id[i],
+            f.opcode,
+            f.engine,
+            self._locations.values[self._loc[i]],
+            reads,
+            writes,
+            f.partitions,
+            f.free_elems,
+            f.flops,
+            self._program[i],
+            f.attrs,
+        )
+
+    # --- columns ---------------------------------------------------------------------------------
+
+    def columns(self) -> Columns:
+        """The instruction columns as NumPy arrays (a snapshot, cached until the trace grows)."""
+        c = self._columns
+        if c is None or len(c.id) != len(self._id) or len(c.acc_tensor) != len(self._acc_tensor):
+            c = self._columns = Columns(
+                np.array(self._id, dtype=np.int64),
+                np.array(self._form, dtype=np.int32),
+                np.array(self._loc, dtype=np.int32),
+                np.array(self._program, dtype=np.int32),
+                np.array(self._acc_start, dtype=np.int64),
+                np.array(self._acc_tensor, dtype=np.int64),
+            )
+        return c
+
+    def forms_column(self, values: Sequence, dtype=None) -> np.ndarray:
+        """Per-instruction array of a per-form value: `values[k]` is the value of form k."""
+        table = np.asarray(values, dtype=dtype)
+        return table[self.columns().form] if len(table) else np.zeros(len(self), dtype=table.dtype)
+
+
+class InstructionRows(Sequence):
+    """`trace.instructions`: the trace as a sequence of `Instruction` rows, built when read."""
+
+    __slots__ = ("trace",)
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+
+    def __len__(self) -> int:
+        return len(self.trace)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.trace.row(k) for k in range(*i.indices(len(self.trace)))]
+        n = len(self.trace)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("instruction index out of range")
+        return self.trace.row(i)
+
+    def __iter__(self) -> Iterator[Instruction]:
+        row = self.trace.row
+        return (row(i) for i in range(len(self.trace)))
+
+    def append(self, ins: Instruction) -> None:
+        self.trace.append(ins)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 MAX_PACKET_EVENTS = 200_000  # above this the per-engine packet tracks are left out (the Parquet keeps them)
@@ -19,10 +20,11 @@ _ENGINE_TRACKS = ("Tensor", "Tensor LDWEIGHTS", "Vector", "Scalar", "GpSimd", "S
 
 
 class _Tracks:
-    """(core, track name) -> tid, with metadata events naming and ordering them."""
+    """(core, track name) -> tid, with metadata events naming and ordering them (in the output's event list,
+    where the first slice of the track is)."""
 
-    def __init__(self, events: list):
-        self.events = events
+    def __init__(self, out):
+        self.out = out
         self.tids: dict[tuple[int, str], int] = {}
         self.cores: set[int] = set()
 
@@ -31,12 +33,12 @@ class _Tracks:
         if key not in self.tids:
             if core not in self.cores:
                 self.cores.add(core)
-                self.events.append({"name": "process_name", "ph": "M", "pid": core, "args": {"name": f"NeuronCore {core}"}})
-                self.events.append({"name": "process_sort_index", "ph": "M", "pid": core, "args": {"sort_index": core}})
+                self.out.events.append({"name": "process_name", "ph": "M", "pid": core, "args": {"name": f"NeuronCore {core}"}})
+                self.out.events.append({"name": "process_sort_index", "ph": "M", "pid": core, "args": {"sort_index": core}})
             tid = len(self.tids) + 1
             self.tids[key] = tid
-            self.events.append({"name": "thread_name", "ph": "M", "pid": core, "tid": tid, "args": {"name": name}})
-            self.events.append({"name": "thread_sort_index", "ph": "M", "pid": core, "tid": tid, "args": {"sort_index": tid}})
+            self.out.events.append({"name": "thread_name", "ph": "M", "pid": core, "tid": tid, "args": {"name": name}})
+            self.out.events.append({"name": "thread_sort_index", "ph": "M", "pid": core, "tid": tid, "args": {"sort_index": tid}})
         return self.tids[key]
 
 
@@ -44,137 +46,179 @@ def _us(ns: int) -> float:
     return ns / 1000.0
 
 
-def _instruction_events(ins: pa.Table, tracks: _Tracks, events: list) -> None:
-    c = {
-        name: ins.column(name).to_pylist()
-        for name in (
-            "id",
-            "engine",
-            "opcode",
-            "start_ts",
-            "duration_ns",
-            "pcore_idx",
-            "compiler_opcode",
-            "nki_source_location",
-            "operands",
-            "evt_wait_time_ns",
-            "bir_id",
-        )
-    }
-    for k in range(ins.num_rows):
-        engine, opcode = c["engine"][k], c["opcode"][k]
-        if opcode == "DMA_TRIGGER" and engine != "GpSimd":
-            continue  # static/hardware DGE triggers are drawn as their DMA queue's transfers
-        track = "Tensor LDWEIGHTS" if opcode == "LDWEIGHTS" else engine
-        events.append(
-            {
-                "name": opcode,
-                "cat": engine,
-                "ph": "X",
-                "ts": _us(c["start_ts"][k]),
-                "dur": _us(c["duration_ns"][k]),
-                "pid": c["pcore_idx"][k] or 0,
-                "tid": tracks.tid(c["pcore_idx"][k] or 0, track),
-                "args": {
-                    "id": c["id"][k],
-                    "nki": c["compiler_opcode"][k],
-                    "source": c["nki_source_location"][k],
-                    "operands": c["operands"][k],
-                    "wait_ns": c["evt_wait_time_ns"][k],
-                    "bir_id": c["bir_id"][k],
-                },
-            }
-        )
+CHUNK = 65_536  # events built and encoded at a time
 
 
-def _transfer_events(dpa: pa.Table, tracks: _Tracks, events: list, sources: list) -> None:
-    c = {
-        name: dpa.column(name).to_pylist()
-        for name in (
-            "id",
-            "start_ts",
-            "end_ts",
-            "pcore_idx",
-            "queue_name",
-            "variable",
-            "op",
-            "transfer_bytes",
-            "source",
-            "dest",
-            "write_steps",
-            "trigger",
-        )
-    }
+def _chunks(table, names: list[str], rows=None):
+    """Dicts of column lists for consecutive pieces of `table` (a pa.Table or LazyTable), optionally in the
+    order of `rows`."""
+    n = table.num_rows if rows is None else len(rows)
+    for lo in range(0, n, CHUNK):
+        if rows is None:
+            idx = np.arange(lo, min(n, lo + CHUNK), dtype=np.int64)
+        else:
+            idx = rows[lo : lo + CHUNK]
+        part = table.take(pa.array(idx)).select(names) if isinstance(table, pa.Table) else table.take(idx, names)
+        yield {name: part.column(name).to_pylist() for name in names}
+
+
+def _instruction_events(ins, tracks: _Tracks, out: _Output) -> None:
+    names = ["id", "engine", "opcode", "start_ts", "duration_ns", "pcore_idx", "compiler_opcode", "nki_source_location", "operands"]
+    names += ["evt_wait_time_ns", "bir_id"]
+    for c in _chunks(ins, names):
+        events = out.events
+        for k in range(len(c["id"])):
+            engine, opcode = c["engine"][k], c["opcode"][k]
+            if opcode == "DMA_TRIGGER" and engine != "GpSimd":
+                continue  # static/hardware DGE triggers are drawn as their DMA queue's transfers
+            track = "Tensor LDWEIGHTS" if opcode == "LDWEIGHTS" else engine
+            events.append(
+                {
+                    "name": opcode,
+                    "cat": engine,
+                    "ph": "X",
+                    "ts": _us(c["start_ts"][k]),
+                    "dur": _us(c["duration_ns"][k]),
+                    "pid": c["pcore_idx"][k] or 0,
+                    "tid": tracks.tid(c["pcore_idx"][k] or 0, track),
+                    "args": {
+                        "id": c["id"][k],
+                        "nki": c["compiler_opcode"][k],
+                        "source": c["nki_source_location"][k],
+                        "operands": c["operands"][k],
+                        "wait_ns": c["evt_wait_time_ns"][k],
+                        "bir_id": c["bir_id"][k],
+                    },
+                }
+            )
+        out.flush()
+
+
+def _transfer_events(dpa, tracks: _Tracks, out: _Output, sources: np.ndarray, locations: list) -> None:
+    names = ["id", "start_ts", "end_ts", "pcore_idx", "queue_name", "variable", "op", "transfer_bytes", "source", "dest"]
+    names += ["write_steps", "trigger"]
+    starts = _column(dpa, "start_ts")
+    order = np.argsort(starts, kind="stable")  # sorted(range(n), key=start): stable too
     lanes: dict[tuple[int, str], list[int]] = {}
-    for k in sorted(range(dpa.num_rows), key=lambda k: c["start_ts"][k]):
-        core = c["pcore_idx"][k] or 0
-        ends = lanes.setdefault((core, c["queue_name"][k]), [])
-        lane = next((j for j, e in enumerate(ends) if e <= c["start_ts"][k]), None)
-        if lane is None:
-            lane = len(ends) if len(ends) < MAX_LANES else min(range(len(ends)), key=ends.__getitem__)
-            if lane == len(ends):
-                ends.append(0)
-        ends[lane] = c["end_ts"][k]
-        name = c["queue_name"][k] + ("" if lane == 0 else f" #{lane}")
-        events.append(
-            {
-                "name": f"{c['op'][k]} {c['variable'][k]}",
-                "cat": "DMA",
-                "ph": "X",
-                "ts": _us(c["start_ts"][k]),
-                "dur": _us(c["end_ts"][k] - c["start_ts"][k]),
-                "pid": core,
-                "tid": tracks.tid(core, name),
-                "args": {
-                    "dma_id": c["id"][k],
-                    "bytes": c["transfer_bytes"][k],
-                    "path": f"{c['source'][k]} -> {c['dest'][k]}",
-                    "source": sources[k],
-                    "triggered_at_us": _us(c["trigger"][k] or 0),
-                },
-            }
-        )
+    done = 0
+    for c in _chunks(dpa, names, order):
+        events = out.events
+        for k in range(len(c["id"])):
+            core = c["pcore_idx"][k] or 0
+            ends = lanes.setdefault((core, c["queue_name"][k]), [])
+            lane = next((j for j, e in enumerate(ends) if e <= c["start_ts"][k]), None)
+            if lane is None:
+                lane = len(ends) if len(ends) < MAX_LANES else min(range(len(ends)), key=ends.__getitem__)
+                if lane == len(ends):
+                    ends.append(0)
+            ends[lane] = c["end_ts"][k]
+            name = c["queue_name"][k] + ("" if lane == 0 else f" #{lane}")
+            src = sources[order[done + k]]
+            events.append(
+                {
+                    "name": f"{c['op'][k]} {c['variable'][k]}",
+                    "cat": "DMA",
+                    "ph": "X",
+                    "ts": _us(c["start_ts"][k]),
+                    "dur": _us(c["end_ts"][k] - c["start_ts"][k]),
+                    "pid": core,
+                    "tid": tracks.tid(core, name),
+                    "args": {
+                        "dma_id": c["id"][k],
+                        "bytes": c["transfer_bytes"][k],
+                        "path": f"{c['source'][k]} -> {c['dest'][k]}",
+                        "source": locations[src] if src >= 0 else None,
+                        "triggered_at_us": _us(c["trigger"][k] or 0),
+                    },
+                }
+            )
+        done += len(c["id"])
+        out.flush()
 
 
-def _packet_events(pk: pa.Table, tracks: _Tracks, events: list) -> None:
-    c = {
-        name: pk.column(name).to_pylist()
-        for name in ("start_ts", "duration_ns", "pcore_idx", "engine_idx", "variable", "transfer_bytes", "packet_aggregation_id")
-    }
-    for k in range(pk.num_rows):
-        core = c["pcore_idx"][k] or 0
-        events.append(
-            {
-                "name": c["variable"][k] or "packet",
-                "cat": "DMA packet",
-                "ph": "X",
-                "ts": _us(c["start_ts"][k]),
-                "dur": _us(c["duration_ns"][k]),
-                "pid": core,
-                "tid": tracks.tid(core, f"DMA engine {c['engine_idx'][k]:02d}"),
-                "args": {"bytes": c["transfer_bytes"][k], "dma_id": c["packet_aggregation_id"][k]},
-            }
-        )
+def _packet_events(pk, tracks: _Tracks, out: _Output) -> None:
+    names = ["start_ts", "duration_ns", "pcore_idx", "engine_idx", "variable", "transfer_bytes", "packet_aggregation_id"]
+    for c in _chunks(pk, names):
+        events = out.events
+        for k in range(len(c["start_ts"])):
+            core = c["pcore_idx"][k] or 0
+            events.append(
+                {
+                    "name": c["variable"][k] or "packet",
+                    "cat": "DMA packet",
+                    "ph": "X",
+                    "ts": _us(c["start_ts"][k]),
+                    "dur": _us(c["duration_ns"][k]),
+                    "pid": core,
+                    "tid": tracks.tid(core, f"DMA engine {c['engine_idx'][k]:02d}"),
+                    "args": {"bytes": c["transfer_bytes"][k], "dma_id": c["packet_aggregation_id"][k]},
+                }
+            )
+        out.flush()
 
 
-def write_trace(path: Path, tables: dict[str, pa.Table], title: str) -> bool:
+def _column(table, name: str) -> np.ndarray:
+    col = table.column(name)
+    return col.to_numpy(zero_copy_only=False) if len(col) else np.zeros(0, np.int64)
+
+
+class _Output:
+    """trace.json written as it is built: `{"traceEvents":[...],...}` with events encoded a chunk at a time
+    (json.dumps, not dump: only dumps uses the C encoder)."""
+
+    def __init__(self, f):
+        self.f = f
+        self.events: list = []
+        self.first = True
+        f.write('{"traceEvents":[')
+
+    def flush(self) -> None:
+        if self.events:
+            text = json.dumps(self.events, separators=(",", ":"))[1:-1]
+            self.f.write(text if self.first else "," + text)
+            self.first = False
+            self.events = []
+
+    def close(self, title: str) -> None:
+        self.flush()
+        self.f.write('],"displayTimeUnit":"ns","otherData":' + json.dumps({"title": title}, separators=(",", ":")) + "}")
+
+
+def write_trace(path: Path, tables: dict, title: str) -> bool:
     """Write trace.json; returns False when the packet tracks were left out (too many packets)."""
-    events: list = []
-    tracks = _Tracks(events)
-    for core in sorted(set(tables["Instruction"].column("pcore_idx").to_pylist()) or {0}):
-        for name in _ENGINE_TRACKS:
-            tracks.tid(core or 0, name)
-    _instruction_events(tables["Instruction"], tracks, events)
-    flow, ins = tables["Flow"], tables["Instruction"]
-    locations = ins.column("nki_source_location").to_pylist()
-    trigger_rows = dict(zip(flow.column("out_id").to_pylist(), flow.column("in_id").to_pylist()))
-    sources = [locations[trigger_rows[k]] if k in trigger_rows else None for k in tables["DmaPacketAggregated"].column("id").to_pylist()]
-    _transfer_events(tables["DmaPacketAggregated"], tracks, events, sources)
-    with_packets = tables["DmaPacket"].num_rows <= MAX_PACKET_EVENTS
-    if with_packets:
-        _packet_events(tables["DmaPacket"], tracks, events)
-    text = json.dumps(
-        {"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"title": title}}, separators=(",", ":")
-    )  # dumps, not dump: only dumps uses the C encoder
-    Path(path).write_text(text)
+    ins = tables["Instruction"]
+    with open(path, "w") as f:
+        out = _Output(f)
+        tracks = _Tracks(out)
+        cores = np.unique(np.nan_to_num(_column(ins, "pcore_idx").astype(np.float64))).astype(np.int64).tolist() if ins.num_rows else []
+        for core in sorted(cores) or [0]:
+            for name in _ENGINE_TRACKS:
+                tracks.tid(core or 0, name)
+        _instruction_events(ins, tracks, out)
+        dpa, flow = tables["DmaPacketAggregated"], tables["Flow"]
+        # the source line of each transfer: the location of the instruction row that triggered it
+        trigger = np.full(dpa.num_rows, -1, dtype=np.int64)
+        if flow.num_rows:
+            trigger[_column(flow, "out_id")] = _column(flow, "in_id")
+        loc = _locations(ins, trigger)
+        _transfer_events(dpa, tracks, out, *loc)
+        with_packets = tables["DmaPacket"].num_rows <= MAX_PACKET_EVENTS
+        if with_packets:
+            _packet_events(tables["DmaPacket"], tracks, out)
+        out.close(title)
     return with_packets
+
+
+def _locations(ins, rows: np.ndarray) -> tuple[np.ndarray, list]:
+    """(code per row, distinct locations) of Instruction.nki_source_location at `rows` (-1: none)."""
+    ok = rows >= 0
+    if not ok.any():
+        return np.full(len(rows), -1, dtype=np.int64), []
+    picked = ins.take(pa.array(rows[ok])).column("nki_source_location") if isinstance(ins, pa.Table) else None
+    if picked is None:
+        picked = ins.take(rows[ok], ["nki_source_location"]).column(0)
+    enc = picked.combine_chunks().dictionary_encode() if isinstance(picked, pa.ChunkedArray) else picked.dictionary_encode()
+    values = enc.dictionary.to_pylist() + [None]
+    codes = np.full(len(rows), -1, dtype=np.int64)
+    codes[ok] = enc.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)
+    return codes, values

@@ -15,8 +15,16 @@ from nkidev.profile.tables import ENGINE_NAMES, to_table
 STATIC_QUEUES = ("input", "output", "data")
 
 
-def _col(table: pa.Table, name: str) -> np.ndarray:
-    return table.column(name).to_numpy(zero_copy_only=False)
+def _col(table, name: str) -> np.ndarray:
+    """A column as a NumPy array; strings as an object array sharing one str per distinct value (a packet
+    table has millions of rows and a handful of queue names)."""
+    col = table.column(name)
+    if not pa.types.is_string(col.type):
+        return col.to_numpy(zero_copy_only=False)
+    codes = col.combine_chunks().dictionary_encode() if isinstance(col, pa.ChunkedArray) else col.dictionary_encode()
+    values = np.array(codes.dictionary.to_pylist() + [None], dtype=object)
+    idx = codes.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)
+    return values[idx]
 
 
 def _num(table: pa.Table, name: str) -> np.ndarray:

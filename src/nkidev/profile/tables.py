@@ -1,32 +1,100 @@
 """Timeline -> the timeline tables of a profile: Instruction, DmaPacketAggregated, DmaPacket, Flow,
-ActiveTime, TensorInfo, DmaQueuesInfo. Columns are built as lists / NumPy arrays, one pass each."""
+ActiveTime, TensorInfo, DmaQueuesInfo.
+
+Nothing here runs Python per row. A row's static columns (operands text, byte counts, flops, ...) depend
+only on its instruction's form (and for DMAs the transfer plan), so they are computed once per *row class*
+and gathered with NumPy / Arrow `take`; times come from the timeline's arrays. The four big tables are
+`LazyTable`s: built in chunks of rows when written or read, so a million-instruction profile never holds
+a whole table (nor a Python object per row) in memory.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from nkidev.costmodel.dma import QUEUES
 from nkidev.costmodel.intervals import merge
 from nkidev.costmodel.timeline import Timeline
+from nkidev.emulator.dtypes import DTYPES
 from nkidev.emulator.ops import OPS
-from nkidev.emulator.trace import Instruction
 from nkidev.hardware import Target
 from nkidev.profile import schema
 from nkidev.profile.operands import generic_operands, load_stationary_operands, matmul_operands
 
 ENGINE_NAMES = dict(zip(schema.ACTIVE_ENGINES, schema.INSTRUCTION_ENGINES))  # engine key -> Instruction.engine
 FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn")
+CHUNK = 131_072  # rows per built chunk (and Parquet row group) of the big tables
 
 
 def to_table(name: str, columns: dict) -> pa.Table:
     """An Arrow table with exactly the schema's columns; columns not given are all-null."""
-    n = len(next(iter(columns.values()))) if columns else 0
+    return pa.Table.from_batches([_batch(name, columns)], schema=schema.arrow_schema(name))
+
+
+def _batch(name: str, columns: dict, n: int | None = None) -> pa.RecordBatch:
+    if n is None:
+        n = len(next(iter(columns.values()))) if columns else 0
     arrays = []
     for col in schema.TABLES[name]:
         values = columns.get(col.name)
-        arrays.append(pa.nulls(n, col.type) if values is None else pa.array(values, type=col.type))
-    return pa.Table.from_arrays(arrays, schema=schema.arrow_schema(name))
+        if values is None:
+            arrays.append(pa.nulls(n, col.type))
+        elif isinstance(values, pa.Array | pa.ChunkedArray):
+            arrays.append(values if values.type == col.type else values.cast(col.type))
+        else:
+            arrays.append(pa.array(values, type=col.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema.arrow_schema(name))
+
+
+class LazyTable:
+    """A profile table built on demand from `build(rows, names) -> {column: values}` (`rows`: int64 row
+    numbers; `names`: the columns wanted). Reads like a small part of `pa.Table`: `num_rows`, `schema`,
+    `column(name)`, `take(rows, names)`, `to_table()`; `batches()` yields it in chunks (the writer streams them)."""
+
+    def __init__(self, name: str, num_rows: int, build: Callable[[np.ndarray, Sequence[str]], dict]):
+        self.name = name
+        self.num_rows = num_rows
+        self.schema = schema.arrow_schema(name)
+        self._build = build
+
+    @property
+    def column_names(self) -> list[str]:
+        return self.schema.names
+
+    def take(self, rows, names: Sequence[str] | None = None) -> pa.Table:
+        """The given rows (row numbers) and columns, as a pa.Table with this table's column types."""
+        rows = np.asarray(rows, dtype=np.int64)
+        names = list(names) if names is not None else self.column_names
+        cols = self._build(rows, names)
+        fields = [self.schema.field(n) for n in names]
+        arrays = []
+        for f in fields:
+            v = cols.get(f.name)
+            if v is None:
+                arrays.append(pa.nulls(len(rows), f.type))
+            elif isinstance(v, pa.Array | pa.ChunkedArray):
+                arrays.append(v if v.type == f.type else v.cast(f.type))
+            else:
+                arrays.append(pa.array(v, type=f.type))
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+    def batches(self, chunk: int = CHUNK, names: Sequence[str] | None = None) -> Iterator[pa.Table]:
+        for lo in range(0, self.num_rows, chunk):
+            yield self.take(np.arange(lo, min(self.num_rows, lo + chunk), dtype=np.int64), names)
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        chunks = [t.column(0) for t in self.batches(names=[name])]
+        if not chunks:
+            return pa.chunked_array([], type=self.schema.field(name).type)
+        return pa.chunked_array([c for ch in chunks for c in ch.chunks], type=self.schema.field(name).type)
+
+    def to_table(self) -> pa.Table:
+        parts = list(self.batches())
+        return pa.concat_tables(parts) if parts else self.schema.empty_table()
 
 
 def ns(values) -> np.ndarray:
@@ -34,7 +102,7 @@ def ns(values) -> np.ndarray:
     return np.rint(np.asarray(values, dtype=np.float64)).astype(np.int64)
 
 
-def flop_factor(ins: Instruction, hw: Target) -> float:
+def flop_factor(ins, hw: Target) -> float:
     """bf16-equivalent FLOP weight: the TensorE cycle factor of fp32 (x4) and fp8 (x0.5 where double-row
     exists) operands, else x1."""
     a = ins.attrs
@@ -53,40 +121,11 @@ def _bytes(accesses) -> dict[str, int]:
     return out
 
 
-def _accumulates(tl: Timeline, i: int) -> bool:
-    ins = tl.trace.instructions[i]
-    acc = ins.attrs.get("accumulate")
-    if acc is not None:
-        return bool(acc)
-    dst = ins.writes[0].tensor if ins.writes else None
-    deps = tl.deps[i] if tl.deps else ()
-    return any(
-        OPS[tl.trace.instructions[j].opcode].kind == "matmul"
-        and tl.trace.instructions[j].writes
-        and tl.trace.instructions[j].writes[0].tensor == dst
-        for j in deps
-    )
+def _attrs_text(attrs: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in attrs.items() if isinstance(v, int | float | str | bool) and v != "")
 
 
-_ATTRS_TEXT: dict = {}
-
-
-def _attrs_text(ins: Instruction) -> str:
-    key = tuple(ins.attrs.items())
-    try:
-        return _ATTRS_TEXT[key]
-    except (KeyError, TypeError):
-        pass
-    text = " ".join(f"{k}={v}" for k, v in ins.attrs.items() if isinstance(v, int | float | str | bool) and v != "")
-    try:
-        if len(_ATTRS_TEXT) < 100_000:
-            _ATTRS_TEXT[key] = text
-    except TypeError:  # an unhashable attribute value
-        pass
-    return text
-
-
-# Instruction-table columns filled per row (the rest come from per-row lists in instruction_table)
+# Instruction-table columns that depend only on the row class (form and row kind; a DMA's plan)
 ROW_COLUMNS = (
     "operands",
     "compiler_operands",
@@ -108,91 +147,40 @@ ROW_COLUMNS = (
     "flops_transpose",
     "adjusted_flops_transpose",
     "scalar_activation_fn",
-    "dma_trigger_start_ts",
-    "dma_trigger_end_ts",
-    "dma_wait_time_ns",
     "timeline_track",
 )
 _EMPTY = {name: 0 if name.endswith("_bytes") else None for name in ROW_COLUMNS}  # byte counts default to 0
+LDWEIGHTS_ROW, MATMUL_RESET, MATMUL_ACCUMULATE = 0, 1, 2  # row variants of Tensor Engine instructions
 
 
 def _row(**values) -> tuple:
     return tuple({**_EMPTY, **values}.values())
 
 
-def instruction_table(tl: Timeline) -> pa.Table:
-    rows, trace = tl.rows, tl.trace
-    transfer_of_row = {r: k for k, r in enumerate(tl.transfers.row)}
-    per_row = []
-    for r, (i, opcode) in enumerate(zip(rows.ins, rows.opcode)):
-        ins = trace.instructions[i]
-        if opcode == schema.DMA_TRIGGER_OPCODE:
-            per_row.append(_dma_row(tl, transfer_of_row[r]))
-        elif ins.engine == "tensor":
-            per_row.append(_tensor_row(tl, i, opcode))
-        else:
-            per_row.append(_compute_row(tl, i))
-    columns = dict(zip(ROW_COLUMNS, (list(c) for c in zip(*per_row)))) if per_row else {}
-    start, end = ns(rows.start), ns(rows.end)
-    src = [trace.instructions[i] for i in rows.ins]
-    ins_ids = [x.id for x in src]
-    columns.update(
-        {
-            "start_ts": start,
-            "end_ts": end,
-            "duration_ns": end - start,
-            "engine": [ENGINE_NAMES[e] for e in rows.engine],
-            "pcore_idx": [x.program for x in src],
-            "opcode": rows.opcode,
-            "id": np.arange(len(rows), dtype=np.int64),
-            "pc": rows.pc,
-            "compiler_opcode": [x.opcode for x in src],
-            "compiler_pc": ins_ids,
-            "bir_id": [str(x) for x in ins_ids],
-            "raw_bir_id": ins_ids,
-            "bir_instruction_name": [f"{x.opcode}-{x.id}" for x in src],
-            "kernel_instruction_name": [x.opcode for x in src],
-            "evt_wait_time_ns": ns(rows.wait),
-            "nki_source_location": [x.location for x in src],
-            "bir_debug_info_source_location": [x.location for x in src],
-            "spill_save_bytes": np.zeros(len(rows), dtype=np.int64),
-            "spill_reload_bytes": np.zeros(len(rows), dtype=np.int64),
-            "weight_queue_bytes": np.zeros(len(rows), dtype=np.int64),
-        }
-    )
-    return to_table("Instruction", columns)
-
-
-def _tensor_row(tl: Timeline, i: int, opcode: str) -> tuple:
-    ins = tl.trace.instructions[i]
-    a = ins.attrs
-    transpose = OPS[ins.opcode].kind == "move" or bool(a.get("is_transpose"))  # a TensorE move is a transpose
+def _tensor_row(f, variant: int, hw: Target) -> tuple:
+    a = f.attrs
+    transpose = OPS[f.opcode].kind == "move" or bool(a.get("is_transpose"))  # a TensorE move is a transpose
     kind = "TRANSPOSE" if transpose else "REGULAR"
-    if opcode == "LDWEIGHTS":
-        stationary = [x for x in ins.reads if x.role in ("stationary", "data")] or ins.reads[:1]
+    if variant == LDWEIGHTS_ROW:
+        stationary = [x for x in f.reads if x.role in ("stationary", "data")] or f.reads[:1]
         return _row(
-            operands=load_stationary_operands(ins),
-            compiler_operands=_attrs_text(ins),
+            operands=load_stationary_operands(f),
+            compiler_operands=_attrs_text(a),
             sbuf_read_bytes=sum(x.nbytes for x in stationary),
-            hbm_read_bytes=0,
-            hbm_write_bytes=0,
             tensor_instruction_type=kind,
             raw_flops=0,
             adjusted_flops=0,
             timeline_track="Tensor",
         )
-    moving = [x for x in ins.reads if x.role == "moving"]
-    flops = int(ins.flops)
-    adjusted = int(flops * flop_factor(ins, tl.target))
-    elements = a.get("K", ins.partitions) * a.get("N", ins.partitions)
-    dst = ins.writes[0].nbytes if ins.writes else 0
+    moving = [x for x in f.reads if x.role == "moving"]
+    flops = int(f.flops)
+    adjusted = int(flops * flop_factor(f, hw))
+    elements = a.get("K", f.partitions) * a.get("N", f.partitions)
     return _row(
-        operands=matmul_operands(ins, _accumulates(tl, i)),
-        compiler_operands=_attrs_text(ins),
+        operands=matmul_operands(f, variant == MATMUL_ACCUMULATE),
+        compiler_operands=_attrs_text(a),
         sbuf_read_bytes=sum(x.nbytes for x in moving),
-        psum_write_bytes=dst,
-        hbm_read_bytes=0,
-        hbm_write_bytes=0,
+        psum_write_bytes=f.writes[0].nbytes if f.writes else 0,
         tensor_instruction_type=kind,
         tensor_elements=elements,
         raw_flops=flops,
@@ -204,165 +192,347 @@ def _tensor_row(tl: Timeline, i: int, opcode: str) -> tuple:
     )
 
 
-def _compute_row(tl: Timeline, i: int) -> tuple:
-    ins = tl.trace.instructions[i]
-    rd, wr = _bytes(ins.reads), _bytes(ins.writes)
-    mode = tl.work[i].perf_mode if tl.work[i] is not None else 1.0
+def _compute_row(f, work) -> tuple:
+    rd, wr = _bytes(f.reads), _bytes(f.writes)
+    mode = work.perf_mode if work is not None else 1.0
     return _row(
-        operands=generic_operands(ins),
-        compiler_operands=_attrs_text(ins),
-        hbm_read_bytes=0,
-        hbm_write_bytes=0,
+        operands=generic_operands(f),
+        compiler_operands=_attrs_text(f.attrs),
         sbuf_read_bytes=rd["sbuf"],
         sbuf_write_bytes=wr["sbuf"],
         psum_read_bytes=rd["psum"],
         psum_write_bytes=wr["psum"],
         psum_read_sbuf_write_bytes=wr["sbuf"] if rd["psum"] else 0,
         performance_mode=f"{int(mode)}x" if mode > 1 else None,
-        scalar_activation_fn=ins.attrs.get("func") if ins.engine == "scalar" else None,
-        timeline_track=ENGINE_NAMES.get(ins.engine, ins.engine),
+        scalar_activation_fn=f.attrs.get("func") if f.engine == "scalar" else None,
+        timeline_track=ENGINE_NAMES.get(f.engine, f.engine),
     )
 
 
-def _dma_row(tl: Timeline, k: int) -> tuple:
-    t = tl.transfers.plan[k]
-    ins = tl.trace.instructions[tl.transfers.ins[k]]
-    rd, wr = _bytes(ins.reads), _bytes(ins.writes)
-    start, end = int(round(tl.transfers.start[k])), int(round(tl.transfers.end[k]))
-    issued = int(round(tl.rows.end[tl.transfers.row[k]]))
+def _dma_row(f, t) -> tuple:
+    rd, wr = _bytes(f.reads), _bytes(f.writes)
     queue_type = QUEUES[t.queue][0]
     return _row(
-        operands=f"{t.queue} " + generic_operands(ins),
-        compiler_operands=_attrs_text(ins),
+        operands=f"{t.queue} " + generic_operands(f),
+        compiler_operands=_attrs_text(f.attrs),
         hbm_read_bytes=t.hbm_read,
         hbm_write_bytes=t.hbm_write,
         sbuf_read_bytes=rd["sbuf"],
         sbuf_write_bytes=wr["sbuf"],
-        psum_read_bytes=0,
-        psum_write_bytes=0,
         input_queue_bytes=t.transfer_bytes if queue_type == "input" else 0,
         output_queue_bytes=t.transfer_bytes if queue_type == "output" else 0,
-        dma_trigger_start_ts=start,
-        dma_trigger_end_ts=end,
-        dma_wait_time_ns=max(0, start - issued),
         timeline_track=t.queue,
     )
+
+
+def _accumulates(tl: Timeline, positions: np.ndarray) -> np.ndarray:
+    """Whether each Tensor Engine instruction continues an accumulation group: its `accumulate` attribute, else
+    whether it depends on a matmul writing the same PSUM tile."""
+    trace = tl.trace
+    forms = trace.forms
+    cols = trace.columns()
+    n_reads = np.array([len(f.reads) for f in forms] or [0], dtype=np.int64)
+    has_write = np.array([bool(f.writes) for f in forms] or [False])
+    is_matmul = np.array([OPS[f.opcode].kind == "matmul" for f in forms] or [False])
+    form = cols.form.astype(np.int64)
+    first_write = np.where(has_write[form], cols.acc_tensor[np.minimum(cols.acc_start + n_reads[form], len(cols.acc_tensor) - 1)], -1)
+    writes_matmul = is_matmul[form] & has_write[form]
+    out = np.zeros(len(positions), dtype=bool)
+    deps = tl.deps
+    for k, i in enumerate(positions.tolist()):
+        acc = forms[form[i]].attrs.get("accumulate")
+        if acc is not None:
+            out[k] = bool(acc)
+            continue
+        dst = first_write[i]
+        found = deps[i] if deps else ()
+        out[k] = any(writes_matmul[j] and first_write[j] == dst for j in found) if dst >= 0 else False
+    return out
+
+
+class _InstructionRows:
+    """Row classes of the Instruction table and the per-row facts that are not per class."""
+
+    def __init__(self, tl: Timeline):
+        rows, trace = tl.rows, tl.trace
+        cols = trace.columns()
+        forms = trace.forms
+        self.tl = tl
+        self.n = len(rows)
+        ins = np.asarray(rows.ins, dtype=np.int64)
+        self.ins = ins
+        form = cols.form.astype(np.int64)
+        row_form = form[ins] if self.n else np.zeros(0, np.int64)
+        is_tensor = np.array([f.engine == "tensor" for f in forms] or [False])[row_form]
+        is_dma = np.array([f.engine == "dma" for f in forms] or [False])[row_form]
+        second = np.zeros(self.n, dtype=bool)
+        second[1:] = is_tensor[1:] & (ins[1:] == ins[:-1])
+        variant = np.where(second, MATMUL_RESET, LDWEIGHTS_ROW)
+        mm = np.flatnonzero(second)
+        if len(mm):
+            variant[mm] += _accumulates(tl, ins[mm]).astype(np.int64)
+        tr = tl.transfers
+        transfer_of_ins = np.full(len(trace), -1, dtype=np.int64)
+        transfer_of_ins[np.asarray(tr.ins, dtype=np.int64)] = np.arange(len(tr))
+        self.transfer = np.where(is_dma, transfer_of_ins[ins] if self.n else -1, -1)
+        plan_code = tr.plan_code if tr.plan_code is not None else np.arange(len(tr))
+        plans = tr.plans if tr.plans is not None else tr.plan
+        key = np.where(is_dma, -1 - plan_code[np.maximum(self.transfer, 0)] if len(tr) else -1, row_form * 3 + variant)
+        uniq, first, self.cls = np.unique(key, return_index=True, return_inverse=True)
+        self.cls = self.cls.reshape(-1)
+        values = []
+        for k, r in zip(uniq.tolist(), first.tolist()):
+            if k < 0:
+                values.append(_dma_row(forms[row_form[r]], plans[-1 - k]))
+            elif is_tensor[r]:
+                values.append(_tensor_row(forms[k // 3], k % 3, tl.target))
+            else:
+                values.append(_compute_row(forms[k // 3], tl.work[ins[r]]))
+        by_column = list(zip(*values)) if values else [() for _ in ROW_COLUMNS]
+        types = {c.name: c.type for c in schema.TABLES["Instruction"]}
+        self.class_values = {name: pa.array(list(v), type=types[name]) for name, v in zip(ROW_COLUMNS, by_column)}
+        self.opcode = pa.array(rows.opcode, type=pa.string())
+        self.engine = pa.array([ENGINE_NAMES[e] for e in _distinct(rows.engine)], type=pa.string())
+        eng_codes = {e: k for k, e in enumerate(_distinct(rows.engine))}
+        self.engine_code = np.array([eng_codes[e] for e in rows.engine], dtype=np.int64) if self.n else np.zeros(0, np.int64)
+        self.nki = pa.array([f.opcode for f in forms], type=pa.string())
+        self.locations = pa.array(trace.locations, type=pa.string())
+        self.loc = cols.location.astype(np.int64)
+        self.ids = cols.id
+        self.program = cols.program.astype(np.int64)
+        self.form = form
+        self.start, self.end = ns(rows.start), ns(rows.end)
+        self.wait = ns(rows.wait)
+        self.pc = np.asarray(rows.pc, dtype=np.int64)
+        if len(tr):
+            self.t_start, self.t_end = ns(tr.start), ns(tr.end)
+            self.issued = ns(np.asarray(rows.end)[np.asarray(tr.row, dtype=np.int64)])
+
+    def build(self, r: np.ndarray, names: Sequence[str]) -> dict:
+        i = self.ins[r]
+        out = {}
+        wanted = set(names)
+        take = pa.array(self.cls[r])
+        for name in wanted & set(ROW_COLUMNS):
+            out[name] = self.class_values[name].take(take)
+        if wanted & {"dma_trigger_start_ts", "dma_trigger_end_ts", "dma_wait_time_ns"}:
+            k = self.transfer[r]
+            dma = k >= 0
+            kk = np.maximum(k, 0)
+            if dma.any():
+                s, e = self.t_start[kk], self.t_end[kk]
+                out["dma_trigger_start_ts"] = pa.array(s, mask=~dma)
+                out["dma_trigger_end_ts"] = pa.array(e, mask=~dma)
+                out["dma_wait_time_ns"] = pa.array(np.maximum(0, s - self.issued[kk]), mask=~dma)
+        ids = self.ids[i]
+        simple = {
+            "start_ts": lambda: self.start[r],
+            "end_ts": lambda: self.end[r],
+            "duration_ns": lambda: self.end[r] - self.start[r],
+            "engine": lambda: self.engine.take(pa.array(self.engine_code[r])),
+            "pcore_idx": lambda: self.program[i],
+            "opcode": lambda: self.opcode.take(pa.array(r)),
+            "id": lambda: r,
+            "pc": lambda: self.pc[r],
+            "compiler_opcode": lambda: self.nki.take(pa.array(self.form[i])),
+            "compiler_pc": lambda: ids,
+            "bir_id": lambda: pa.array(ids).cast(pa.string()),
+            "raw_bir_id": lambda: ids,
+            "bir_instruction_name": lambda: pc.binary_join_element_wise(
+                self.nki.take(pa.array(self.form[i])), pa.array(ids).cast(pa.string()), "-"
+            ),
+            "kernel_instruction_name": lambda: self.nki.take(pa.array(self.form[i])),
+            "evt_wait_time_ns": lambda: self.wait[r],
+            "nki_source_location": lambda: self.locations.take(pa.array(self.loc[i])),
+            "bir_debug_info_source_location": lambda: self.locations.take(pa.array(self.loc[i])),
+            "spill_save_bytes": lambda: np.zeros(len(r), dtype=np.int64),
+            "spill_reload_bytes": lambda: np.zeros(len(r), dtype=np.int64),
+            "weight_queue_bytes": lambda: np.zeros(len(r), dtype=np.int64),
+        }
+        for name in wanted & simple.keys():
+            out[name] = simple[name]()
+        return out
+
+
+def _distinct(values: list) -> list:
+    return list(dict.fromkeys(values))
+
+
+def instruction_table(tl: Timeline) -> LazyTable:
+    rows = _InstructionRows(tl)
+    return LazyTable("Instruction", rows.n, rows.build)
 
 
 def _partitions(p) -> str:
     return "" if p is None else f"{p[0]}-{p[0] + p[1] - 1}"
 
 
-def transfer_tables(tl: Timeline) -> dict[str, pa.Table]:
-    """DmaPacketAggregated, DmaPacket and Flow."""
-    tr, trace = tl.transfers, tl.trace
-    n = len(tr)
-    start, end = ns(tr.start), ns(tr.end)
-    block_ids: dict[str, int] = {}
-    block = []
-    for t in tr.plan:
-        block.append(block_ids.get(t.queue, 0))
-        block_ids[t.queue] = block[-1] + 1
-    srcs = [trace.instructions[i].reads[0] if trace.instructions[i].reads else trace.instructions[i].writes[0] for i in tr.ins]
-    dsts = [trace.instructions[i].writes[0] for i in tr.ins]
-    nbytes = np.asarray([t.transfer_bytes for t in tr.plan], dtype=np.int64)
-    dur = np.maximum(end - start, 1)
-    trig_start = ns(tl.rows.start[tr.row]) if n else np.zeros(0, np.int64)
-    trig_end = ns(tl.rows.end[tr.row]) if n else np.zeros(0, np.int64)
-    queue_idx = [QUEUES[t.queue][1] for t in tr.plan]
-    dpa = {
-        "start_ts": start,
-        "end_ts": end,
-        "duration_ns": end - start,
-        "id": np.arange(n, dtype=np.int64),
-        "pcore_idx": [trace.instructions[i].program for i in tr.ins],
-        "block_id": block,
-        "queue_idx": queue_idx,
-        "queue_name": [t.queue for t in tr.plan],
-        "queue_type": [QUEUES[t.queue][0] for t in tr.plan],
-        "op": [t.op for t in tr.plan],
-        "variable": [t.variable for t in tr.plan],
-        "read_bytes": [t.read_bytes for t in tr.plan],
-        "write_bytes": [t.write_bytes for t in tr.plan],
-        "transfer_bytes": nbytes,
-        "throughput": nbytes / dur * 1e9,
-        "source": [t.source for t in tr.plan],
-        "dest": [t.dest for t in tr.plan],
-        "semaphore_id": [f"S[{q}] ({t.queue})" for q, t in zip(queue_idx, tr.plan)],
-        "read_sbuf_partitions": [_partitions(t.read_partitions) for t in tr.plan],
-        "read_num_sbuf_partitions": [t.read_partitions[1] if t.read_partitions else 0 for t in tr.plan],
-        "read_shape": [str(list(a.shape)) for a in srcs],
-        "read_offset": [f"[{a.byte_start:#x}]" for a in srcs],
-        "read_steps": [f"[{a.contiguous_bytes}]" for a in srcs],
-        "write_sbuf_partitions": [_partitions(t.write_partitions) for t in tr.plan],
-        "write_num_sbuf_partitions": [t.write_partitions[1] if t.write_partitions else 0 for t in tr.plan],
-        "write_shape": [str(list(a.shape)) for a in dsts],
-        "write_offset": [f"[{a.byte_start:#x}]" for a in dsts],
-        "write_steps": [f"[{a.contiguous_bytes}]" for a in dsts],
-        "is_transpose_mode": [t.is_transpose for t in tr.plan],
-        "transpose_shape": [str(list(a.shape)) if t.is_transpose else None for a, t in zip(dsts, tr.plan)],
-        "transpose_from_shape": [str(list(a.shape)) if t.is_transpose else None for a, t in zip(srcs, tr.plan)],
-        "transpose_to_shape": [str(list(a.shape)) if t.is_transpose else None for a, t in zip(dsts, tr.plan)],
-        "transpose_element_size": [f"[{_itemsize(a.dtype)}]" if t.is_transpose else None for a, t in zip(srcs, tr.plan)],
-        "trigger": trig_start,
-        "completion": trig_end,
-    }
-    flow = {
-        "in_id": np.asarray(tr.row, dtype=np.int64),
-        "out_id": np.arange(n, dtype=np.int64),
-        "in_table": [schema.FLOW_INSTRUCTION] * n,
-        "out_table": [schema.FLOW_DMA] * n,
-        "dependency_type": [schema.FLOW_DMA_TRIGGER] * n,
-        "gap_time": start - trig_end,
-    }
-    return {"DmaPacketAggregated": to_table("DmaPacketAggregated", dpa), "DmaPacket": _packets(tl, dpa), "Flow": to_table("Flow", flow)}
-
-
-def _packets(tl: Timeline, dpa: dict) -> pa.Table:
-    pk = tl.packets
-    n = len(pk)
-    start, end = ns(pk.start), ns(pk.end)
-    first = np.zeros(len(tl.transfers) + 1, dtype=np.int64)
-    if n:
-        counts = np.bincount(pk.transfer, minlength=len(tl.transfers))
-        first[1:] = np.cumsum(counts)
-    idx = np.arange(n, dtype=np.int64) - first[pk.transfer] if n else np.zeros(0, np.int64)
-    by_transfer = {
-        name: np.asarray(dpa[name], dtype=object)[pk.transfer] if n else []
-        for name in ("queue_type", "variable", "queue_name", "pcore_idx")
-    }
-    cols = {
-        "start_ts": start,
-        "end_ts": end,
-        "duration_ns": end - start,
-        "id": np.arange(n, dtype=np.int64),
-        "packet_idx": idx.astype(np.int32),
-        "packet_aggregation_id": pk.transfer,
-        "engine_idx": pk.engine,
-        "read_bytes": pk.nbytes,
-        "write_bytes": pk.nbytes,
-        "transfer_bytes": pk.nbytes,
-        "throughput": pk.nbytes / np.maximum(end - start, 1) * 1e9,
-        "queue_type": list(by_transfer["queue_type"]),
-        "variable": list(by_transfer["variable"]),
-        "queue_name": list(by_transfer["queue_name"]),
-        "pcore_idx": list(by_transfer["pcore_idx"]),
-        "queue_idx": np.asarray(dpa["queue_idx"], dtype=np.int64)[pk.transfer] if n else [],
-        "crc": np.zeros(n, dtype=np.int64),
-    }
-    return to_table("DmaPacket", cols)
-
-
 def _itemsize(dtype: str) -> int:
-    from nkidev.emulator.dtypes import DTYPES
-
     return DTYPES[dtype].itemsize if dtype in DTYPES else 4
+
+
+def _plan_columns(tl: Timeline) -> dict[str, list]:
+    """DmaPacketAggregated columns that depend only on the transfer's plan (its form and tensors)."""
+    tr = tl.transfers
+    plans = tr.plans if tr.plans is not None else tr.plan
+    forms = tl.trace.forms
+    cols = tl.trace.columns()
+    code = tr.plan_code if tr.plan_code is not None else np.arange(len(tr))
+    first = np.full(len(plans), -1, dtype=np.int64)
+    first[code[::-1]] = np.arange(len(tr))[::-1]  # a transfer of each plan
+    out: dict[str, list] = {}
+    for p, k in zip(plans, first.tolist()):
+        f = forms[cols.form[int(tr.ins[k])]]
+        src, dst = (f.reads or f.writes)[0], f.writes[0]
+        q = QUEUES[p.queue][1]
+        row = {
+            "block_id": None,
+            "queue_idx": q,
+            "queue_name": p.queue,
+            "queue_type": QUEUES[p.queue][0],
+            "op": p.op,
+            "variable": p.variable,
+            "read_bytes": p.read_bytes,
+            "write_bytes": p.write_bytes,
+            "transfer_bytes": p.transfer_bytes,
+            "source": p.source,
+            "dest": p.dest,
+            "semaphore_id": f"S[{q}] ({p.queue})",
+            "read_sbuf_partitions": _partitions(p.read_partitions),
+            "read_num_sbuf_partitions": p.read_partitions[1] if p.read_partitions else 0,
+            "read_shape": str(list(src.shape)),
+            "read_offset": f"[{src.byte_start:#x}]",
+            "read_steps": f"[{src.contiguous_bytes}]",
+            "write_sbuf_partitions": _partitions(p.write_partitions),
+            "write_num_sbuf_partitions": p.write_partitions[1] if p.write_partitions else 0,
+            "write_shape": str(list(dst.shape)),
+            "write_offset": f"[{dst.byte_start:#x}]",
+            "write_steps": f"[{dst.contiguous_bytes}]",
+            "is_transpose_mode": p.is_transpose,
+            "transpose_shape": str(list(dst.shape)) if p.is_transpose else None,
+            "transpose_from_shape": str(list(src.shape)) if p.is_transpose else None,
+            "transpose_to_shape": str(list(dst.shape)) if p.is_transpose else None,
+            "transpose_element_size": f"[{_itemsize(src.dtype)}]" if p.is_transpose else None,
+        }
+        for name, v in row.items():
+            out.setdefault(name, []).append(v)
+    return out
+
+
+class _Transfers:
+    """Per-transfer facts of DmaPacketAggregated and Flow."""
+
+    def __init__(self, tl: Timeline):
+        tr = tl.transfers
+        self.n = len(tr)
+        self.code = tr.plan_code if tr.plan_code is not None else np.arange(self.n)
+        self.start, self.end = ns(tr.start), ns(tr.end)
+        row = np.asarray(tr.row, dtype=np.int64)
+        self.row = row
+        self.trig_start = ns(np.asarray(tl.rows.start)[row]) if self.n else np.zeros(0, np.int64)
+        self.trig_end = ns(np.asarray(tl.rows.end)[row]) if self.n else np.zeros(0, np.int64)
+        self.program = tl.trace.columns().program.astype(np.int64)[np.asarray(tr.ins, dtype=np.int64)]
+        types = {c.name: c.type for c in schema.TABLES["DmaPacketAggregated"]}
+        per_plan = _plan_columns(tl) if self.n else {}
+        self.per_plan = {k: pa.array(v, type=types[k]) for k, v in per_plan.items() if k != "block_id"}
+        # block_id: the transfer's index within its queue, in program order
+        queue_code = {q: k for k, q in enumerate(dict.fromkeys(p.queue for p in (tr.plans if tr.plans is not None else tr.plan)))}
+        plan_queue = np.array([queue_code[p.queue] for p in (tr.plans if tr.plans is not None else tr.plan)] or [0], dtype=np.int64)
+        self.queue_of = plan_queue[self.code] if self.n else np.zeros(0, np.int64)
+        by_queue = np.argsort(self.queue_of, kind="stable")
+        sq = self.queue_of[by_queue]
+        heads = np.r_[0, np.flatnonzero(sq[1:] != sq[:-1]) + 1] if self.n else np.zeros(0, np.int64)
+        rank = np.arange(self.n) - np.repeat(heads, np.diff(np.r_[heads, self.n]))
+        self.block = np.empty(self.n, dtype=np.int64)
+        self.block[by_queue] = rank
+
+    def build_dpa(self, r: np.ndarray, names: Sequence[str]) -> dict:
+        take = pa.array(self.code[r])
+        out = {name: self.per_plan[name].take(take) for name in names if name in self.per_plan}
+        start, end = self.start[r], self.end[r]
+        nbytes = np.asarray(self.per_plan["transfer_bytes"].take(take)) if "throughput" in names else None
+        simple = {
+            "start_ts": lambda: start,
+            "end_ts": lambda: end,
+            "duration_ns": lambda: end - start,
+            "id": lambda: r,
+            "pcore_idx": lambda: self.program[r],
+            "block_id": lambda: self.block[r],
+            "throughput": lambda: nbytes / np.maximum(end - start, 1) * 1e9,
+            "trigger": lambda: self.trig_start[r],
+            "completion": lambda: self.trig_end[r],
+        }
+        for name in set(names) & simple.keys():
+            out[name] = simple[name]()
+        return out
+
+    def build_flow(self, r: np.ndarray, names: Sequence[str]) -> dict:
+        n = len(r)
+        return {
+            "in_id": self.row[r],
+            "out_id": r,
+            "in_table": pa.array([schema.FLOW_INSTRUCTION], pa.string()).take(pa.array(np.zeros(n, np.int64))),
+            "out_table": pa.array([schema.FLOW_DMA], pa.string()).take(pa.array(np.zeros(n, np.int64))),
+            "dependency_type": pa.array([schema.FLOW_DMA_TRIGGER], pa.string()).take(pa.array(np.zeros(n, np.int64))),
+            "gap_time": self.start[r] - self.trig_end[r],
+        }
+
+
+class _Packets:
+    def __init__(self, tl: Timeline, transfers: _Transfers):
+        pk = tl.packets
+        self.n = len(pk)
+        self.pk = pk
+        self.tr = transfers
+        self.start, self.end = ns(pk.start), ns(pk.end)
+        first = np.zeros(len(tl.transfers) + 1, dtype=np.int64)
+        if self.n:
+            np.cumsum(np.bincount(pk.transfer, minlength=len(tl.transfers)), out=first[1:])
+        self.first = first
+
+    def build(self, r: np.ndarray, names: Sequence[str]) -> dict:
+        pk, tr = self.pk, self.tr
+        t = np.asarray(pk.transfer[r], dtype=np.int64)
+        take = pa.array(tr.code[t]) if len(t) else pa.array([], pa.int64())
+        start, end = self.start[r], self.end[r]
+        nbytes = np.asarray(pk.nbytes[r], dtype=np.int64)
+        simple = {
+            "start_ts": lambda: start,
+            "end_ts": lambda: end,
+            "duration_ns": lambda: end - start,
+            "id": lambda: r,
+            "packet_idx": lambda: (r - self.first[t]).astype(np.int32),
+            "packet_aggregation_id": lambda: t,
+            "engine_idx": lambda: np.asarray(pk.engine[r], dtype=np.int64),
+            "read_bytes": lambda: nbytes,
+            "write_bytes": lambda: nbytes,
+            "transfer_bytes": lambda: nbytes,
+            "throughput": lambda: nbytes / np.maximum(end - start, 1) * 1e9,
+            "queue_type": lambda: tr.per_plan["queue_type"].take(take),
+            "variable": lambda: tr.per_plan["variable"].take(take),
+            "queue_name": lambda: tr.per_plan["queue_name"].take(take),
+            "pcore_idx": lambda: tr.program[t],
+            "queue_idx": lambda: np.asarray(tr.per_plan["queue_idx"].take(take), dtype=np.int64),
+            "crc": lambda: np.zeros(len(r), dtype=np.int64),
+        }
+        return {name: simple[name]() for name in set(names) & simple.keys()}
+
+
+def transfer_tables(tl: Timeline) -> dict[str, LazyTable]:
+    """DmaPacketAggregated, DmaPacket and Flow."""
+    tr = _Transfers(tl)
+    pk = _Packets(tl, tr)
+    return {
+        "DmaPacketAggregated": LazyTable("DmaPacketAggregated", tr.n, tr.build_dpa),
+        "DmaPacket": LazyTable("DmaPacket", pk.n, pk.build),
+        "Flow": LazyTable("Flow", tr.n, tr.build_flow),
+    }
 
 
 def active_time_table(tl: Timeline) -> pa.Table:
     """Merged busy intervals per (core, compute engine); DMA triggers (sync) are left out, as in neuron-explorer."""
     engines = np.asarray(tl.rows.engine)
-    programs = np.asarray([tl.trace.instructions[i].program for i in tl.rows.ins], dtype=np.int64)
+    programs = tl.trace.columns().program.astype(np.int64)[np.asarray(tl.rows.ins, dtype=np.int64)]
     cols: dict[str, list] = {"start_ts": [], "end_ts": [], "engine": [], "pcore_idx": [], "duration_ns": []}
     for program in np.unique(programs):
         for engine in ("tensor", "vector", "scalar", "gpsimd"):
@@ -379,14 +549,36 @@ def active_time_table(tl: Timeline) -> pa.Table:
     return to_table("ActiveTime", cols)
 
 
+def _hbm_loads(tl: Timeline) -> dict[int, tuple[int, int]]:
+    """Storage id -> (bytes, reads) of the HBM reads of DMA transfers that load (op == "read")."""
+    tr = tl.transfers
+    if not len(tr):
+        return {}
+    trace = tl.trace
+    forms, cols = trace.forms, trace.columns()
+    plans = tr.plans if tr.plans is not None else tr.plan
+    code = tr.plan_code if tr.plan_code is not None else np.arange(len(tr))
+    is_read = np.array([p.op == "read" for p in plans], dtype=bool)[code]
+    ins = np.asarray(tr.ins, dtype=np.int64)[is_read]
+    tensors, sizes = [], []
+    for f_code in np.unique(cols.form[ins]).tolist():
+        f = forms[f_code]
+        sel = ins[cols.form[ins] == f_code]
+        for k, a in enumerate(f.reads):
+            if a.buffer == "hbm":  # each transfer loads a byte of the tensor once (a broadcast reads it P times)
+                tensors.append(cols.acc_tensor[cols.acc_start[sel] + k])
+                sizes.append(np.full(len(sel), min(a.nbytes, a.byte_stop - a.byte_start), dtype=np.int64))
+    if not tensors:
+        return {}
+    t, s = np.concatenate(tensors), np.concatenate(sizes)
+    uniq, inv = np.unique(t, return_inverse=True)
+    total = np.bincount(inv, weights=s).astype(np.int64)
+    count = np.bincount(inv)
+    return {int(u): (int(b), int(c)) for u, b, c in zip(uniq, total, count)}
+
+
 def tensor_info_table(tl: Timeline) -> pa.Table:
-    loads: dict[int, list[int]] = {}
-    for i, t in zip(tl.transfers.ins, tl.transfers.plan):
-        ins = tl.trace.instructions[i]
-        if t.op == "read":
-            for a in ins.reads:
-                if a.buffer == "hbm":  # each transfer loads a byte of the tensor once (a broadcast reads it P times)
-                    loads.setdefault(a.tensor, []).append(min(a.nbytes, a.byte_stop - a.byte_start))
+    loads = _hbm_loads(tl)
     cols: dict[str, list] = {
         k: []
         for k in (
@@ -402,25 +594,33 @@ def tensor_info_table(tl: Timeline) -> pa.Table:
             "load_to_sbuf_repeat_factor",
         )
     }
-    for rec in tl.trace.tensors.values():
-        if rec.kind not in ("input", "output"):
-            continue
-        sizes = loads.get(rec.id, [])
+    tab = tl.trace.tensors
+    kinds, strings = tab.codes("kind")
+    io = {k for k, s in enumerate(strings) if s in ("input", "output")}
+    ids = tab.column("id")
+    for row in np.flatnonzero(np.isin(kinds, list(io))).tolist():
+        rec = tab[int(ids[row])]
+        total, count = loads.get(rec.id, (0, 0))
         cols["variable_name"].append(rec.name)
         cols["type"].append(schema.TENSOR_IN if rec.kind == "input" else schema.TENSOR_OUT)
         cols["shape"].append(" ".join(map(str, rec.shape)))
         cols["size"].append(rec.nbytes)
         cols["node"].append(rec.id)
         cols["pcore_idx"].append(0)
-        cols["load_to_sbuf_avg_size_bytes"].append(sum(sizes) // len(sizes) if sizes else None)
-        cols["load_to_sbuf_total_size_bytes"].append(sum(sizes) if sizes else None)
-        cols["load_to_sbuf_dma_count"].append(len(sizes) if sizes else None)
-        cols["load_to_sbuf_repeat_factor"].append(sum(sizes) / rec.nbytes if sizes and rec.nbytes else None)
+        cols["load_to_sbuf_avg_size_bytes"].append(total // count if count else None)
+        cols["load_to_sbuf_total_size_bytes"].append(total if count else None)
+        cols["load_to_sbuf_dma_count"].append(count if count else None)
+        cols["load_to_sbuf_repeat_factor"].append(total / rec.nbytes if count and rec.nbytes else None)
     return to_table("TensorInfo", cols)
 
 
 def dma_queues_table(tl: Timeline) -> pa.Table:
-    used = sorted({(tl.trace.instructions[i].program, t.queue) for i, t in zip(tl.transfers.ins, tl.transfers.plan)})
+    tr = tl.transfers
+    plans = tr.plans if tr.plans is not None else tr.plan
+    code = tr.plan_code if tr.plan_code is not None else np.arange(len(tr))
+    programs = tl.trace.columns().program.astype(np.int64)[np.asarray(tr.ins, dtype=np.int64)]
+    pairs = np.unique(np.stack([programs, code], axis=1), axis=0) if len(tr) else np.zeros((0, 2), np.int64)
+    used = sorted({(int(p), plans[int(c)].queue) for p, c in pairs})
     return to_table(
         "DmaQueuesInfo",
         {

@@ -30,8 +30,10 @@ from nkidev.profile import schema, summary, tables
 from nkidev.profile.perfetto import MAX_PACKET_EVENTS, write_trace
 
 
-def build_tables(tl: Timeline, notes: list[tuple[str, str]] = ()) -> dict[str, pa.Table]:
-    """All profile tables for one timeline (`notes`: extra Warning rows, (category, message))."""
+def build_tables(tl: Timeline, notes: list[tuple[str, str]] = ()) -> dict[str, pa.Table | tables.LazyTable]:
+    """All profile tables for one timeline (`notes`: extra Warning rows, (category, message)). The big ones
+    (Instruction, DmaPacketAggregated, DmaPacket, Flow) are `tables.LazyTable`s: built chunk by chunk when
+    written or read (`.to_table()` materializes one)."""
     out = {"Instruction": tables.instruction_table(tl)}
     out.update(tables.transfer_tables(tl))
     out["ActiveTime"] = tables.active_time_table(tl)
@@ -140,7 +142,7 @@ def write_profile(path: Path, tables_: dict[str, pa.Table], title: str, force: b
     tmp.mkdir()  # mkdir, not mkdtemp: the profile gets the user's normal permissions
     try:
         for name, table in tables_.items():
-            pq.write_table(table, tmp / f"{name}.parquet")
+            _write_table(table, tmp / f"{name}.parquet")
             crash_point(f"table {name}")
         write_trace(tmp / schema.TRACE_FILE, tables_, title)
         if target is not None:
@@ -156,6 +158,18 @@ def write_profile(path: Path, tables_: dict[str, pa.Table], title: str, force: b
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _write_table(table: pa.Table | tables.LazyTable, path: Path) -> None:
+    """One Parquet file; a LazyTable is streamed a chunk (row group) at a time, never built whole."""
+    if isinstance(table, pa.Table):
+        pq.write_table(table, path)
+        return
+    with pq.ParquetWriter(path, table.schema) as writer:
+        for chunk in table.batches():
+            writer.write_table(chunk)
+        if table.num_rows == 0:
+            writer.write_table(table.schema.empty_table())
 
 
 def _replace(tmp: Path, path: Path) -> None:
