@@ -74,30 +74,34 @@ class Deps:
         return Deps(start, consumer[order])
 
     def with_edges(self, edges: Iterable[tuple[int, int]]) -> Deps:
-        """These deps plus (producer, consumer) edges, appended after a consumer's own deps (skipping
-        self-edges and edges already present)."""
-        extra: dict[int, list[int]] = {}
-        for producer, consumer in edges:
-            if producer == consumer:
-                continue
-            have = extra.setdefault(consumer, [])
-            if producer not in have and producer not in self[consumer]:
-                have.append(producer)
-        if not extra:
+        """These deps plus (producer, consumer) edges, appended after a consumer's own deps in the order given
+        (skipping self-edges, repeats and edges already present)."""
+        e = np.asarray(list(edges), dtype=np.int64).reshape(-1, 2)
+        e = e[e[:, 0] != e[:, 1]]
+        if not len(e):
             return self
         n = len(self)
+        pair = e[:, 1] * n + e[:, 0]
+        _, first = np.unique(pair, return_index=True)
+        e, pair = e[np.sort(first)], pair[np.sort(first)]  # first occurrence of each edge, in the given order
         counts = np.diff(self.start)
-        add = np.zeros(n, dtype=np.int64)
-        for c, ps in extra.items():
-            add[c] = len(ps)
+        have = np.repeat(np.arange(n, dtype=np.int64), counts) * n + self.src
+        keep = ~np.isin(pair, have)
+        e = e[keep]
+        if not len(e):
+            return self
+        by_consumer = np.argsort(e[:, 1], kind="stable")
+        e = e[by_consumer]
+        add = np.bincount(e[:, 1], minlength=n)
         start = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts + add, out=start[1:])
         src = np.empty(start[-1], dtype=np.int64)
         # each consumer's old deps go first, then its extra ones
         old_pos = np.repeat(start[:-1] - self.start[:-1], counts) + np.arange(len(self.src))
         src[old_pos] = self.src
-        for c, ps in extra.items():
-            src[start[c] + counts[c] : start[c + 1]] = ps
+        extra_first = start[:-1] + counts  # where a consumer's extra deps begin
+        rank = np.arange(len(e)) - np.repeat(np.cumsum(add) - add, add)
+        src[extra_first[e[:, 1]] + rank] = e[:, 0]
         return Deps(start, src)
 
 

@@ -354,19 +354,15 @@ class _Run:
         engines = self.dma_free.get(self.programs[i])
         if engines is None:
             engines = self.dma_free[self.programs[i]] = [0.0] * self.hw.dma.engines
-        first = None
-        last = earliest
-        pk_start = self.pk_start
-        for e, dur in zip(t.engines, t.packet_ns):
-            s = engines[e] if engines[e] > earliest else earliest
-            engines[e] = s + dur
-            pk_start.append(s)
-            if first is None or s < first:
-                first = s
-            if s + dur > last:
-                last = s + dur
+        # each DMA engine serving the transfer moves its packet when it is free (first come, first served)
+        starts = [engines[e] if engines[e] > earliest else earliest for e in t.engines]
+        ends = [s + d for s, d in zip(starts, t.packet_ns)]
+        for e, x in zip(t.engines, ends):
+            engines[e] = x
+        self.pk_start.extend(starts)
         self.pk_transfer.append(k)
-        self.t_start[k] = earliest if first is None else first
+        last = max(earliest, max(ends)) if ends else earliest
+        self.t_start[k] = min(starts) if starts else earliest
         self.t_end[k] = last
         self.end[i] = last
 

@@ -72,8 +72,11 @@ _SITES: dict[tuple[types.CodeType, int], list] = {}  # (code, line) -> [location
 _UNSET = object()
 
 
-def _site() -> list | None:
-    frame = sys._getframe(2)
+def _site(depth: int = 3) -> list | None:
+    try:
+        frame = sys._getframe(depth)
+    except ValueError:  # a shallower stack than nkidev's own frames: no kernel frame
+        return None
     while frame is not None and _code_internal(frame.f_code):
         frame = frame.f_back
     if frame is None:
@@ -87,10 +90,11 @@ def _site() -> list | None:
     return site
 
 
-def kernel_location() -> str | None:
+def kernel_location(skip: int = 0) -> str | None:
     """ "/path/kernel.py:42" for the innermost user frame, or None when called from nkidev alone (one string
-    object per kernel line: the trace interns locations by it)."""
-    site = _site()
+    object per kernel line: the trace interns locations by it). `skip`: frames above the caller known to be
+    nkidev's own (the search starts past them)."""
+    site = _site(3 + skip)
     return None if site is None else site[0]
 
 

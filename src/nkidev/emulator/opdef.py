@@ -215,7 +215,7 @@ def dispatch(op: OpDef, a: SimpleNamespace):
             if key is not None:
                 entry[1] = form
         counter = ctx.counter
-        location = kernel_location()
+        location = kernel_location(1)  # skip=1: dispatch is called by the generated nki.isa function, never by kernel code
         trace.record(counter[0], form, location, ctx.program, ids_r + ids_w)
         if usage.check:
             usage.recorded(counter[0], location)
@@ -348,7 +348,7 @@ def signature(op: OpDef, a, ids_r: list, ids_w: list) -> tuple | None:
         elif c in _FLOATS:
             key.append((c, v, math.copysign(1.0, v)))  # -0.0 == 0.0, but not in attributes and profiles
         elif isinstance(v, Enum):
-            key.append((c, v))
+            key.append(id(v))  # members are singletons; Enum.__hash__ is Python code
         elif c is list or c is tuple:
             if v and v[0].__class__ is NkiTensor:
                 ids = ids_w if name in writes else ids_r
@@ -382,7 +382,7 @@ def _plain(v) -> tuple | None:
                 return None
             out.append((c, inner))
         elif isinstance(x, Enum):
-            out.append((c, x))
+            out.append(id(x))
         else:
             return None
     return tuple(out)

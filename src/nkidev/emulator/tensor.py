@@ -64,7 +64,7 @@ class Storage:
         "name",
         "role",
         "location",
-        "ptr",
+        "_ptr",
         "pstride",
         "pp_bytes",
         "nbytes",
@@ -85,7 +85,7 @@ class Storage:
         self.name = name or f"t{self.id}"
         self.role = role  # "input" | "output" | "internal"
         self.location = location
-        self.ptr = array.__array_interface__["data"][0]
+        self._ptr = None  # the data address, computed when first needed (views mostly know their offset)
         self.pstride = array.strides[0] if array.ndim else array.itemsize  # bytes per partition (on-chip)
         self.pp_bytes = (math.prod(array.shape[1:]) if array.ndim > 1 else 1) * dtype.itemsize
         self.nbytes = array.nbytes
@@ -94,6 +94,12 @@ class Storage:
         self.pending = None  # PSUM: deferred matmul groups (see psum.py); flushed before any other access
         self.life = None  # on-chip: the accesses that make its lifetime (liveness.py)
         self._usage = None  # the Memory that counts its bytes while Python holds it
+
+    @property
+    def ptr(self) -> int:
+        if self._ptr is None:
+            self._ptr = self.array.__array_interface__["data"][0]
+        return self._ptr
 
     def flush(self) -> None:
         """Compute the deferred matmul groups of this PSUM storage (psum.py) before anything touches it."""
@@ -162,7 +168,7 @@ def allocate(
     if region is MemoryRegion.shared_hbm and ctx.shared_hbm is not None and ctx.grid != (1,):
         ctx.shared_hbm.append(storage)
         ctx.shared_count += 1
-    return NkiTensor(array, storage, dt)
+    return NkiTensor(array, storage, dt, off=0)
 
 
 def _shared_allocation(ctx, shape, dt, region, name, location) -> NkiTensor | None:
@@ -179,7 +185,7 @@ def _shared_allocation(ctx, shape, dt, region, name, location) -> NkiTensor | No
             "allocate shared tensors identically in every program, at the top of the kernel",
         )
     ctx.shared_count += 1
-    return NkiTensor(st.array, st, dt)
+    return NkiTensor(st.array, st, dt, off=0)
 
 
 def from_array(array: np.ndarray, name: str, region: MemoryRegion = MemoryRegion.private_hbm, role: str = "input") -> NkiTensor:
@@ -190,10 +196,16 @@ def from_array(array: np.ndarray, name: str, region: MemoryRegion = MemoryRegion
     ctx = _ctx.current()
     if ctx.trace is not None:
         storage.record_in(ctx.trace)
-    return NkiTensor(data, storage, dt)
+    return NkiTensor(data, storage, dt, off=0)
 
 
 def _check_shape(shape) -> tuple[int, ...]:
+    if shape.__class__ is tuple and shape:  # the common case: a tuple of positive ints, returned as is
+        for s in shape:
+            if s.__class__ is not int or s <= 0:
+                break
+        else:
+            return shape
     if isinstance(shape, int | np.integer):
         shape = (shape,)
     try:
@@ -252,10 +264,18 @@ def _index_value(index) -> np.ndarray:
 class NkiTensor:
     """A view of an NKI tensor in HBM, SBUF or PSUM (first dim of on-chip tensors = partition dim)."""
 
-    __slots__ = ("_data", "storage", "dtype", "dyn", "_reg", "bad")
+    __slots__ = ("_data", "storage", "dtype", "dyn", "_reg", "bad", "_off")
     __array_priority__ = 100  # make `ndarray + tensor` defer to our operators
 
-    def __init__(self, data: np.ndarray, storage: Storage, dtype: NkiDType, dyn: Indirect | None = None, bad: str | None = None):
+    def __init__(
+        self,
+        data: np.ndarray,
+        storage: Storage,
+        dtype: NkiDType,
+        dyn: Indirect | None = None,
+        bad: str | None = None,
+        off: int | None = None,
+    ):
         self._data = data
         self.storage = storage
         self.dtype = dtype
@@ -266,6 +286,9 @@ class NkiTensor:
         self.bad = bad
         if bad is not None or data.size == 0:
             _ctx.current().deferred_views += 1  # dispatch checks operands for this only once such a view exists
+        # byte offset of the view's first element in its storage, when known without asking NumPy for the data
+        # address (slicing computes it; __array_interface__ costs more than the rest of region())
+        self._off = off
 
     # --- attributes -----------------------------------------------------------------
     @property
@@ -335,6 +358,8 @@ class NkiTensor:
                 "use one index or slice per dimension",
             )
         shape = self._data.shape
+        strides = self._data.strides
+        off = self._off
         norm = []
         for dim, k in enumerate(key):
             if k.__class__ is slice and k.step is None:  # the common case, checked inline
@@ -343,12 +368,17 @@ class NkiTensor:
                 stop = n if k.stop is None else k.stop
                 if start.__class__ is int and stop.__class__ is int and 0 <= start < stop <= n:
                     norm.append(k if (k.start is not None and k.stop is not None) else slice(start, stop))
+                    if off is not None:
+                        off += start * strides[dim]
                     continue
             problems = []
-            norm.append(self._norm_index(dim, k, problems))
+            k = self._norm_index(dim, k, problems)
             if problems:
                 return self._indexed(key, problems[0])
-        return NkiTensor(self._data[tuple(norm)], self.storage, self.dtype, bad=self.bad)
+            norm.append(k)
+            if off is not None:
+                off += (k.start if k.__class__ is slice else k) * strides[dim]
+        return NkiTensor(self._data[tuple(norm)], self.storage, self.dtype, bad=self.bad, off=off)
 
     def _indexed(self, key, problem: str) -> NkiTensor:
         """An out-of-bounds view: clipped data of the right rank, and the error its first access raises."""
@@ -431,7 +461,8 @@ class NkiTensor:
             )
 
     def _new(self, data: np.ndarray) -> NkiTensor:
-        return NkiTensor(data, self.storage, self.dtype, bad=self.bad)
+        """A view of the same first element (reshape, permute, broadcast, ...): the offset carries over."""
+        return NkiTensor(data, self.storage, self.dtype, bad=self.bad, off=self._off)
 
     def reshape(self, *shape) -> NkiTensor:
         self._static("reshape")
@@ -796,7 +827,9 @@ def region(t: NkiTensor) -> tuple[int, int, int, int, int, int]:
         reg = (0, data.shape[0] if data.ndim else 1, 0, st.array.nbytes, item, nbytes)
         t._reg = reg
         return reg
-    off = data.__array_interface__["data"][0] - st.ptr
+    off = t._off
+    if off is None:
+        off = t._off = data.__array_interface__["data"][0] - st.ptr
     shape, strides = data.shape, data.strides
     first = 0 if st.kind == "hbm" else 1
     run = item  # innermost contiguous run in bytes

@@ -219,8 +219,25 @@ class TensorTable:
         self._strings = _Interned()  # names, buffers, dtypes, kinds, locations
         self._shapes = _Interned()
         self._index: dict[int, int] | None = None  # only when ids arrive out of order
+        self._sites: dict[tuple, tuple] = {}  # (name, buffer, shape, dtype, kind, location) -> their codes
 
     def add(self, id: int, name: str, buffer: str, shape: tuple, dtype: str, nbytes: int, kind: str, location: str | None) -> None:
+        ids = self._id
+        if self._index is None and (not ids or id > ids[-1]):  # the emulator's case: a new, larger id
+            site = (name, buffer, shape, dtype, kind, location)  # a loop allocates the same tile again and again
+            codes = self._sites.get(site)
+            if codes is None:
+                s = self._strings.code
+                codes = self._sites[site] = (s(name), s(buffer), self._shapes.code(shape), s(dtype), s(kind), s(location))
+            ids.append(id)
+            self._name.append(codes[0])
+            self._buffer.append(codes[1])
+            self._shape.append(codes[2])
+            self._dtype.append(codes[3])
+            self._kind.append(codes[4])
+            self._loc.append(codes[5])
+            self._nbytes.append(nbytes)
+            return
         row = self._row(id)
         s = self._strings.code
         values = (s(name), s(buffer), self._shapes.code(shape), s(dtype), s(kind), s(location), nbytes)
@@ -378,7 +395,8 @@ class Trace:
             self.forms.append(form)
         self._id.append(id)
         self._form.append(code)
-        self._loc.append(self._locations.code(location))
+        loc = self._locations.codes.get(location)
+        self._loc.append(loc if loc is not None else self._locations.code(location))
         self._program.append(program)
         self._acc_start.append(len(self._acc_tensor))
         self._acc_tensor.extend(tensors)

@@ -33,12 +33,12 @@ class _Tracks:
         if key not in self.tids:
             if core not in self.cores:
                 self.cores.add(core)
-                self.out.events.append({"name": "process_name", "ph": "M", "pid": core, "args": {"name": f"NeuronCore {core}"}})
-                self.out.events.append({"name": "process_sort_index", "ph": "M", "pid": core, "args": {"sort_index": core}})
+                self.out.add({"name": "process_name", "ph": "M", "pid": core, "args": {"name": f"NeuronCore {core}"}})
+                self.out.add({"name": "process_sort_index", "ph": "M", "pid": core, "args": {"sort_index": core}})
             tid = len(self.tids) + 1
             self.tids[key] = tid
-            self.out.events.append({"name": "thread_name", "ph": "M", "pid": core, "tid": tid, "args": {"name": name}})
-            self.out.events.append({"name": "thread_sort_index", "ph": "M", "pid": core, "tid": tid, "args": {"sort_index": tid}})
+            self.out.add({"name": "thread_name", "ph": "M", "pid": core, "tid": tid, "args": {"name": name}})
+            self.out.add({"name": "thread_sort_index", "ph": "M", "pid": core, "tid": tid, "args": {"sort_index": tid}})
         return self.tids[key]
 
 
@@ -62,34 +62,48 @@ def _chunks(table, names: list[str], rows=None):
         yield {name: part.column(name).to_pylist() for name in names}
 
 
+class _Json:
+    """JSON text of values, cached: a profile repeats a few thousand distinct strings millions of times."""
+
+    def __init__(self):
+        self.cache: dict = {}
+
+    def __call__(self, value) -> str:
+        text = self.cache.get(value)
+        if text is None:
+            text = self.cache[value] = json.dumps(value)
+        return text
+
+
+def _num(x) -> str:
+    """A number as json.dumps writes it (None: null)."""
+    return "null" if x is None else repr(x)
+
+
+# Each event is one f-string with the layout json.dumps(..., separators=(",", ":")) gives the equivalent dict, so
+# trace.json is the same text it always was, written several times faster than building dicts to encode.
+
+
 def _instruction_events(ins, tracks: _Tracks, out: _Output) -> None:
     names = ["id", "engine", "opcode", "start_ts", "duration_ns", "pcore_idx", "compiler_opcode", "nki_source_location", "operands"]
     names += ["evt_wait_time_ns", "bir_id"]
+    js = _Json()
     for c in _chunks(ins, names):
         events = out.events
-        for k in range(len(c["id"])):
-            engine, opcode = c["engine"][k], c["opcode"][k]
+        ids, engines, opcodes, starts, durs = c["id"], c["engine"], c["opcode"], c["start_ts"], c["duration_ns"]
+        cores, nki, src, ops = c["pcore_idx"], c["compiler_opcode"], c["nki_source_location"], c["operands"]
+        wait, bir = c["evt_wait_time_ns"], c["bir_id"]
+        for k in range(len(ids)):
+            engine, opcode = engines[k], opcodes[k]
             if opcode == "DMA_TRIGGER" and engine != "GpSimd":
                 continue  # static/hardware DGE triggers are drawn as their DMA queue's transfers
             track = "Tensor LDWEIGHTS" if opcode == "LDWEIGHTS" else engine
+            core = cores[k] or 0
+            tid = tracks.tid(core, track)
             events.append(
-                {
-                    "name": opcode,
-                    "cat": engine,
-                    "ph": "X",
-                    "ts": _us(c["start_ts"][k]),
-                    "dur": _us(c["duration_ns"][k]),
-                    "pid": c["pcore_idx"][k] or 0,
-                    "tid": tracks.tid(c["pcore_idx"][k] or 0, track),
-                    "args": {
-                        "id": c["id"][k],
-                        "nki": c["compiler_opcode"][k],
-                        "source": c["nki_source_location"][k],
-                        "operands": c["operands"][k],
-                        "wait_ns": c["evt_wait_time_ns"][k],
-                        "bir_id": c["bir_id"][k],
-                    },
-                }
+                f'{{"name":{js(opcode)},"cat":{js(engine)},"ph":"X","ts":{_num(_us(starts[k]))},"dur":{_num(_us(durs[k]))},'
+                f'"pid":{core},"tid":{tid},"args":{{"id":{_num(ids[k])},"nki":{js(nki[k])},"source":{js(src[k])},'
+                f'"operands":{js(ops[k])},"wait_ns":{_num(wait[k])},"bir_id":{js(bir[k])}}}}}'
             )
         out.flush()
 
@@ -100,6 +114,7 @@ def _transfer_events(dpa, tracks: _Tracks, out: _Output, sources: np.ndarray, lo
     starts = _column(dpa, "start_ts")
     order = np.argsort(starts, kind="stable")  # sorted(range(n), key=start): stable too
     lanes: dict[tuple[int, str], list[int]] = {}
+    js = _Json()
     done = 0
     for c in _chunks(dpa, names, order):
         events = out.events
@@ -114,23 +129,15 @@ def _transfer_events(dpa, tracks: _Tracks, out: _Output, sources: np.ndarray, lo
             ends[lane] = c["end_ts"][k]
             name = c["queue_name"][k] + ("" if lane == 0 else f" #{lane}")
             src = sources[order[done + k]]
+            tid = tracks.tid(core, name)
+            start, end = c["start_ts"][k], c["end_ts"][k]
+            label = js(f"{c['op'][k]} {c['variable'][k]}")
+            path = js(f"{c['source'][k]} -> {c['dest'][k]}")
+            where = js(locations[src] if src >= 0 else None)
             events.append(
-                {
-                    "name": f"{c['op'][k]} {c['variable'][k]}",
-                    "cat": "DMA",
-                    "ph": "X",
-                    "ts": _us(c["start_ts"][k]),
-                    "dur": _us(c["end_ts"][k] - c["start_ts"][k]),
-                    "pid": core,
-                    "tid": tracks.tid(core, name),
-                    "args": {
-                        "dma_id": c["id"][k],
-                        "bytes": c["transfer_bytes"][k],
-                        "path": f"{c['source'][k]} -> {c['dest'][k]}",
-                        "source": locations[src] if src >= 0 else None,
-                        "triggered_at_us": _us(c["trigger"][k] or 0),
-                    },
-                }
+                f'{{"name":{label},"cat":"DMA","ph":"X","ts":{_num(_us(start))},"dur":{_num(_us(end - start))},"pid":{core},'
+                f'"tid":{tid},"args":{{"dma_id":{_num(c["id"][k])},"bytes":{_num(c["transfer_bytes"][k])},"path":{path},'
+                f'"source":{where},"triggered_at_us":{_num(_us(c["trigger"][k] or 0))}}}}}'
             )
         done += len(c["id"])
         out.flush()
@@ -138,21 +145,16 @@ def _transfer_events(dpa, tracks: _Tracks, out: _Output, sources: np.ndarray, lo
 
 def _packet_events(pk, tracks: _Tracks, out: _Output) -> None:
     names = ["start_ts", "duration_ns", "pcore_idx", "engine_idx", "variable", "transfer_bytes", "packet_aggregation_id"]
+    js = _Json()
     for c in _chunks(pk, names):
         events = out.events
         for k in range(len(c["start_ts"])):
             core = c["pcore_idx"][k] or 0
+            tid = tracks.tid(core, f"DMA engine {c['engine_idx'][k]:02d}")
             events.append(
-                {
-                    "name": c["variable"][k] or "packet",
-                    "cat": "DMA packet",
-                    "ph": "X",
-                    "ts": _us(c["start_ts"][k]),
-                    "dur": _us(c["duration_ns"][k]),
-                    "pid": core,
-                    "tid": tracks.tid(core, f"DMA engine {c['engine_idx'][k]:02d}"),
-                    "args": {"bytes": c["transfer_bytes"][k], "dma_id": c["packet_aggregation_id"][k]},
-                }
+                f'{{"name":{js(c["variable"][k] or "packet")},"cat":"DMA packet","ph":"X","ts":{_num(_us(c["start_ts"][k]))},'
+                f'"dur":{_num(_us(c["duration_ns"][k]))},"pid":{core},"tid":{tid},'
+                f'"args":{{"bytes":{_num(c["transfer_bytes"][k])},"dma_id":{_num(c["packet_aggregation_id"][k])}}}}}'
             )
         out.flush()
 
@@ -163,18 +165,20 @@ def _column(table, name: str) -> np.ndarray:
 
 
 class _Output:
-    """trace.json written as it is built: `{"traceEvents":[...],...}` with events encoded a chunk at a time
-    (json.dumps, not dump: only dumps uses the C encoder)."""
+    """trace.json written as it is built: `{"traceEvents":[...],...}`, a chunk of events (JSON texts) at a time."""
 
     def __init__(self, f):
         self.f = f
-        self.events: list = []
+        self.events: list[str] = []
         self.first = True
         f.write('{"traceEvents":[')
 
+    def add(self, event: dict) -> None:
+        self.events.append(json.dumps(event, separators=(",", ":")))
+
     def flush(self) -> None:
         if self.events:
-            text = json.dumps(self.events, separators=(",", ":"))[1:-1]
+            text = ",".join(self.events)
             self.f.write(text if self.first else "," + text)
             self.first = False
             self.events = []

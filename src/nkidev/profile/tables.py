@@ -561,10 +561,12 @@ def _hbm_loads(tl: Timeline) -> dict[int, tuple[int, int]]:
     is_read = np.array([p.op == "read" for p in plans], dtype=bool)[code]
     ins = np.asarray(tr.ins, dtype=np.int64)[is_read]
     tensors, sizes = [], []
-    for f_code in np.unique(cols.form[ins]).tolist():
-        f = forms[f_code]
-        sel = ins[cols.form[ins] == f_code]
-        for k, a in enumerate(f.reads):
+    uniq, inverse = np.unique(cols.form[ins], return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(uniq) + 1))
+    for g, f_code in enumerate(uniq.tolist()):
+        sel = ins[order[bounds[g] : bounds[g + 1]]]
+        for k, a in enumerate(forms[f_code].reads):
             if a.buffer == "hbm":  # each transfer loads a byte of the tensor once (a broadcast reads it P times)
                 tensors.append(cols.acc_tensor[cols.acc_start[sel] + k])
                 sizes.append(np.full(len(sel), min(a.nbytes, a.byte_stop - a.byte_start), dtype=np.int64))
