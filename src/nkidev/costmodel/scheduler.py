@@ -113,6 +113,8 @@ class _Plan:
             self.plans.append(plan(f, label(src.buffer, s_kind), label(dst.buffer, d_kind), variable, hw))
         self.transfer_index = np.full(self.n, -1, dtype=np.int64)
         self.transfer_index[dma] = np.arange(len(dma))
+        self.transfer_of = self.transfer_index.tolist()  # the event loop's copies (Python ints, list indexing)
+        self.transfer_plan = [self.plans[c] for c in self.plan_code.tolist()]
         self.n_transfers = len(dma)
 
     def _streams_and_rows(self, trace: Trace, form: np.ndarray, kind: np.ndarray) -> None:
@@ -272,6 +274,7 @@ class _Run:
         self.pk_start = array("d")
         self.dma_free: dict[int, list[float]] = {}
         self.sync_ns = hw.engines.semaphore_sync_ns
+        self.fixed_ns = hw.dma.fixed_cost_ns
         engine_code = {e: k for k, e in enumerate(_ENGINES)}
         eng = trace.forms_column([engine_code[f.engine] for f in forms], np.int64) if forms else np.zeros(0, np.int64)
         # instructions of one (engine, program) in-order stream hand over with the engine's own latency
@@ -293,7 +296,8 @@ class _Run:
         q = self.plan.stream[i]
         if self.plan.kind[i] == TENSOR:
             return max(self.ls_ready[i], self.ls_free[q], self.mm_start[q])
-        return max(self.dep_ready[i], self.free[q])
+        a, b = self.dep_ready[i], self.free[q]
+        return a if a > b else b
 
     def _push_head(self, q: int) -> None:
         members = self.plan.members[q]
@@ -303,57 +307,67 @@ class _Run:
             if self.pending[i] == 0:
                 heapq.heappush(self.heap, (self._ready_time(i), i))
 
-    def _latency(self, producer: int, consumer: int) -> float:
-        if self.lane[producer] == self.lane[consumer] and not self.is_dma[producer]:
-            return self.same_ns[producer]
-        return self.sync_ns
-
     # --- one instruction ---------------------------------------------------------------------------
 
     def _run_compute(self, i: int) -> None:
-        q, row = self.plan.stream[i], self.plan.first_row[i]
-        ports = [(self.programs[i], p) for p in self.ports[i]] if self.ports is not None else ()
-        start = max(self.dep_ready[i], self.free[q], *(self.port_free.get(p, 0.0) for p in ports))
-        end = start + self.plan.busy[i]
-        self.row_start[row], self.row_end[row] = start, end
-        self.row_wait[row] = max(0.0, self.dep_ready[i] - self.free[q])
+        plan = self.plan
+        q, row = plan.stream[i], plan.first_row[i]
+        ready, free = self.dep_ready[i], self.free[q]
+        start = ready if ready > free else free
+        if self.ports is not None:  # NC-v2: wait for the shared SBUF/PSUM port too
+            ports = [(self.programs[i], p) for p in self.ports[i]]
+            for p in ports:
+                start = max(start, self.port_free.get(p, 0.0))
+            end = start + plan.busy[i]
+            for p in ports:
+                self.port_free[p] = end
+        else:
+            end = start + plan.busy[i]
+        self.row_start[row] = start
+        self.row_end[row] = end
+        self.row_wait[row] = ready - free if ready > free else 0.0
         self.free[q] = end
-        for p in ports:
-            self.port_free[p] = end
         self.end[i] = end
 
     def _run_tensor(self, i: int) -> None:
-        q, row = self.plan.stream[i], self.plan.first_row[i]
-        in_order = max(self.ls_free[q], self.mm_start[q])
-        ls_start = max(self.ls_ready[i], in_order)
-        ls_end = ls_start + self.plan.load[i]
-        mm_in_order = max(ls_end, self.free[q])
-        mm_start = max(mm_in_order, self.dep_ready[i])
+        plan = self.plan
+        q, row = plan.stream[i], plan.first_row[i]
+        ls_free, mm_prev, free = self.ls_free[q], self.mm_start[q], self.free[q]
+        ls_ready, dep_ready = self.ls_ready[i], self.dep_ready[i]
+        in_order = ls_free if ls_free > mm_prev else mm_prev
+        ls_start = ls_ready if ls_ready > in_order else in_order
+        ls_end = ls_start + plan.load[i]
+        mm_in_order = ls_end if ls_end > free else free
+        mm_start = mm_in_order if mm_in_order > dep_ready else dep_ready
         # the PE array pipeline refills after an idle gap (MM_INIT_LATENCY); back-to-back MATMULs hide it
-        refill = self.mm_init_ns if mm_start > self.free[q] or not self.mm_started[q] else 0.0
+        refill = self.mm_init_ns if mm_start > free or not self.mm_started[q] else 0.0
         self.mm_started[q] = True
-        mm_end = mm_start + self.plan.busy[i] + refill
-        self.row_start[row], self.row_end[row] = ls_start, ls_end
-        self.row_start[row + 1], self.row_end[row + 1] = mm_start, mm_end
-        self.row_wait[row] = max(0.0, self.ls_ready[i] - in_order)
-        self.row_wait[row + 1] = max(0.0, self.dep_ready[i] - mm_in_order)
+        mm_end = mm_start + plan.busy[i] + refill
+        row_start, row_end, row_wait = self.row_start, self.row_end, self.row_wait
+        row_start[row], row_end[row] = ls_start, ls_end
+        row_start[row + 1], row_end[row + 1] = mm_start, mm_end
+        row_wait[row] = ls_ready - in_order if ls_ready > in_order else 0.0
+        row_wait[row + 1] = dep_ready - mm_in_order if dep_ready > mm_in_order else 0.0
         self.ls_free[q], self.mm_start[q], self.free[q] = ls_end, mm_start, mm_end
         self.end[i] = mm_end
 
     def _run_dma(self, i: int) -> None:
         plan = self.plan
         q, row = plan.stream[i], plan.first_row[i]
-        k = plan.transfer_index[i]
-        t: Transfer = plan.plans[plan.plan_code[k]]
-        start = max(self.dep_ready[i], self.free[q])
+        k = plan.transfer_of[i]
+        t: Transfer = plan.transfer_plan[k]
+        ready, free = self.dep_ready[i], self.free[q]
+        start = ready if ready > free else free
         issued = start + t.issue_ns
-        self.row_start[row], self.row_end[row] = start, issued
-        self.row_wait[row] = max(0.0, self.dep_ready[i] - self.free[q])
+        self.row_start[row] = start
+        self.row_end[row] = issued
+        self.row_wait[row] = ready - free if ready > free else 0.0
         self.free[q] = issued
-        earliest = issued + self.hw.dma.fixed_cost_ns
-        engines = self.dma_free.get(self.programs[i])
+        earliest = issued + self.fixed_ns
+        program = self.programs[i]
+        engines = self.dma_free.get(program)
         if engines is None:
-            engines = self.dma_free[self.programs[i]] = [0.0] * self.hw.dma.engines
+            engines = self.dma_free[program] = [0.0] * self.hw.dma.engines
         # each DMA engine serving the transfer moves its packet when it is free (first come, first served)
         starts = [engines[e] if engines[e] > earliest else earliest for e in t.engines]
         ends = [s + d for s, d in zip(starts, t.packet_ns)]
@@ -376,11 +390,17 @@ class _Run:
             self._run_compute(i)
 
     def _finish(self, i: int) -> None:
+        """Instruction i is done: hand its end to the instructions waiting for it, release its stream's next."""
         done = self.end[i]
         writes = None
         stationary, ls_ready, dep_ready, pending = self.stationary, self.ls_ready, self.dep_ready, self.pending
+        lane, plan, head = self.lane, self.plan, self.head
+        # the hand-off: the engine's own latency within one in-order stream, else a semaphore
+        same = lane[i] if not self.is_dma[i] else None
+        same_ns, sync_ns = self.same_ns[i], self.sync_ns
+        stream, members = plan.stream, plan.members
         for c in self.cons[self.cons_start[i] : self.cons_start[i + 1]]:
-            ready = done + self._latency(i, c)
+            ready = done + (same_ns if lane[c] == same else sync_ns)
             if ready > dep_ready[c]:
                 dep_ready[c] = ready
             st = stationary[c]
@@ -391,11 +411,11 @@ class _Run:
                     ls_ready[c] = ready
             pending[c] -= 1
             if pending[c] == 0:
-                q = self.plan.stream[c]
-                if self.plan.members[q][self.head[q]] == c:
+                q = stream[c]
+                if members[q][head[q]] == c:
                     heapq.heappush(self.heap, (self._ready_time(c), c))
-        q = self.plan.stream[i]
-        self.head[q] += 1
+        q = stream[i]
+        head[q] += 1
         self._push_head(q)
 
     def _arrive(self, i: int, ready: float) -> list[int]:
@@ -418,8 +438,11 @@ class _Run:
         n = self.plan.n
         barrier = self.barrier
         run, finish, heap = self._run, self._finish, self.heap
+        kind = self.plan.kind
+        run_tensor, run_dma, run_compute = self._run_tensor, self._run_dma, self._run_compute
+        pop = heapq.heappop
         while heap:
-            ready, i = heapq.heappop(heap)
+            ready, i = pop(heap)
             if barrier and i in barrier:
                 batch = self._arrive(i, ready)
                 for m in batch:
@@ -427,10 +450,16 @@ class _Run:
                 for m in batch:
                     finish(m)
                     done += 1
+                continue
+            k = kind[i]
+            if k == DMA:
+                run_dma(i)
+            elif k == TENSOR:
+                run_tensor(i)
             else:
-                run(i)
-                finish(i)
-                done += 1
+                run_compute(i)
+            finish(i)
+            done += 1
         if done != n:
             raise RuntimeError(f"scheduler stalled after {done} of {n} instructions (a dependency cycle)")
         return self._result()

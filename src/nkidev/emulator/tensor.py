@@ -35,6 +35,7 @@ class MemoryRegion(Enum):
 
 
 _KIND = {MemoryRegion.sbuf: "sbuf", MemoryRegion.psum: "psum", MemoryRegion.private_hbm: "hbm", MemoryRegion.shared_hbm: "hbm"}
+_KIND_OF = {id(region): kind for region, kind in _KIND.items()}  # by identity: Enum.__hash__ is Python code
 
 
 def to_region(buffer) -> MemoryRegion:
@@ -79,7 +80,7 @@ class Storage:
     def __init__(self, array: np.ndarray, dtype: NkiDType, region: MemoryRegion, name: str, role: str, location: str | None):
         self.id = next(_ids)
         self.region = region
-        self.kind = _KIND[region]
+        self.kind = _KIND_OF[id(region)]
         self.array = array
         self.dtype = dtype
         self.name = name or f"t{self.id}"
@@ -129,7 +130,7 @@ def allocate(
     region = to_region(buffer)
     dt = to_nki_dtype(dtype)
     shape = _check_shape(shape)
-    kind = _KIND[region]
+    kind = _KIND_OF[id(region)]
     if kind != "hbm":
         limit = ctx.target.sbuf.partitions
         if shape[0] > limit:

@@ -42,10 +42,6 @@ class _Tracks:
         return self.tids[key]
 
 
-def _us(ns: int) -> float:
-    return ns / 1000.0
-
-
 CHUNK = 65_536  # events built and encoded at a time
 
 
@@ -75,13 +71,9 @@ class _Json:
         return text
 
 
-def _num(x) -> str:
-    """A number as json.dumps writes it (None: null)."""
-    return "null" if x is None else repr(x)
-
-
-# Each event is one f-string with the layout json.dumps(..., separators=(",", ":")) gives the equivalent dict, so
-# trace.json is the same text it always was, written several times faster than building dicts to encode.
+# Each event is one f-string with the layout json.dumps(..., separators=(",", ":")) gives the equivalent dict
+# (floats and ints as repr, strings through json.dumps), so trace.json is the same text it always was, written
+# several times faster than building dicts to encode.
 
 
 def _instruction_events(ins, tracks: _Tracks, out: _Output) -> None:
@@ -100,46 +92,55 @@ def _instruction_events(ins, tracks: _Tracks, out: _Output) -> None:
             track = "Tensor LDWEIGHTS" if opcode == "LDWEIGHTS" else engine
             core = cores[k] or 0
             tid = tracks.tid(core, track)
+            w = wait[k]
             events.append(
-                f'{{"name":{js(opcode)},"cat":{js(engine)},"ph":"X","ts":{_num(_us(starts[k]))},"dur":{_num(_us(durs[k]))},'
-                f'"pid":{core},"tid":{tid},"args":{{"id":{_num(ids[k])},"nki":{js(nki[k])},"source":{js(src[k])},'
-                f'"operands":{js(ops[k])},"wait_ns":{_num(wait[k])},"bir_id":{js(bir[k])}}}}}'
+                f'{{"name":{js(opcode)},"cat":{js(engine)},"ph":"X","ts":{starts[k] / 1000.0!r},"dur":{durs[k] / 1000.0!r},'
+                f'"pid":{core},"tid":{tid},"args":{{"id":{ids[k]},"nki":{js(nki[k])},"source":{js(src[k])},'
+                f'"operands":{js(ops[k])},"wait_ns":{"null" if w is None else w},"bir_id":{js(bir[k])}}}}}'
             )
         out.flush()
 
 
 def _transfer_events(dpa, tracks: _Tracks, out: _Output, sources: np.ndarray, locations: list) -> None:
     names = ["id", "start_ts", "end_ts", "pcore_idx", "queue_name", "variable", "op", "transfer_bytes", "source", "dest"]
-    names += ["write_steps", "trigger"]
+    names += ["trigger"]
     starts = _column(dpa, "start_ts")
     order = np.argsort(starts, kind="stable")  # sorted(range(n), key=start): stable too
     lanes: dict[tuple[int, str], list[int]] = {}
-    js = _Json()
+    where_text = [json.dumps(x) for x in locations] + ["null"]  # sources code -1 -> null
+    texts: dict[tuple, str] = {}  # (op, variable) and (source, dest) -> their JSON
     done = 0
     for c in _chunks(dpa, names, order):
         events = out.events
-        for k in range(len(c["id"])):
-            core = c["pcore_idx"][k] or 0
-            ends = lanes.setdefault((core, c["queue_name"][k]), [])
-            lane = next((j for j, e in enumerate(ends) if e <= c["start_ts"][k]), None)
-            if lane is None:
-                lane = len(ends) if len(ends) < MAX_LANES else min(range(len(ends)), key=ends.__getitem__)
-                if lane == len(ends):
-                    ends.append(0)
-            ends[lane] = c["end_ts"][k]
-            name = c["queue_name"][k] + ("" if lane == 0 else f" #{lane}")
-            src = sources[order[done + k]]
-            tid = tracks.tid(core, name)
-            start, end = c["start_ts"][k], c["end_ts"][k]
-            label = js(f"{c['op'][k]} {c['variable'][k]}")
-            path = js(f"{c['source'][k]} -> {c['dest'][k]}")
-            where = js(locations[src] if src >= 0 else None)
+        ids, st, en, cores, queues = c["id"], c["start_ts"], c["end_ts"], c["pcore_idx"], c["queue_name"]
+        ops, variables, src_mem, dst_mem = c["op"], c["variable"], c["source"], c["dest"]
+        nbytes, trigger = c["transfer_bytes"], c["trigger"]
+        where = sources[order[done : done + len(ids)]].tolist()
+        for k in range(len(ids)):
+            core = cores[k] or 0
+            start, end = st[k], en[k]
+            ends = lanes.setdefault((core, queues[k]), [])
+            if ends and ends[0] <= start:
+                lane = 0
+            else:
+                lane = next((j for j, e in enumerate(ends) if e <= start), None)
+                if lane is None:
+                    lane = len(ends) if len(ends) < MAX_LANES else min(range(len(ends)), key=ends.__getitem__)
+                    if lane == len(ends):
+                        ends.append(0)
+            ends[lane] = end
+            tid = tracks.tid(core, queues[k] if lane == 0 else f"{queues[k]} #{lane}")
+            key = (ops[k], variables[k])
+            label = texts.get(key) or texts.setdefault(key, json.dumps(f"{key[0]} {key[1]}"))
+            key = (src_mem[k], dst_mem[k], None)
+            path = texts.get(key) or texts.setdefault(key, json.dumps(f"{key[0]} -> {key[1]}"))
+            t = trigger[k] or 0
             events.append(
-                f'{{"name":{label},"cat":"DMA","ph":"X","ts":{_num(_us(start))},"dur":{_num(_us(end - start))},"pid":{core},'
-                f'"tid":{tid},"args":{{"dma_id":{_num(c["id"][k])},"bytes":{_num(c["transfer_bytes"][k])},"path":{path},'
-                f'"source":{where},"triggered_at_us":{_num(_us(c["trigger"][k] or 0))}}}}}'
+                f'{{"name":{label},"cat":"DMA","ph":"X","ts":{start / 1000.0!r},"dur":{(end - start) / 1000.0!r},"pid":{core},'
+                f'"tid":{tid},"args":{{"dma_id":{ids[k]},"bytes":{nbytes[k]},"path":{path},'
+                f'"source":{where_text[where[k]]},"triggered_at_us":{t / 1000.0!r}}}}}'
             )
-        done += len(c["id"])
+        done += len(ids)
         out.flush()
 
 
@@ -152,9 +153,9 @@ def _packet_events(pk, tracks: _Tracks, out: _Output) -> None:
             core = c["pcore_idx"][k] or 0
             tid = tracks.tid(core, f"DMA engine {c['engine_idx'][k]:02d}")
             events.append(
-                f'{{"name":{js(c["variable"][k] or "packet")},"cat":"DMA packet","ph":"X","ts":{_num(_us(c["start_ts"][k]))},'
-                f'"dur":{_num(_us(c["duration_ns"][k]))},"pid":{core},"tid":{tid},'
-                f'"args":{{"bytes":{_num(c["transfer_bytes"][k])},"dma_id":{_num(c["packet_aggregation_id"][k])}}}}}'
+                f'{{"name":{js(c["variable"][k] or "packet")},"cat":"DMA packet","ph":"X","ts":{c["start_ts"][k] / 1000.0!r},'
+                f'"dur":{c["duration_ns"][k] / 1000.0!r},"pid":{core},"tid":{tid},'
+                f'"args":{{"bytes":{c["transfer_bytes"][k]},"dma_id":{c["packet_aggregation_id"][k]}}}}}'
             )
         out.flush()
 
