@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from array import array
 from collections import deque
 
 import numpy as np
@@ -82,6 +83,12 @@ def _align(x: int, a: int) -> int:
 def reuse_edges(trace: Trace, hw: Target) -> list[tuple[int, int]]:
     """(producer, consumer) positions: the first access of a tile after the last access of the tile whose
     space it takes over."""
+    producers, consumers = reuse_edge_arrays(trace, hw)
+    return list(zip(producers.tolist(), consumers.tolist()))
+
+
+def reuse_edge_arrays(trace: Trace, hw: Target) -> tuple[np.ndarray, np.ndarray]:
+    """reuse_edges as two int64 arrays (producers, consumers)."""
     acc = Accesses(trace)
     tensors, first_acc, firsts = [], [], []
     for lo in range(0, acc.n, CHUNK):
@@ -93,11 +100,11 @@ def reuse_edges(trace: Trace, hw: Target) -> list[tuple[int, int]]:
         tensors.append(c["tensor"][onchip])
         first_acc.append(onchip + a0)
         firsts.append(pos)
+    none = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     tid = np.concatenate(tensors) if tensors else np.zeros(0, np.int64)
-    idx = np.concatenate(first_acc) if first_acc else np.zeros(0, np.int64)
-    pos = np.concatenate(firsts) if firsts else np.zeros(0, np.int64)
     if not len(tid):
-        return []
+        return none
+    idx, pos = np.concatenate(first_acc), np.concatenate(firsts)
     order = np.lexsort((idx, tid))  # by storage, then access order
     tid, idx, pos = tid[order], idx[order], pos[order]
     head = np.flatnonzero(np.r_[True, tid[1:] != tid[:-1]])
@@ -105,28 +112,35 @@ def reuse_edges(trace: Trace, hw: Target) -> list[tuple[int, int]]:
     ids, first_idx, first, last = tid[head], idx[head], pos[head], pos[tail]
     by_first = np.argsort(first_idx, kind="stable")  # tiles in order of first use (ties: operand order)
     ids, first, last = ids[by_first], first[by_first], last[by_first]
-    programs = trace.columns().program[first]
     tab = trace.tensors
     rows = tab.rows_of(ids)
+    known = rows >= 0
+    ids, first, last, rows = ids[known], first[known], last[known], rows[known]
     buf_codes, strings = tab.codes("buffer")
     shape_codes, shapes = tab.codes("shape")
-    nbytes = tab.column("nbytes")
-    spaces: dict[tuple[str, int], _Space] = {}
-    edges = []
-    for f, l, prog, row in zip(first.tolist(), last.tolist(), programs.tolist(), rows.tolist()):
-        if row < 0:
-            continue
-        buffer = strings[buf_codes[row]]
-        if buffer not in ("sbuf", "psum"):
-            continue
-        key = (buffer, prog)
-        if key not in spaces:
-            cap = hw.sbuf.usable_bytes_per_partition if buffer == "sbuf" else hw.psum.bytes_per_partition
-            spaces[key] = _Space(cap)
-        shape = shapes[shape_codes[row]]
-        per_partition = int(nbytes[row]) // max(1, shape[0] if shape else 1)
-        size = _align(per_partition, hw.psum.bank_bytes) if buffer == "psum" else max(1, per_partition)
-        previous = spaces[key].place(size, f, l)
+    code = {s: k for k, s in enumerate(strings)}
+    buffer = buf_codes[rows]
+    on_chip = np.isin(buffer, [code.get("sbuf", -1), code.get("psum", -1)])
+    first, last, rows, buffer = first[on_chip], last[on_chip], rows[on_chip], buffer[on_chip]
+    parts = np.array([max(1, s[0] if s else 1) for s in shapes] or [1], dtype=np.int64)[shape_codes[rows]]
+    per_partition = tab.column("nbytes")[rows] // parts
+    is_psum = buffer == code.get("psum", -1)
+    bank = hw.psum.bank_bytes
+    size = np.where(is_psum, -(-per_partition // bank) * bank, np.maximum(1, per_partition))
+    program = trace.columns().program.astype(np.int64)[first]
+    # typed arrays: the loop reads Python ints one at a time instead of holding a list of every tile's
+    first_a, last_a, size_a, key_a = (array("q", x.astype(np.int64).tobytes()) for x in (first, last, size, program * 2 + is_psum))
+    spaces: dict[int, _Space] = {}
+    producers, consumers = array("q"), array("q")
+    for k in range(len(first_a)):
+        key = key_a[k]
+        space = spaces.get(key)
+        if space is None:
+            cap = hw.psum.bytes_per_partition if key & 1 else hw.sbuf.usable_bytes_per_partition
+            space = spaces[key] = _Space(cap)
+        f = first_a[k]
+        previous = space.place(size_a[k], f, last_a[k])
         if previous is not None and previous != f:
-            edges.append((previous, f))
-    return edges
+            producers.append(previous)
+            consumers.append(f)
+    return np.frombuffer(producers, dtype=np.int64).copy(), np.frombuffer(consumers, dtype=np.int64).copy()

@@ -73,10 +73,11 @@ class Deps:
         np.cumsum(np.bincount(self.src, minlength=n), out=start[1:])
         return Deps(start, consumer[order])
 
-    def with_edges(self, edges: Iterable[tuple[int, int]]) -> Deps:
-        """These deps plus (producer, consumer) edges, appended after a consumer's own deps in the order given
-        (skipping self-edges, repeats and edges already present)."""
-        e = np.asarray(list(edges), dtype=np.int64).reshape(-1, 2)
+    def with_edges(self, edges: Iterable[tuple[int, int]] | np.ndarray) -> Deps:
+        """These deps plus (producer, consumer) edges (pairs, or an (m, 2) array), appended after a consumer's own
+        deps in the order given (skipping self-edges, repeats and edges already present)."""
+        e = edges if isinstance(edges, np.ndarray) else np.asarray(list(edges), dtype=np.int64)
+        e = e.reshape(-1, 2)
         e = e[e[:, 0] != e[:, 1]]
         if not len(e):
             return self
@@ -157,6 +158,15 @@ class Accesses:
         self.table = {f: t.reshape(-1) for f, t in table.items()}
         self._row_bytes = _RowBytes(trace)
 
+    def last_use(self) -> np.ndarray:
+        """Per access: whether it is the last access of its storage (the walk then forgets the storage)."""
+        order = np.argsort(self.tensor, kind="stable")
+        t = self.tensor[order]
+        last = np.zeros(len(t), dtype=bool)
+        if len(t):
+            last[order[np.r_[t[1:] != t[:-1], True]]] = True
+        return last
+
     def span(self, lo: int, hi: int) -> tuple[int, int]:
         """The access range [a0, a1) of instructions [lo, hi)."""
         if hi <= lo:
@@ -223,6 +233,7 @@ def dependencies(trace: Trace) -> Deps:
     in_order = trace.forms_column([f.engine != "dma" for f in forms], bool) if forms else np.zeros(0, bool)
     writers: dict[int, list[tuple[Rect, int]]] = {}
     readers: dict[int, list[tuple[Rect, int]]] = {}
+    last_use = acc.last_use()  # a storage's entries are dropped after its last access: only live tiles are kept
     out_start = array("q", [0])
     out_src = array("q")
     for lo in range(0, n, CHUNK):
@@ -236,11 +247,19 @@ def dependencies(trace: Trace) -> Deps:
         n_acc = acc.n_acc[lo:hi].tolist()
         streams = stream_np[lo:hi].tolist()
         orders = in_order[lo:hi].tolist()
-        _walk(lo, tensor, r0, r1, c0, c1, starts, n_reads, n_acc, streams, orders, stream, writers, readers, out_start, out_src)
+        a1 = a0 + len(tensor)
+        done = np.flatnonzero(last_use[a0:a1])  # accesses that end their storage's life, as offsets in the chunk
+        ends: dict[int, list[int]] = {}
+        owner = np.searchsorted(acc.start[lo:hi] - a0, done, side="right") - 1 + lo
+        for j, i in zip(done.tolist(), owner.tolist()):
+            ends.setdefault(i, []).append(tensor[j])
+        _walk(lo, tensor, r0, r1, c0, c1, starts, n_reads, n_acc, streams, orders, stream, writers, readers, out_start, out_src, ends)
     return Deps(np.frombuffer(out_start, dtype=np.int64).copy(), np.frombuffer(out_src, dtype=np.int64).copy())
 
 
-def _walk(base, tensor, r0, r1, c0, c1, starts, n_reads, n_acc, streams, orders, stream, writers, readers, out_start, out_src) -> None:
+def _walk(
+    base, tensor, r0, r1, c0, c1, starts, n_reads, n_acc, streams, orders, stream, writers, readers, out_start, out_src, ends
+) -> None:
     for off in range(len(starts)):
         i = base + off
         s = starts[off]
@@ -283,6 +302,9 @@ def _walk(base, tensor, r0, r1, c0, c1, starts, n_reads, n_acc, streams, orders,
         if found:
             out_src.extend(sorted(found))
         out_start.append(len(out_src))
+        for tid in ends.get(i, ()):
+            writers.pop(tid, None)
+            readers.pop(tid, None)
 
 
 def _remember(table: dict, tid: int, rect: Rect, i: int, replace_last: bool = True) -> None:

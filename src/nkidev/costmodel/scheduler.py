@@ -29,7 +29,8 @@ from array import array
 
 import numpy as np
 
-from nkidev.costmodel.buffers import reuse_edges
+from nkidev import heap
+from nkidev.costmodel.buffers import reuse_edge_arrays
 from nkidev.costmodel.deps import Deps, dependencies
 from nkidev.costmodel.dma import Transfer, label, plan
 from nkidev.costmodel.durations import DMA_TRIGGER, LOAD_STATIONARY, MATMUL, dependent_latency_ns, engine_work, opcode_name
@@ -42,10 +43,17 @@ COMPUTE, TENSOR, DMA = 0, 1, 2
 _ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")  # engine codes of the per-instruction arrays
 
 
-def _as_array(values, typecode: str) -> array:
-    """A NumPy array as a typed `array` (indexing returns Python numbers, fast in the event loop)."""
-    np_type = {"q": np.int64, "d": np.float64}[typecode]
-    return array(typecode, np.ascontiguousarray(values, dtype=np_type).tobytes())
+def _as_array(values, typecode: str) -> memoryview:
+    """A NumPy array seen as a typed memoryview: indexing returns Python numbers as fast as a list does, at 1-8
+    bytes an entry instead of a pointer plus an object, without copying (the event loop's per-instruction state)."""
+    np_type = {"q": np.int64, "d": np.float64, "b": np.int8, "i": np.int32}[typecode]
+    return memoryview(np.ascontiguousarray(values, dtype=np_type))
+
+
+def _zeros(n: int) -> tuple[np.ndarray, memoryview]:
+    """A float64 array and a memoryview of it for the event loop to write."""
+    values = np.zeros(n)
+    return values, memoryview(values)
 
 
 class _Plan:
@@ -63,7 +71,7 @@ class _Plan:
         self.works = [None if f.engine == "dma" else engine_work(f, hw) for f in forms]
         busy = np.array([w.busy_ns if w is not None else 0.0 for w in self.works] or [0.0])[form]
         load = np.array([w.load_ns if w is not None else 0.0 for w in self.works] or [0.0])[form]
-        self.kind = kind.tolist()
+        self.kind = _as_array(kind, "b")
         self.busy = _as_array(busy, "d")
         self.load = _as_array(load, "d")
         self.program = cols.program.astype(np.int64)
@@ -113,7 +121,7 @@ class _Plan:
             self.plans.append(plan(f, label(src.buffer, s_kind), label(dst.buffer, d_kind), variable, hw))
         self.transfer_index = np.full(self.n, -1, dtype=np.int64)
         self.transfer_index[dma] = np.arange(len(dma))
-        self.transfer_of = self.transfer_index.tolist()  # the event loop's copies (Python ints, list indexing)
+        self.transfer_of = _as_array(self.transfer_index, "q")  # the event loop's copy
         self.transfer_plan = [self.plans[c] for c in self.plan_code.tolist()]
         self.n_transfers = len(dma)
 
@@ -137,7 +145,7 @@ class _Plan:
         renumber = np.empty(len(order), dtype=np.int64)
         renumber[order] = np.arange(len(order))
         stream = renumber[inverse.reshape(-1)] if n else np.zeros(0, np.int64)
-        self.stream = stream.tolist()
+        self.stream = _as_array(stream, "i")
         by_stream = np.argsort(stream, kind="stable")
         bounds = np.searchsorted(stream[by_stream], np.arange(len(order) + 1))
         self.members = [_as_array(by_stream[bounds[q] : bounds[q + 1]], "q") for q in range(len(order))]
@@ -146,7 +154,7 @@ class _Plan:
         first_row = np.zeros(n, dtype=np.int64)
         if n:
             first_row[1:] = np.cumsum(n_rows)[:-1]
-        self.first_row = first_row.tolist()
+        self.first_row = _as_array(first_row, "q")
         row_ins = np.repeat(np.arange(n, dtype=np.int64), n_rows)
         second = np.zeros(len(row_ins), dtype=bool)
         second[first_row[kind == TENSOR] + 1] = True
@@ -227,9 +235,12 @@ def schedule(trace: Trace, target: Target | str | None = None) -> Timeline:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        deps = dependencies(trace).with_edges(reuse_edges(trace, hw))
-        plan = _Plan(trace, hw)
-        return _Run(trace, hw, deps, plan).timeline()
+        deps = dependencies(trace).with_edges(np.stack(reuse_edge_arrays(trace, hw), axis=1))
+        run = _Run(trace, hw, deps, _Plan(trace, hw))
+        timeline = run.timeline()
+        del run  # the event loop's state: per-instruction arrays, freed before the next stage
+        heap.release()
+        return timeline
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -241,7 +252,7 @@ class _Run:
     def __init__(self, trace: Trace, hw: Target, deps: Deps, plan: _Plan):
         n = len(trace)
         self.trace, self.hw, self.deps, self.plan = trace, hw, deps, plan
-        self.pending = np.diff(deps.start).tolist()
+        self.pending = _as_array(np.diff(deps.start), "i")
         consumers = deps.consumers()
         self.cons_start = _as_array(consumers.start, "q")
         self.cons = _as_array(consumers.src, "q")
@@ -249,13 +260,15 @@ class _Run:
         self.ls_ready = array("d", bytes(8 * n))  # Tensor Engine: when the stationary operand is ready (LDWEIGHTS needs only it)
         self.stationary = _stationary_tensors(trace, plan)
         cols = trace.columns()
-        self.acc_start = _as_array(cols.acc_start, "q")
-        self.acc_tensor = _as_array(cols.acc_tensor, "q")
         forms = trace.forms
         n_reads = np.array([len(f.reads) for f in forms] or [0], dtype=np.int64)[cols.form]
-        n_acc = np.array([len(f.reads) + len(f.writes) for f in forms] or [0], dtype=np.int64)[cols.form]
-        self.writes_from = _as_array(cols.acc_start + n_reads, "q")
-        self.writes_to = _as_array(cols.acc_start + n_acc, "q")
+        n_writes = np.array([len(f.writes) for f in forms] or [0], dtype=np.int64)[cols.form]
+        # what an instruction writes, for LDWEIGHTS readiness: its one written storage, or -2 to look them up
+        first = np.minimum(cols.acc_start + n_reads, max(0, len(cols.acc_tensor) - 1))
+        one = cols.acc_tensor[first] if len(cols.acc_tensor) else np.zeros(n, np.int64)
+        self.written = _as_array(np.where(n_writes == 1, one, np.where(n_writes == 0, -1, -2)), "q")
+        self.writes_from, self.writes_to = cols.acc_start + n_reads, cols.acc_start + n_reads + n_writes
+        self.acc_tensor = cols.acc_tensor
         self.end = array("d", bytes(8 * n))
         nq = len(plan.members)
         self.head = [0] * nq
@@ -265,24 +278,26 @@ class _Run:
         self.mm_started = [False] * nq
         self.mm_init_ns = hw.tensor_engine.mm_init_latency_cycles / hw.tensor_engine.clock_ghz
         nrows = plan.n_rows
-        self.row_start = array("d", bytes(8 * nrows))
-        self.row_end = array("d", bytes(8 * nrows))
-        self.row_wait = array("d", bytes(8 * nrows))
-        self.t_start = array("d", bytes(8 * plan.n_transfers))
-        self.t_end = array("d", bytes(8 * plan.n_transfers))
-        self.pk_transfer = array("q")  # transfers in the order they ran; expanded to one row per packet at the end
-        self.pk_start = array("d")
+        (self.row_start_np, self.row_start), (self.row_end_np, self.row_end) = _zeros(nrows), _zeros(nrows)
+        self.row_wait_np, self.row_wait = _zeros(nrows)
+        (self.t_start_np, self.t_start), (self.t_end_np, self.t_end) = _zeros(plan.n_transfers), _zeros(plan.n_transfers)
+        # packet rows: transfer by transfer (each transfer's first row is known before it runs)
+        per_plan = np.array([len(t.engines) for t in plan.plans] or [0], dtype=np.int64)
+        counts = per_plan[plan.plan_code] if len(plan.plan_code) else np.zeros(0, np.int64)
+        first_packet = np.r_[0, np.cumsum(counts)]
+        self.pk_first = _as_array(first_packet, "q")
+        self.pk_start_np, self.pk_start = _zeros(int(first_packet[-1]))
         self.dma_free: dict[int, list[float]] = {}
         self.sync_ns = hw.engines.semaphore_sync_ns
         self.fixed_ns = hw.dma.fixed_cost_ns
         engine_code = {e: k for k, e in enumerate(_ENGINES)}
         eng = trace.forms_column([engine_code[f.engine] for f in forms], np.int64) if forms else np.zeros(0, np.int64)
         # instructions of one (engine, program) in-order stream hand over with the engine's own latency
-        self.lane = ((eng << 32) | plan.program).tolist()
-        self.is_dma = (eng == engine_code["dma"]).tolist()
+        self.lane = _as_array((eng << 32) | plan.program, "q")
+        self.is_dma = _as_array(eng == engine_code["dma"], "b")
         same = [dependent_latency_ns(e, hw) for e in _ENGINES]
-        self.same_ns = np.asarray(same)[eng].tolist() if n else []
-        self.programs = plan.program.tolist()
+        self.same_ns = _as_array(np.asarray(same)[eng] if n else np.zeros(0), "d")
+        self.programs = _as_array(plan.program, "q")
         self.barrier = _barrier_groups(trace)
         ports = _shared_ports(trace, hw)
         self.ports = [ports[f] for f in cols.form.tolist()] if any(ports) else None
@@ -373,8 +388,8 @@ class _Run:
         ends = [s + d for s, d in zip(starts, t.packet_ns)]
         for e, x in zip(t.engines, ends):
             engines[e] = x
-        self.pk_start.extend(starts)
-        self.pk_transfer.append(k)
+        f = self.pk_first[k]
+        self.pk_start[f : f + len(starts)] = array("d", starts)
         last = max(earliest, max(ends)) if ends else earliest
         self.t_start[k] = min(starts) if starts else earliest
         self.t_end[k] = last
@@ -405,9 +420,10 @@ class _Run:
                 dep_ready[c] = ready
             st = stationary[c]
             if st >= 0 and ready > ls_ready[c]:
-                if writes is None:
-                    writes = set(self.acc_tensor[self.writes_from[i] : self.writes_to[i]])
-                if st in writes:
+                w = self.written[i]
+                if w == -2 and writes is None:  # several written storages: look them up
+                    writes = set(self.acc_tensor[self.writes_from[i] : self.writes_to[i]].tolist())
+                if st == w or (w == -2 and st in writes):
                     ls_ready[c] = ready
             pending[c] -= 1
             if pending[c] == 0:
@@ -467,35 +483,18 @@ class _Run:
     def _packets(self) -> Packets:
         """Packet rows ordered by transfer (program order), each transfer's packets in engine order."""
         p = self.plan
-        ran = np.frombuffer(self.pk_transfer, dtype=np.int64) if len(self.pk_transfer) else np.zeros(0, np.int64)
-        codes = p.plan_code[ran] if len(ran) else np.zeros(0, np.int64)
-        counts_per_plan = np.array([len(t.engines) for t in p.plans] or [0], dtype=np.int64)
-        offsets = np.r_[0, np.cumsum(counts_per_plan)]
-        flat_engine = np.array([e for t in p.plans for e in t.engines], dtype=np.int64)
-        flat_bytes = np.array([b for t in p.plans for b in t.packet_bytes], dtype=np.int64)
-        flat_ns = np.array([d for t in p.plans for d in t.packet_ns], dtype=np.float64)
-        counts = counts_per_plan[codes] if len(codes) else np.zeros(0, np.int64)
-        total = int(counts.sum())
-        transfer = np.repeat(ran, counts)
-        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        flat = np.repeat(offsets[codes] if len(codes) else np.zeros(0, np.int64), counts) + within
-        start = np.frombuffer(self.pk_start, dtype=np.float64) if total else np.zeros(0)
-        order = np.argsort(transfer, kind="stable")
-        end = start + flat_ns[flat] if total else np.zeros(0)
-        return Packets(transfer[order], flat_engine[flat][order], flat_bytes[flat][order], start[order], end[order])
+        counts = np.diff(np.asarray(self.pk_first, dtype=np.int64))
+        transfer = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+        return Packets(transfer, self.pk_start_np, p.plan_code, p.plans)
 
     def _result(self) -> Timeline:
         p = self.plan
         row_ins, row_op, row_engine, row_pc = p.rows
-        rows = Rows(row_ins, row_op, row_engine, row_pc, _np(self.row_start), _np(self.row_end), _np(self.row_wait))
+        rows = Rows(row_ins, row_op, row_engine, row_pc, self.row_start_np, self.row_end_np, self.row_wait_np)
         dma = p.dma_positions
         first_row = np.asarray(p.first_row, dtype=np.int64)
-        transfers = Transfers(dma, first_row[dma], [p.plans[c] for c in p.plan_code.tolist()], _np(self.t_start), _np(self.t_end))
+        transfers = Transfers(dma, first_row[dma], p.transfer_plan, self.t_start_np, self.t_end_np)
         transfers.plan_code, transfers.plans = p.plan_code, p.plans
         packets = self._packets()
         work = FormValues(p.works, self.trace.columns().form)
         return Timeline(self.trace, self.hw, rows, transfers, packets, work, self.deps)
-
-
-def _np(values: array) -> np.ndarray:
-    return np.frombuffer(values, dtype=np.float64).copy() if len(values) else np.zeros(0)

@@ -47,18 +47,47 @@ class Transfers:
         return len(self.ins)
 
 
-@dataclass
 class Packets:
-    """One row per (transfer, DMA engine) share."""
+    """One row per (transfer, DMA engine) share, ordered by transfer, each transfer's packets in engine order.
 
-    transfer: np.ndarray  # index into Transfers
-    engine: np.ndarray  # DMA engine 0-15
-    nbytes: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
+    Stored as the transfer and start time of each packet (12 bytes; a million-instruction kernel has ~10M
+    packets); the engine, bytes and end follow from the transfer's plan and are computed when read: the
+    `engine`, `nbytes`, `end` arrays, or `at(rows)` for a chunk of rows."""
+
+    def __init__(self, transfer: np.ndarray, start: np.ndarray, plan_code: np.ndarray, plans: list):
+        self.transfer = transfer  # int32 index into Transfers
+        self.start = start  # float64 ns
+        per_plan = np.array([len(t.engines) for t in plans] or [0], dtype=np.int64)
+        self._offset = np.r_[0, np.cumsum(per_plan)][plan_code] if len(plan_code) else np.zeros(0, np.int64)  # per transfer
+        first = np.r_[0, np.cumsum(per_plan[plan_code])] if len(plan_code) else np.zeros(1, np.int64)
+        self._first = first[:-1]  # a transfer's first packet row
+        self._engine = np.array([e for t in plans for e in t.engines], dtype=np.int8)
+        self._bytes = np.array([b for t in plans for b in t.packet_bytes], dtype=np.int64)
+        self._ns = np.array([d for t in plans for d in t.packet_ns], dtype=np.float64)
 
     def __len__(self) -> int:
         return len(self.transfer)
+
+    def _flat(self, rows) -> np.ndarray:
+        t = self.transfer[rows]
+        return self._offset[t] + (rows - self._first[t])
+
+    def at(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(engine, nbytes, end) of the given packet rows."""
+        flat = self._flat(np.asarray(rows, dtype=np.int64))
+        return self._engine[flat], self._bytes[flat], self.start[rows] + self._ns[flat]
+
+    @property
+    def engine(self) -> np.ndarray:  # DMA engine 0-15
+        return self.at(np.arange(len(self)))[0]
+
+    @property
+    def nbytes(self) -> np.ndarray:
+        return self.at(np.arange(len(self)))[1]
+
+    @property
+    def end(self) -> np.ndarray:
+        return self.at(np.arange(len(self)))[2]
 
 
 class FormValues(Sequence):
@@ -91,7 +120,9 @@ class Timeline:
     @property
     def total_ns(self) -> float:
         """Kernel time: the last end of any row or packet (the kernel starts at 0)."""
-        ends = [float(a.max()) for a in (self.rows.end, self.packets.end) if len(a)]
+        ends = [float(self.rows.end.max())] if len(self.rows.end) else []
+        for lo in range(0, len(self.packets), 1 << 20):  # packet ends are computed, a block at a time
+            ends.append(float(self.packets.at(np.arange(lo, min(len(self.packets), lo + (1 << 20))))[2].max()))
         return max(ends, default=0.0)
 
     def instruction_times(self) -> tuple[np.ndarray, np.ndarray]:

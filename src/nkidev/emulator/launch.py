@@ -163,7 +163,8 @@ def run_kernel(
             outputs = _collect_outputs(returned, trace)
         except NkiError as e:
             raise e.with_traceback(strip_internal_frames(e.__traceback__)) from None
-        _copy_back(inputs)
+        if options.compute:  # without numerics no value changed
+            _copy_back(inputs)
         return RunResult(outputs, trace, peak["sbuf"], peak["psum"], list(trace.warnings) if trace else [])
     finally:
         _ctx.set_current(previous)
@@ -233,6 +234,10 @@ def _collect_outputs(value, trace: Trace | None):
             st.role = "output"
             if trace is not None and st.id in trace.tensors:
                 trace.tensors.set_kind(st.id, "output")
+        if value._data is st.array and not st.handed_out:
+            # the whole storage, returned once: nothing else can see it after the run, so no copy is needed
+            st.handed_out = True
+            return st.array
         return np.array(value._data, copy=True)
     if isinstance(value, tuple):
         return tuple(_collect_outputs(v, trace) for v in value)

@@ -73,6 +73,7 @@ class Storage:
         "acc",
         "pending",
         "life",
+        "handed_out",
         "_usage",
         "__weakref__",
     )
@@ -94,6 +95,7 @@ class Storage:
         self.acc = None  # PSUM: elements whose last writer was a matmul (accumulation group open)
         self.pending = None  # PSUM: deferred matmul groups (see psum.py); flushed before any other access
         self.life = None  # on-chip: the accesses that make its lifetime (liveness.py)
+        self.handed_out = False  # the run returned this array to the caller (launch: outputs without a copy)
         self._usage = None  # the Memory that counts its bytes while Python holds it
 
     @property
@@ -190,11 +192,15 @@ def _shared_allocation(ctx, shape, dt, region, name, location) -> NkiTensor | No
 
 
 def from_array(array: np.ndarray, name: str, region: MemoryRegion = MemoryRegion.private_hbm, role: str = "input") -> NkiTensor:
-    """Wrap a kernel argument: copy it into emulated HBM (copy-in; results are copied back)."""
+    """Wrap a kernel argument: copy it into emulated HBM (copy-in; results are copied back). Without numerics
+    (compute=False) nothing reads the values: the copy is lazily allocated zeros, never touched."""
     dt = to_nki_dtype(array.dtype)
-    data = np.array(array, dtype=dt.storage, copy=True, order="C")
-    storage = Storage(data, dt, region, name, role, None)
     ctx = _ctx.current()
+    if ctx.compute:
+        data = np.array(array, dtype=dt.storage, copy=True, order="C")
+    else:
+        data = np.zeros(array.shape, dtype=dt.storage)
+    storage = Storage(data, dt, region, name, role, None)
     if ctx.trace is not None:
         storage.record_in(ctx.trace)
     return NkiTensor(data, storage, dt, off=0)

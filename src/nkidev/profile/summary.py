@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 
-from nkidev.costmodel.intervals import merged_length
+from nkidev.costmodel.intervals import merge_blocked, merged_length
 from nkidev.hardware import Target
 from nkidev.profile import schema
 from nkidev.profile.tables import ENGINE_NAMES, to_table
@@ -15,20 +15,53 @@ from nkidev.profile.tables import ENGINE_NAMES, to_table
 STATIC_QUEUES = ("input", "output", "data")
 
 
+def _pieces(table, name: str):
+    """A column chunk by chunk: NumPy arrays or Arrow arrays (a LazyTable is built a chunk at a time)."""
+    if isinstance(table, pa.Table):
+        yield from table.column(name).chunks
+    else:
+        yield from table.pieces(name)
+
+
+def _numbers(chunk) -> np.ndarray:
+    if isinstance(chunk, np.ndarray):
+        return chunk.astype(np.float64)
+    if isinstance(chunk, pa.ChunkedArray):
+        chunk = chunk.combine_chunks()
+    return np.nan_to_num(chunk.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64))
+
+
+def _arrow(chunk) -> pa.Array:
+    return pa.array(chunk) if isinstance(chunk, np.ndarray) else chunk.combine_chunks() if isinstance(chunk, pa.ChunkedArray) else chunk
+
+
 def _col(table, name: str) -> np.ndarray:
     """A column as a NumPy array; strings as an object array sharing one str per distinct value (a packet
     table has millions of rows and a handful of queue names)."""
-    col = table.column(name)
-    if not pa.types.is_string(col.type):
-        return col.to_numpy(zero_copy_only=False)
-    codes = col.combine_chunks().dictionary_encode() if isinstance(col, pa.ChunkedArray) else col.dictionary_encode()
-    values = np.array(codes.dictionary.to_pylist() + [None], dtype=object)
-    idx = codes.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)
-    return values[idx]
+    out = []
+    for chunk in _pieces(table, name):
+        if isinstance(chunk, np.ndarray):
+            out.append(chunk)
+            continue
+        chunk = _arrow(chunk)
+        if not pa.types.is_string(chunk.type):
+            out.append(chunk.to_numpy(zero_copy_only=False))
+            continue
+        codes = chunk.dictionary_encode()
+        values = np.array(codes.dictionary.to_pylist() + [None], dtype=object)
+        out.append(values[codes.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)])
+    return np.concatenate(out) if out else np.array([], dtype=object)
 
 
-def _num(table: pa.Table, name: str) -> np.ndarray:
-    return np.nan_to_num(table.column(name).fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64))
+def _num(table, name: str) -> np.ndarray:
+    """A numeric column as float64 (nulls and NaN as 0), filled a chunk at a time."""
+    out = np.empty(table.num_rows, dtype=np.float64)
+    k = 0
+    for chunk in _pieces(table, name):
+        v = _numbers(chunk)
+        out[k : k + len(v)] = v
+        k += len(v)
+    return np.nan_to_num(out, copy=False)
 
 
 def _pct(part: float, whole: float) -> float:
@@ -117,11 +150,12 @@ def summary_table(tables: dict[str, pa.Table], hw: Target, total: float) -> pa.T
     tensor_active = row["tensor_engine_active_time"]
     row["mfu_max_achievable_estimated_percent"] = _pct((hw_adj - tr_adj) / peak, tensor_active)
     row["mfu_inst_max_achievable_estimated_percent"] = row["mfu_max_achievable_estimated_percent"]
-    row.update(_dma_fields(pk, dpa, seconds, hw))
+    dma, (pk_s, pk_e) = _dma_fields(pk, dpa, seconds, hw)
+    row.update(dma)
     row.update({k: 0.0 if "time" in k or "percent" in k else 0 for k in _CC_FIELDS})
-    all_start = np.concatenate([start, _num(pk, "start_ts")])
-    all_end = np.concatenate([end, _num(pk, "end_ts")])
-    row["total_active_time"] = merged_length(all_start, all_end) / 1e9
+    # the union of everything: instructions and packets merged apart first (the union of unions is the same)
+    ins_s, ins_e = merge_blocked(start, end)
+    row["total_active_time"] = merged_length(np.concatenate([ins_s, pk_s]), np.concatenate([ins_e, pk_e])) / 1e9
     row["total_active_time_percent"] = _pct(row["total_active_time"], seconds)
     return to_table("Summary", {k: [v] for k, v in row.items()})
 
@@ -138,10 +172,43 @@ _CC_FIELDS = (
 )
 
 
-def _dma_fields(pk: pa.Table, dpa: pa.Table, seconds: float, hw: Target) -> dict:
+def _codes(table, name: str) -> tuple[np.ndarray, list]:
+    """A string column as int32 codes and the distinct values (None included when present)."""
+    values: list = []
+    index: dict = {}
+    out = np.empty(table.num_rows, dtype=np.int32)
+    k = 0
+    for chunk in _pieces(table, name):
+        enc = _arrow(chunk).dictionary_encode()
+        local = enc.dictionary.to_pylist() + [None]
+        remap = np.array([index.setdefault(v, len(index)) for v in local], dtype=np.int32)
+        out[k : k + len(chunk)] = remap[enc.indices.fill_null(len(local) - 1).to_numpy(zero_copy_only=False)]
+        k += len(chunk)
+    values = list(index)
+    return out, values
+
+
+_BLOCK = 1 << 20
+
+
+def _masked_sums(table, name: str, masks: list) -> list[float]:
+    """Sums of a numeric column over each mask (None: every row), reading the column a chunk at a time."""
+    sums = [0.0] * len(masks)
+    k = 0
+    for chunk in _pieces(table, name):
+        v = _numbers(chunk)
+        for j, m in enumerate(masks):
+            sums[j] += float(v.sum() if m is None else v[m[k : k + len(v)]].sum())
+        k += len(v)
+    return sums
+
+
+def _dma_fields(pk, dpa, seconds: float, hw: Target) -> tuple[dict, tuple[np.ndarray, np.ndarray]]:
+    """The DMA fields of Summary, and the merged packet intervals (for the total active time)."""
     p_start, p_end = _num(pk, "start_ts"), _num(pk, "end_ts")
-    p_bytes, p_type = _num(pk, "transfer_bytes"), _col(pk, "queue_type")
-    active = merged_length(p_start, p_end) / 1e9
+    merged = merge_blocked(p_start, p_end)
+    active = float((merged[1] - merged[0]).sum()) / 1e9
+    codes, kinds = _codes(pk, "queue_type")
     count = dpa.num_rows
     total_bytes = _num(dpa, "transfer_bytes").sum()
     out = {
@@ -151,29 +218,42 @@ def _dma_fields(pk: pa.Table, dpa: pa.Table, seconds: float, hw: Target) -> dict
         "dma_transfer_count": count,
         "dma_transfer_total_bytes": int(total_bytes),
         "dma_transfer_average_bytes": total_bytes / count if count else None,
-        "dma_packet_time": (p_end - p_start).sum() / 1e9,
+        "dma_packet_time": sum(float((p_end[k : k + _BLOCK] - p_start[k : k + _BLOCK]).sum()) for k in range(0, len(p_end), _BLOCK)) / 1e9,
         "dma_transfer_time": (_num(dpa, "end_ts") - _num(dpa, "start_ts")).sum() / 1e9,
         "dma_queue_count": len(set(_col(dpa, "queue_name").tolist())),
     }
+    code_of = {v: c for c, v in enumerate(kinds)}
     groups = {
-        "static": np.isin(p_type, STATIC_QUEUES),
-        "software_dynamic": p_type == "software_dynamic",
-        "hardware_dynamic": p_type == "hardware_dynamic",
+        "static": np.isin(codes, [code_of[q] for q in STATIC_QUEUES if q in code_of]),
+        "software_dynamic": codes == code_of.get("software_dynamic", -1),
+        "hardware_dynamic": codes == code_of.get("hardware_dynamic", -1),
     }
-    n_packets, all_bytes = len(p_type), p_bytes.sum()
+    del codes
+    # byte totals a chunk at a time (integers: float64 sums are exact in any order)
+    n_packets = pk.num_rows
+    totals = _masked_sums(pk, "transfer_bytes", [None, *groups.values(), ~groups["static"]])
+    all_bytes = totals[0]
+    sizes = dict(zip([*groups, "dynamic"], totals[1:]))
+
+    def union(mask) -> float:  # seconds; all or nothing needs no masked copy of millions of packets
+        if mask.all():
+            return active
+        return merged_length(p_start[mask], p_end[mask]) / 1e9 if mask.any() else 0.0
+
     for name, mask in groups.items():  # the schema keeps a subset of these per group
-        t = merged_length(p_start[mask], p_end[mask]) / 1e9
+        t = union(mask)
         out[f"{name}_dma_active_time"] = t
         out[f"{name}_dma_active_time_percent"] = _pct(t, active)
         out[f"{name}_dma_packet_count"] = int(mask.sum())
-        out[f"{name}_dma_size"] = int(p_bytes[mask].sum())
+        size = sizes[name]
+        out[f"{name}_dma_size"] = int(size)
         out[f"{name}_dma_packet_percent"] = _pct(mask.sum(), n_packets)
-        out[f"{name}_dma_size_percent"] = _pct(p_bytes[mask].sum(), all_bytes)
+        out[f"{name}_dma_size_percent"] = _pct(size, all_bytes)
     dynamic = ~groups["static"]
-    out["dynamic_dma_active_time_percent"] = _pct(merged_length(p_start[dynamic], p_end[dynamic]) / 1e9, active)
+    out["dynamic_dma_active_time_percent"] = _pct(union(dynamic), active)
     out["dynamic_dma_packet_percent"] = _pct(dynamic.sum(), n_packets)
-    out["dynamic_dma_size_percent"] = _pct(p_bytes[dynamic].sum(), all_bytes)
-    return {k: v for k, v in out.items() if k in _SUMMARY_FIELDS}
+    out["dynamic_dma_size_percent"] = _pct(sizes["dynamic"], all_bytes)
+    return {k: v for k, v in out.items() if k in _SUMMARY_FIELDS}, merged
 
 
 _SUMMARY_FIELDS = set(schema.column_names("Summary"))

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nkidev.costmodel.deps import Deps
 from nkidev.costmodel.dma import QUEUES
 from nkidev.costmodel.intervals import merge
 from nkidev.costmodel.timeline import Timeline
@@ -85,6 +86,15 @@ class LazyTable:
     def batches(self, chunk: int = CHUNK, names: Sequence[str] | None = None) -> Iterator[pa.Table]:
         for lo in range(0, self.num_rows, chunk):
             yield self.take(np.arange(lo, min(self.num_rows, lo + chunk), dtype=np.int64), names)
+
+    def pieces(self, name: str, chunk: int = CHUNK) -> Iterator[np.ndarray | pa.Array]:
+        """One column a chunk at a time, as the builder makes it (NumPy for plain numbers, Arrow otherwise;
+        a missing column is all-null Arrow): for readers that want NumPy without an Arrow round trip."""
+        field = self.schema.field(name)
+        for lo in range(0, self.num_rows, chunk):
+            rows = np.arange(lo, min(self.num_rows, lo + chunk), dtype=np.int64)
+            v = self._build(rows, [name]).get(name)
+            yield pa.nulls(len(rows), field.type) if v is None else v
 
     def column(self, name: str) -> pa.ChunkedArray:
         chunks = [t.column(0) for t in self.batches(names=[name])]
@@ -227,26 +237,35 @@ def _dma_row(f, t) -> tuple:
 
 def _accumulates(tl: Timeline, positions: np.ndarray) -> np.ndarray:
     """Whether each Tensor Engine instruction continues an accumulation group: its `accumulate` attribute, else
-    whether it depends on a matmul writing the same PSUM tile."""
+    whether it depends on a matmul writing the same PSUM tile (vectorized over the dependency edges)."""
     trace = tl.trace
     forms = trace.forms
     cols = trace.columns()
     n_reads = np.array([len(f.reads) for f in forms] or [0], dtype=np.int64)
     has_write = np.array([bool(f.writes) for f in forms] or [False])
     is_matmul = np.array([OPS[f.opcode].kind == "matmul" for f in forms] or [False])
+    attr = np.array([-1 if f.attrs.get("accumulate") is None else int(bool(f.attrs["accumulate"])) for f in forms] or [-1], dtype=np.int8)
     form = cols.form.astype(np.int64)
     first_write = np.where(has_write[form], cols.acc_tensor[np.minimum(cols.acc_start + n_reads[form], len(cols.acc_tensor) - 1)], -1)
-    writes_matmul = is_matmul[form] & has_write[form]
-    out = np.zeros(len(positions), dtype=bool)
+    out = attr[form[positions]] == 1
+    open_ = np.flatnonzero(attr[form[positions]] == -1)  # no attribute: look at the dependencies
     deps = tl.deps
-    for k, i in enumerate(positions.tolist()):
-        acc = forms[form[i]].attrs.get("accumulate")
-        if acc is not None:
-            out[k] = bool(acc)
-            continue
-        dst = first_write[i]
-        found = deps[i] if deps else ()
-        out[k] = any(writes_matmul[j] and first_write[j] == dst for j in found) if dst >= 0 else False
+    if len(open_) and isinstance(deps, Deps):
+        cons = positions[open_]
+        counts = deps.start[cons + 1] - deps.start[cons]
+        edge = np.repeat(deps.start[cons], counts) + (np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
+        producer = deps.src[edge]
+        owner = np.repeat(np.arange(len(cons)), counts)
+        dst = first_write[cons]
+        hit = is_matmul[form[producer]] & has_write[form[producer]] & (first_write[producer] == dst[owner]) & (dst[owner] >= 0)
+        out[open_] = np.bincount(owner[hit], minlength=len(cons)) > 0
+    elif len(open_):  # hand-made timelines with plain lists of deps
+        for k in open_.tolist():
+            i = int(positions[k])
+            dst = first_write[i]
+            out[k] = dst >= 0 and any(
+                is_matmul[form[j]] and has_write[form[j]] and first_write[j] == dst for j in (deps[i] if deps else ())
+            )
     return out
 
 
@@ -291,29 +310,25 @@ class _InstructionRows:
         by_column = list(zip(*values)) if values else [() for _ in ROW_COLUMNS]
         types = {c.name: c.type for c in schema.TABLES["Instruction"]}
         self.class_values = {name: pa.array(list(v), type=types[name]) for name, v in zip(ROW_COLUMNS, by_column)}
-        self.opcode = pa.array(rows.opcode, type=pa.string())
-        self.engine = pa.array([ENGINE_NAMES[e] for e in _distinct(rows.engine)], type=pa.string())
-        eng_codes = {e: k for k, e in enumerate(_distinct(rows.engine))}
-        self.engine_code = np.array([eng_codes[e] for e in rows.engine], dtype=np.int64) if self.n else np.zeros(0, np.int64)
+        # a row class also fixes the row's opcode and engine
+        self.class_values["opcode"] = pa.array([rows.opcode[r] for r in first.tolist()], type=pa.string())
+        self.class_values["engine"] = pa.array([ENGINE_NAMES[rows.engine[r]] for r in first.tolist()], type=pa.string())
+        self.cls = self.cls.astype(np.int32)
         self.nki = pa.array([f.opcode for f in forms], type=pa.string())
         self.locations = pa.array(trace.locations, type=pa.string())
-        self.loc = cols.location.astype(np.int64)
-        self.ids = cols.id
-        self.program = cols.program.astype(np.int64)
-        self.form = form
-        self.start, self.end = ns(rows.start), ns(rows.end)
-        self.wait = ns(rows.wait)
-        self.pc = np.asarray(rows.pc, dtype=np.int64)
+        self.cols = cols
+        self.rows = rows
         if len(tr):
             self.t_start, self.t_end = ns(tr.start), ns(tr.end)
             self.issued = ns(np.asarray(rows.end)[np.asarray(tr.row, dtype=np.int64)])
 
     def build(self, r: np.ndarray, names: Sequence[str]) -> dict:
         i = self.ins[r]
+        cols, rows = self.cols, self.rows
         out = {}
         wanted = set(names)
         take = pa.array(self.cls[r])
-        for name in wanted & set(ROW_COLUMNS):
+        for name in wanted & self.class_values.keys():
             out[name] = self.class_values[name].take(take)
         if wanted & {"dma_trigger_start_ts", "dma_trigger_end_ts", "dma_wait_time_ns"}:
             k = self.transfer[r]
@@ -324,27 +339,25 @@ class _InstructionRows:
                 out["dma_trigger_start_ts"] = pa.array(s, mask=~dma)
                 out["dma_trigger_end_ts"] = pa.array(e, mask=~dma)
                 out["dma_wait_time_ns"] = pa.array(np.maximum(0, s - self.issued[kk]), mask=~dma)
-        ids = self.ids[i]
+        ids = cols.id[i]
         simple = {
-            "start_ts": lambda: self.start[r],
-            "end_ts": lambda: self.end[r],
-            "duration_ns": lambda: self.end[r] - self.start[r],
-            "engine": lambda: self.engine.take(pa.array(self.engine_code[r])),
-            "pcore_idx": lambda: self.program[i],
-            "opcode": lambda: self.opcode.take(pa.array(r)),
+            "start_ts": lambda: ns(rows.start[r]),
+            "end_ts": lambda: ns(rows.end[r]),
+            "duration_ns": lambda: ns(rows.end[r]) - ns(rows.start[r]),
+            "pcore_idx": lambda: cols.program[i],
             "id": lambda: r,
-            "pc": lambda: self.pc[r],
-            "compiler_opcode": lambda: self.nki.take(pa.array(self.form[i])),
+            "pc": lambda: np.asarray(rows.pc)[r],
+            "compiler_opcode": lambda: self.nki.take(pa.array(cols.form[i])),
             "compiler_pc": lambda: ids,
             "bir_id": lambda: pa.array(ids).cast(pa.string()),
             "raw_bir_id": lambda: ids,
             "bir_instruction_name": lambda: pc.binary_join_element_wise(
-                self.nki.take(pa.array(self.form[i])), pa.array(ids).cast(pa.string()), "-"
+                self.nki.take(pa.array(cols.form[i])), pa.array(ids).cast(pa.string()), "-"
             ),
-            "kernel_instruction_name": lambda: self.nki.take(pa.array(self.form[i])),
-            "evt_wait_time_ns": lambda: self.wait[r],
-            "nki_source_location": lambda: self.locations.take(pa.array(self.loc[i])),
-            "bir_debug_info_source_location": lambda: self.locations.take(pa.array(self.loc[i])),
+            "kernel_instruction_name": lambda: self.nki.take(pa.array(cols.form[i])),
+            "evt_wait_time_ns": lambda: ns(rows.wait[r]),
+            "nki_source_location": lambda: self.locations.take(pa.array(cols.location[i])),
+            "bir_debug_info_source_location": lambda: self.locations.take(pa.array(cols.location[i])),
             "spill_save_bytes": lambda: np.zeros(len(r), dtype=np.int64),
             "spill_reload_bytes": lambda: np.zeros(len(r), dtype=np.int64),
             "weight_queue_bytes": lambda: np.zeros(len(r), dtype=np.int64),
@@ -484,7 +497,6 @@ class _Packets:
         self.n = len(pk)
         self.pk = pk
         self.tr = transfers
-        self.start, self.end = ns(pk.start), ns(pk.end)
         first = np.zeros(len(tl.transfers) + 1, dtype=np.int64)
         if self.n:
             np.cumsum(np.bincount(pk.transfer, minlength=len(tl.transfers)), out=first[1:])
@@ -494,8 +506,8 @@ class _Packets:
         pk, tr = self.pk, self.tr
         t = np.asarray(pk.transfer[r], dtype=np.int64)
         take = pa.array(tr.code[t]) if len(t) else pa.array([], pa.int64())
-        start, end = self.start[r], self.end[r]
-        nbytes = np.asarray(pk.nbytes[r], dtype=np.int64)
+        engine, nbytes, end = pk.at(r)
+        start, end = ns(pk.start[r]), ns(end)
         simple = {
             "start_ts": lambda: start,
             "end_ts": lambda: end,
@@ -503,7 +515,7 @@ class _Packets:
             "id": lambda: r,
             "packet_idx": lambda: (r - self.first[t]).astype(np.int32),
             "packet_aggregation_id": lambda: t,
-            "engine_idx": lambda: np.asarray(pk.engine[r], dtype=np.int64),
+            "engine_idx": lambda: engine.astype(np.int64),
             "read_bytes": lambda: nbytes,
             "write_bytes": lambda: nbytes,
             "transfer_bytes": lambda: nbytes,
@@ -531,21 +543,24 @@ def transfer_tables(tl: Timeline) -> dict[str, LazyTable]:
 
 def active_time_table(tl: Timeline) -> pa.Table:
     """Merged busy intervals per (core, compute engine); DMA triggers (sync) are left out, as in neuron-explorer."""
-    engines = np.asarray(tl.rows.engine)
+    names = _distinct(tl.rows.engine)
+    code = {e: k for k, e in enumerate(names)}
+    engines = np.array([code[e] for e in tl.rows.engine], dtype=np.int8) if len(tl.rows) else np.zeros(0, np.int8)
     programs = tl.trace.columns().program.astype(np.int64)[np.asarray(tl.rows.ins, dtype=np.int64)]
-    cols: dict[str, list] = {"start_ts": [], "end_ts": [], "engine": [], "pcore_idx": [], "duration_ns": []}
+    parts: dict[str, list] = {"start_ts": [], "end_ts": [], "engine": [], "pcore_idx": []}
     for program in np.unique(programs):
         for engine in ("tensor", "vector", "scalar", "gpsimd"):
-            mask = (engines == engine) & (programs == program)
+            mask = (engines == code.get(engine, -1)) & (programs == program)
             if not mask.any():
                 continue
             s, e = merge(tl.rows.start[mask], tl.rows.end[mask])
-            s, e = ns(s), ns(e)
-            cols["start_ts"] += s.tolist()
-            cols["end_ts"] += e.tolist()
-            cols["duration_ns"] += (e - s).tolist()
-            cols["engine"] += [engine] * len(s)
-            cols["pcore_idx"] += [int(program)] * len(s)
+            parts["start_ts"].append(ns(s))
+            parts["end_ts"].append(ns(e))
+            parts["engine"].append(np.full(len(s), engine, dtype=object))
+            parts["pcore_idx"].append(np.full(len(s), int(program), dtype=np.int64))
+    cols = {k: np.concatenate(v) if v else [] for k, v in parts.items()}
+    if parts["start_ts"]:
+        cols["duration_ns"] = cols["end_ts"] - cols["start_ts"]
     return to_table("ActiveTime", cols)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from nkidev import __version__
+from nkidev import __version__, heap
 from nkidev.atomic import crash_point, fsync_dir, fsync_file, owner_alive, temp_name
 from nkidev.costmodel.timeline import Timeline
 from nkidev.errors import NkiUsageError
@@ -58,6 +58,7 @@ def build_tables(tl: Timeline, notes: list[tuple[str, str]] = ()) -> dict[str, p
         )
     warnings += [("Kernel", f"{w['name']}: {w['message']} ({w.get('location')})") for w in tl.trace.warnings]
     out["Warning"] = summary.warning_table(warnings)
+    heap.release()  # the summary's temporary columns
     return out
 
 
@@ -155,6 +156,7 @@ def write_profile(path: Path, tables_: dict[str, pa.Table], title: str, force: b
         fsync_dir(tmp)
         crash_point("complete")
         _replace(tmp, path)
+        heap.release()
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
