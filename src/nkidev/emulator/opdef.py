@@ -188,7 +188,8 @@ def dispatch(op: OpDef, a: SimpleNamespace):
     ctx = _ctx.current()
     ids_r: list[int] = []
     ids_w: list[int] = []
-    key = signature(op, a, ids_r, ids_w)
+    storages: list = []
+    key = signature(op, a, ids_r, ids_w, storages)
     cache = op.checked
     entry = cache.get((ctx.target_code, key)) if key is not None else None
     if entry is None:
@@ -204,7 +205,10 @@ def dispatch(op: OpDef, a: SimpleNamespace):
         _spmd_access(op, a, ctx)
     usage = ctx.usage
     if usage.check:
-        _touch(a, ctx, usage)
+        if key is not None:  # the signature found every operand: plain tiles (no indirection), flat lists
+            _stamp_storages(storages, usage, ctx.target)
+        else:
+            _touch(a, ctx, usage)
     result = op.impl(a, ctx, engine) if ctx.compute else None
     _mark_written(op, a)
     trace = ctx.trace
@@ -275,6 +279,23 @@ def _touch(a, ctx, usage) -> None:
         usage.operands(seen, ctx.target)
 
 
+def _stamp_storages(storages: list, usage, target: Target) -> None:
+    """_touch for a call whose operands `signature` listed (the same stamps, in the same order)."""
+    clock = usage.tick()
+    seen: list = []
+    total = 0
+    for st in storages:
+        life = st.life
+        if life is not None:
+            times = life.times
+            if not times or times[-1] != clock:
+                times.append(clock)
+                seen.append(st)
+                total += st.pp_bytes
+    if len(seen) > 1 and total > target.psum.bytes_per_partition:  # below it neither buffer can overflow
+        usage.operands(seen, target)
+
+
 def _stamp(t: NkiTensor, clock: int, seen: list) -> None:
     st = t.storage
     life = st.life
@@ -306,7 +327,7 @@ def tiles_in(value):
 
 def _mark_written(op: OpDef, a) -> None:
     for name in op.writes:
-        t = getattr(a, name, None)
+        t = a.__dict__.get(name)
         if isinstance(t, NkiTensor):
             t.storage.written = True
         elif t.__class__ in (list, tuple):
@@ -329,9 +350,10 @@ _ATOMS = {int, bool, str, type(None), FunctionType, BuiltinFunctionType, np.ufun
 _FLOATS = {float, np.float32, np.float64}
 
 
-def signature(op: OpDef, a, ids_r: list, ids_w: list) -> tuple | None:
+def signature(op: OpDef, a, ids_r: list, ids_w: list, storages: list) -> tuple | None:
     """The call's operand signature (None: uncacheable); appends the storage ids of its operands, reads and
-    writes, in the order the trace records them."""
+    writes, in the order the trace records them, and their storages in argument order (complete only when
+    the call is cacheable)."""
     key = []
     writes = op.writes
     for name, v in a.__dict__.items():
@@ -343,6 +365,7 @@ def signature(op: OpDef, a, ids_r: list, ids_w: list) -> tuple | None:
             st = v.storage
             key.append((st.kind, v.dtype.name, d.shape, d.strides, v._reg or region(v)))
             (ids_w if name in writes else ids_r).append(st.id)
+            storages.append(st)
         elif c in _ATOMS:
             key.append((c, v))
         elif c in _FLOATS:
@@ -357,6 +380,7 @@ def signature(op: OpDef, a, ids_r: list, ids_w: list) -> tuple | None:
                         return None
                     key.append((t.storage.kind, t.dtype.name, t._data.shape, t._data.strides, t._reg or region(t)))
                     ids.append(t.storage.id)
+                    storages.append(t.storage)
             else:
                 inner = _plain(v)
                 if inner is None:
