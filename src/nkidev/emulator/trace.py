@@ -279,6 +279,18 @@ class TensorTable:
             raise KeyError(id)
         self._kind[row] = self._strings.code(kind)
 
+    def pop(self, id: int, default=None):
+        """Remove a storage's row (the legacy front end drops a fresh tile it retargeted); its record or `default`."""
+        row = self._row(id)
+        if row is None:
+            return default
+        rec = self._record(row)
+        for col in (self._id, self._name, self._buffer, self._shape, self._dtype, self._kind, self._loc, self._nbytes):
+            del col[row]
+        if self._index is not None:
+            self._index = {t: k for k, t in enumerate(self._id)}
+        return rec
+
     def __setitem__(self, id: int, rec: TensorRecord) -> None:
         self.add(id, rec.name, rec.buffer, tuple(rec.shape), rec.dtype, rec.nbytes, rec.kind, rec.location)
 
@@ -405,6 +417,21 @@ class Trace:
         """Append an instruction given as a row."""
         self.record(ins.id, form_of(ins), ins.location, ins.program, [a.tensor for a in ins.reads] + [a.tensor for a in ins.writes])
 
+    def pop(self) -> Instruction:
+        """Remove the last instruction and return it as a row."""
+        if not self._id:
+            raise IndexError("pop from an empty trace")
+        ins = self.row(len(self._id) - 1)
+        del self._id[-1], self._form[-1], self._loc[-1], self._program[-1]
+        del self._acc_tensor[self._acc_start.pop() :]
+        self._columns = None
+        return ins
+
+    def replace_last(self, ins: Instruction) -> None:
+        """Replace the last instruction by a row (rows are snapshots: edit one, then put it back)."""
+        self.pop()
+        self.append(ins)
+
     def order_by_program(self) -> dict[int, int]:
         """List each program's instructions together, each in its own order, with ids renumbered to positions;
         returns old id -> new id."""
@@ -512,3 +539,6 @@ class InstructionRows(Sequence):
 
     def append(self, ins: Instruction) -> None:
         self.trace.append(ins)
+
+    def pop(self) -> Instruction:
+        return self.trace.pop()

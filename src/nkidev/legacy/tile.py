@@ -517,14 +517,15 @@ def retarget(target: LegacyTensor, value: LegacyTensor, src: LegacyTensor, accum
     store_raw(target, values.reshape(-1))
     target.storage.written = True
     if ctx.trace is not None and ctx.trace.instructions:
-        ins = ctx.trace.instructions[-1]
+        ins = ctx.trace.instructions[-1]  # a snapshot: edited, then put back
         for i, w in enumerate(ins.writes):
             if w.tensor == value.storage.id:
                 ins.writes[i] = access(target, w.role)
         if accumulate:
-            ins.attrs["accumulate"] = True
+            ins.attrs = dict(ins.attrs, accumulate=True)  # attrs are shared by every instruction of the same form
         if ins.writes:
             ins.partitions = ins.writes[0].partitions
+        ctx.trace.replace_last(ins)
         ctx.trace.tensors.pop(value.storage.id, None)
     value.origin = None
     return True
