@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nkidev.emulator import blas
 from nkidev.emulator.tensor import NkiTensor, region
 
 _F32 = np.dtype(np.float32)
@@ -43,10 +44,11 @@ class Group:
 
     def compute(self) -> None:
         s, mv = self.s[: self.k], self.mv[: self.k]
-        if self.overwrite:
-            np.matmul(s.T, mv, out=self.view)
-        else:
-            self.view += s.T @ mv
+        with blas.threads_for(2.0 * s.shape[0] * s.shape[1] * mv.shape[1]):
+            if self.overwrite:
+                np.matmul(s.T, mv, out=self.view)
+            else:
+                self.view += s.T @ mv
 
 
 def _key(t: NkiTensor) -> tuple:

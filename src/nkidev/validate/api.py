@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nkidev.emulator import versions
+from nkidev.emulator import blas, versions
 from nkidev.emulator.jit import as_kernel
 from nkidev.errors import NkiUsageError
 from nkidev.hardware import get_target
@@ -86,7 +86,9 @@ def validate(
     static, notes = _static(setup)
     variants = [seed_cases(cases_fn, cases_, s + 1) for s in range(seeds)]
     results, warnings = [], []
-    with np.errstate(all="ignore"):  # nkidev's own NaN/overflow arithmetic is reported as verdicts, not warnings
+    # nkidev's own NaN/overflow arithmetic is reported as verdicts, not warnings; references and metrics run with
+    # one BLAS thread like the emulator (why: emulator/blas.py)
+    with np.errstate(all="ignore"), blas.single_thread():
         for i, case in enumerate(cases_):
             stage = f"checking case {i + 1} of {len(cases_)}" + (f" (shape {first_shape(case)})" if first_shape(case) else "")
             emit({"event": "case_start", "index": i, "stage": stage})

@@ -10,7 +10,7 @@ import numpy as np
 
 from nkidev.emulator.trace import Trace
 from nkidev.validate.inputs import same_bits
-from nkidev.validate.metrics import compare, failures
+from nkidev.validate.metrics import compare, failures, l2
 from nkidev.validate.reference import Expected
 from nkidev.validate.result import Finding, OutputResult, RunMetrics
 from nkidev.validate.tolerance import Tolerance, dtype_name, is_float
@@ -69,10 +69,6 @@ def metric_finding(run: RunMetrics) -> Finding | None:
     return Finding("fail_nonfinite" if nonfinite else "fail_tolerance", where + text)
 
 
-def _norm(x) -> float:
-    return float(np.linalg.norm(np.asarray(x, dtype=np.float64).ravel()))
-
-
 def unresponsive(out_a, out_b, ref_a, ref_b, tol: Tolerance) -> bool:
     """True when the reference's output moved between two inputs while the kernel's did not.
 
@@ -87,11 +83,11 @@ def unresponsive(out_a, out_b, ref_a, ref_b, tol: Tolerance) -> bool:
         rb = np.asarray(ref_b, np.float64).reshape(np.shape(ref_a)).astype(out_a.dtype)
         return bool(np.mean(~_equal(ra, rb)) > 0.01)
     ref_b = np.asarray(ref_b, np.float64).reshape(np.shape(ref_a))
-    scale = max(_norm(ref_a), _norm(ref_b))  # the larger norm: the margin below then holds for both runs' errors
+    scale = max(l2(ref_a), l2(ref_b))  # the larger norm: the margin below then holds for both runs' errors
     if scale == 0:
         return False
-    moved_ref = _norm(np.asarray(ref_a, np.float64) - ref_b) / scale
-    moved_out = _norm(np.asarray(out_a, np.float64) - np.asarray(out_b, np.float64)) / scale
+    moved_ref = l2(np.asarray(ref_a, np.float64) - ref_b) / scale
+    moved_out = l2(np.asarray(out_a, np.float64) - np.asarray(out_b, np.float64)) / scale
     bound = tol.rel_l2 if math.isfinite(tol.rel_l2) else 0.0
     if not (math.isfinite(moved_ref) and math.isfinite(moved_out)) or moved_ref <= RESPONSE_MARGIN * bound:
         return False
