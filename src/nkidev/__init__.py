@@ -10,8 +10,6 @@ Attributes load lazily so that `import nkidev` (and the startup hook) stays chea
 
 from __future__ import annotations
 
-import importlib
-
 __version__ = "0.1.0"
 
 _EXPORTS = {
@@ -36,6 +34,8 @@ def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'nkidev' has no attribute {name!r}")
+    import importlib  # here, not at the top: the startup hook imports this package in every process
+
     imported = importlib.import_module(module)
     # nkidev.profile / nkidev.validate are callable packages (not functions) so their submodules stay reachable
     value = imported if module == f"nkidev.{name}" else getattr(imported, name)

@@ -9,87 +9,12 @@
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import os
 import sys
 import threading
 
-ENV_VAR = "NKIDEV_EMULATE"
+from nkidev.startup import ENV_VAR, FORCED, _modules, _ours, install_fallback, install_from_env
 
-
-_PREFIXES = ("nki", "neuronxcc")  # the current API and the legacy Beta-1 API (neuronxcc.nki)
-
-
-def _modules() -> dict:
-    from nkidev.emulator.nki_api import MODULES
-
-    return MODULES
-
-
-def _legacy_modules() -> dict:
-    from nkidev.legacy.api import MODULES
-
-    return MODULES
-
-
-def _ours(fullname: str) -> bool:
-    return fullname.split(".")[0] in _PREFIXES
-
-
-def _module_for(fullname: str):
-    if fullname.split(".")[0] == "neuronxcc":
-        return _legacy_modules().get(fullname)
-    return _modules().get(fullname)
-
-
-class _Loader(importlib.abc.Loader):
-    def __init__(self, module):
-        self.module = module
-
-    def create_module(self, spec):
-        return self.module
-
-    def exec_module(self, module):
-        pass
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    """Resolves nki.* to the emulator (first when forced, else only when no real nki is found)."""
-
-    def __init__(self, fallback: bool):
-        self.fallback = fallback
-
-    def find_spec(self, fullname, path=None, target=None):
-        if not _ours(fullname):
-            return None
-        if self.fallback and _real_nki_available(fullname):
-            return None
-        module = _module_for(fullname)
-        if module is None:
-            return None
-        packages = ("nki", "nki.isa", "neuronxcc", "neuronxcc.nki", "neuronxcc.nki.isa", "neuronxcc.nki.language")
-        return importlib.machinery.ModuleSpec(fullname, _Loader(module), is_package=fullname in packages)
-
-
-def _real_nki_available(fullname: str) -> bool:
-    top = fullname.split(".")[0]
-    for finder in sys.meta_path:
-        if isinstance(finder, _Finder):
-            continue
-        find = getattr(finder, "find_spec", None)
-        if find is None:
-            continue
-        try:
-            if find(top, None, None) is not None:
-                return True
-        except Exception:  # noqa: BLE001 - a broken finder must not break imports
-            continue
-    return False
-
-
-_FORCED = _Finder(fallback=False)
-_FALLBACK = _Finder(fallback=True)
+__all__ = ["ENV_VAR", "emulate", "install_fallback", "install_from_env"]
 
 
 _lock = threading.Lock()
@@ -127,9 +52,9 @@ class emulate:  # noqa: N801 - used like a function: nkidev.emulate() / with nki
                 for name in _saved:
                     del sys.modules[name]
                 sys.modules.update(_modules())
-                _added_finder[:] = [_FORCED not in sys.meta_path]
+                _added_finder[:] = [FORCED not in sys.meta_path]
                 if _added_finder[0]:
-                    sys.meta_path.insert(0, _FORCED)
+                    sys.meta_path.insert(0, FORCED)
             _depth += 1
         self.active = True
 
@@ -154,26 +79,11 @@ class emulate:  # noqa: N801 - used like a function: nkidev.emulate() / with nki
                     del sys.modules[name]
                 sys.modules.update(_saved)
                 _saved.clear()
-                if _added_finder and _added_finder[0] and _FORCED in sys.meta_path:  # NKIDEV_EMULATE=1's finder stays
-                    sys.meta_path.remove(_FORCED)
+                if _added_finder and _added_finder[0] and FORCED in sys.meta_path:  # NKIDEV_EMULATE=1's finder stays
+                    sys.meta_path.remove(FORCED)
         if self._token is not None:
             try:
                 target_override.reset(self._token)
             except ValueError:  # restored from another thread or context: clear this one's override
                 target_override.set(None)
         self._version.close()
-
-
-def install_fallback() -> None:
-    """Let `import nki` fall back to the emulator when no real nki package is installed."""
-    if _FALLBACK not in sys.meta_path:
-        sys.meta_path.append(_FALLBACK)
-
-
-def install_from_env() -> None:
-    """Startup hook (nkidev_shim.pth): force emulation with NKIDEV_EMULATE=1, else install the fallback."""
-    if os.environ.get(ENV_VAR, "").strip().lower() in ("1", "true", "yes", "on"):
-        if _FORCED not in sys.meta_path:
-            sys.meta_path.insert(0, _FORCED)
-    else:
-        install_fallback()
