@@ -15,30 +15,30 @@ F32 = np.float32
 
 
 def _bool(fn):
-    return lambda a, b: fn(a, b).astype(F32)
+    return lambda a, b: fn(a, b).astype(F32, copy=False)
 
 
 def _logical(fn):
-    return lambda a, b: fn(a != 0, b != 0).astype(F32)
+    return lambda a, b: fn(a != 0, b != 0).astype(F32, copy=False)
 
 
 def _abs_max(a, b):
     # ties return y, as the docs' examples show
-    return np.where(np.abs(a) > np.abs(b), a, b).astype(F32)
+    return np.where(np.abs(a) > np.abs(b), a, b).astype(F32, copy=False)
 
 
 def _abs_min(a, b):
-    return np.where(np.abs(a) < np.abs(b), a, b).astype(F32)
+    return np.where(np.abs(a) < np.abs(b), a, b).astype(F32, copy=False)
 
 
 def _rsqrt(a, _b=None):
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (F32(1) / np.sqrt(a)).astype(F32)
+        return (F32(1) / np.sqrt(a)).astype(F32, copy=False)
 
 
 def _recip(a, _b=None):
     with np.errstate(divide="ignore"):
-        return (F32(1) / a).astype(F32)
+        return (F32(1) / a).astype(F32, copy=False)
 
 
 def _div(a, b):
@@ -89,9 +89,9 @@ ALU: dict[str, AluOp] = {
         AluOp("greater_equal", "arith", _bool(np.greater_equal)),
         AluOp("less", "arith", _bool(np.less)),
         AluOp("less_equal", "arith", _bool(np.less_equal)),
-        AluOp("logical_and", "arith", _logical(np.logical_and), lambda x, axis: np.all(x != 0, axis=axis).astype(F32), 1.0),
-        AluOp("logical_or", "arith", _logical(np.logical_or), lambda x, axis: np.any(x != 0, axis=axis).astype(F32), 0.0),
-        AluOp("logical_xor", "arith", _logical(np.logical_xor), lambda x, axis: (np.sum(x != 0, axis=axis) % 2).astype(F32), 0.0),
+        AluOp("logical_and", "arith", _logical(np.logical_and), lambda x, axis: np.all(x != 0, axis=axis).astype(F32, copy=False), 1.0),
+        AluOp("logical_or", "arith", _logical(np.logical_or), lambda x, axis: np.any(x != 0, axis=axis).astype(F32, copy=False), 0.0),
+        AluOp("logical_xor", "arith", _logical(np.logical_xor), lambda x, axis: (np.sum(x != 0, axis=axis) % 2).astype(F32, copy=False), 0.0),
         AluOp("power", "arith", lambda a, b: np.power(a, b, dtype=F32)),
         AluOp("abs_max", "arith", _abs_max),
         AluOp("abs_min", "arith", _abs_min),
@@ -133,58 +133,58 @@ def _erf(x):
     a = np.abs(x).astype(np.float64)
     t = 1.0 / (1.0 + 0.3275911 * a)
     y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * np.exp(-a * a)
-    return (s * y).astype(F32)
+    return (s * y).astype(F32, copy=False)
 
 
 def _sigmoid(x):
     with np.errstate(over="ignore"):
-        return (F32(1) / (F32(1) + np.exp(-x))).astype(F32)
+        return (F32(1) / (F32(1) + np.exp(-x))).astype(F32, copy=False)
 
 
 def _gelu(x, _a=0.0):
-    return (F32(0.5) * x * (F32(1) + _erf(x / np.sqrt(F32(2))))).astype(F32)
+    return (F32(0.5) * x * (F32(1) + _erf(x / np.sqrt(F32(2))))).astype(F32, copy=False)
 
 
 def _gelu_dx(x, _a=0.0):
     pdf = np.exp(-F32(0.5) * x * x) / np.sqrt(F32(2 * np.pi))
-    return (F32(0.5) * (F32(1) + _erf(x / np.sqrt(F32(2)))) + x * pdf).astype(F32)
+    return (F32(0.5) * (F32(1) + _erf(x / np.sqrt(F32(2)))) + x * pdf).astype(F32, copy=False)
 
 
 def _gelu_tanh(x, _a=0.0):
     c = F32(np.sqrt(2 / np.pi))
-    return (F32(0.5) * x * (F32(1) + np.tanh(c * (x + F32(0.044715) * x**3)))).astype(F32)
+    return (F32(0.5) * x * (F32(1) + np.tanh(c * (x + F32(0.044715) * x**3)))).astype(F32, copy=False)
 
 
 def _gelu_sig(x, _a=0.0):
-    return (x * _sigmoid(F32(1.702) * x)).astype(F32)
+    return (x * _sigmoid(F32(1.702) * x)).astype(F32, copy=False)
 
 
 def _gelu_sig_dx(x, _a=0.0):
     s = _sigmoid(F32(1.702) * x)
-    return (s + F32(1.702) * x * s * (F32(1) - s)).astype(F32)
+    return (s + F32(1.702) * x * s * (F32(1) - s)).astype(F32, copy=False)
 
 
 def _silu_dx(x, _a=0.0):
     s = _sigmoid(x)
-    return (s * (F32(1) + x * (F32(1) - s))).astype(F32)
+    return (s * (F32(1) + x * (F32(1) - s))).astype(F32, copy=False)
 
 
 def _softplus(x, _a=0.0):
-    return np.logaddexp(F32(0), x).astype(F32)
+    return np.logaddexp(F32(0), x).astype(F32, copy=False)
 
 
 def _sin(x, _a=0.0):
     # ScalarE evaluates its fitted polynomial without range reduction (valid only on [-pi, pi]); outside that
     # range we extrapolate the cubic Taylor polynomial at +-pi, which reproduces the documented sin(9.0) ~ 27.65.
-    d = np.where(x > np.pi, x - F32(np.pi), np.where(x < -np.pi, x + F32(np.pi), F32(0))).astype(F32)
+    d = np.where(x > np.pi, x - F32(np.pi), np.where(x < -np.pi, x + F32(np.pi), F32(0))).astype(F32, copy=False)
     outside = -d + d * d * d / F32(6)
-    return np.where(np.abs(x) <= np.pi, np.sin(x), outside).astype(F32)
+    return np.where(np.abs(x) <= np.pi, np.sin(x), outside).astype(F32, copy=False)
 
 
 def _safe(fn):
     def run(x, _a=0.0):
         with np.errstate(all="ignore"):
-            return fn(x).astype(F32)
+            return fn(x).astype(F32, copy=False)
 
     return run
 
@@ -194,19 +194,19 @@ ACTIVATIONS: dict[str, Callable] = {
     "square": lambda x, a=0.0: np.square(x),
     "sigmoid": lambda x, a=0.0: _sigmoid(x),
     "relu": lambda x, a=0.0: np.maximum(x, F32(0)),
-    "prelu": lambda x, a=0.0: np.where(x >= 0, x, F32(a) * x).astype(F32),
+    "prelu": lambda x, a=0.0: np.where(x >= 0, x, F32(a) * x).astype(F32, copy=False),
     "gelu": _gelu,
     "gelu_dx": _gelu_dx,
     "gelu_apprx_tanh": _gelu_tanh,
     "gelu_apprx_sigmoid": _gelu_sig,
     "gelu_apprx_sigmoid_dx": _gelu_sig_dx,
-    "silu": lambda x, a=0.0: (x * _sigmoid(x)).astype(F32),
+    "silu": lambda x, a=0.0: (x * _sigmoid(x)).astype(F32, copy=False),
     "silu_dx": _silu_dx,
     "tanh": _safe(np.tanh),
     "softplus": _softplus,
-    "mish": lambda x, a=0.0: (x * np.tanh(_softplus(x))).astype(F32),
+    "mish": lambda x, a=0.0: (x * np.tanh(_softplus(x))).astype(F32, copy=False),
     "erf": lambda x, a=0.0: _erf(x),
-    "erf_dx": lambda x, a=0.0: (F32(2 / np.sqrt(np.pi)) * np.exp(-x * x)).astype(F32),
+    "erf_dx": lambda x, a=0.0: (F32(2 / np.sqrt(np.pi)) * np.exp(-x * x)).astype(F32, copy=False),
     "exp": _safe(np.exp),
     "log": _safe(np.log),
     "sin": _sin,

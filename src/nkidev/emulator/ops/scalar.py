@@ -196,7 +196,7 @@ def _activate2(a, ctx, engine):
     y = _apply(a.op0, x, scalar_or_vector(a.imm0, p), a.reverse0)
     y = _apply(a.op1, y, scalar_or_vector(a.imm1, p), a.reverse1)
     alpha = float(a.relu_param) if not isinstance(a.relu_param, NkiTensor) else scalar_or_vector(a.relu_param, p)
-    y = ACTIVATIONS[op_name(a.op)](y.astype(np.float32), alpha)
+    y = ACTIVATIONS[op_name(a.op)](y.astype(np.float32, copy=False), alpha)
     store(a.dst, y)
     cmd = getattr(a.reduce_cmd, "name", "idle")
     if cmd != "idle" and a.reduce_op is not None:

@@ -778,7 +778,7 @@ def _exponential(a, ctx, engine):
     x = rows(a.src)
     p = x.shape[0]
     with np.errstate(over="ignore"):
-        y = np.exp(x - scalar_or_vector(a.max_value, p)).astype(np.float32)
+        y = np.exp(x - scalar_or_vector(a.max_value, p)).astype(np.float32, copy=False)
     store(a.dst, y)
     acc = accumulate(ctx.vec_acc, p, "add", _reduce_cmd(a), y, a.reduce_init)
     if a.reduce_res is not None:
