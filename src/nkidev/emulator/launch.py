@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 import ml_dtypes
 import numpy as np
 
-from nkidev.emulator import blas
+from nkidev.emulator import blas, versions
 from nkidev.emulator import context as _ctx
-from nkidev.emulator import versions
 from nkidev.emulator.context import Context, EmulatorOptions, warn_at
 from nkidev.emulator.dtypes import lookup
 from nkidev.emulator.location import strip_internal_frames
@@ -98,10 +97,10 @@ def run_kernel(
 ) -> RunResult:
     """Emulate `fn(*args, **kwargs)` over the launch grid; NkiErrors point at the kernel line."""
     with blas.single_thread():  # why one BLAS thread: emulator/blas.py
-        return _run_kernel(fn, args, kwargs, options, grid, kernel_name)
+        return _run_kernel(fn, args, kwargs, options, grid, kernel_name, kernel)
 
 
-def _run_kernel(fn, args: tuple, kwargs: dict, options: EmulatorOptions | None, grid, kernel_name: str | None) -> RunResult:
+def _run_kernel(fn, args: tuple, kwargs: dict, options: EmulatorOptions | None, grid, kernel_name: str | None, kernel) -> RunResult:
     options = options or EmulatorOptions()
     target = get_target(options.target)
     version = options.nki_version or versions.default()  # resolved here: the programs' threads do not see context variables
