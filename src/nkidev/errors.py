@@ -449,6 +449,11 @@ _CATALOGUE = [
         "run the command from the directory you installed into (or pass the same --scope); nothing was changed",
     ),
     _e(
+        "err_missing_extra",
+        "The feature needs an optional dependency that is not installed (Ray, an LLM provider's SDK).",
+        "install the extra named in the message, e.g. pip install 'nkidev[ray]'",
+    ),
+    _e(
         "err_bad_client_config",
         "An agent client's config file (.mcp.json, mcp.json) is not a valid JSON object.",
         "fix or remove the file named in the message, then rerun the command",
