@@ -40,6 +40,7 @@ _REGISTRARS = (
     "nkidev.docs.cli",
     "nkidev.agents.cli",
     "nkidev.migrate.cli",
+    "nkidev.loops.cli",
 )
 
 

@@ -449,6 +449,11 @@ _CATALOGUE = [
         "run the command from the directory you installed into (or pass the same --scope); nothing was changed",
     ),
     _e(
+        "err_bad_tunable",
+        "The task file's TUNABLE (or a --param) does not describe a search space over the kernel's keyword arguments.",
+        'write TUNABLE = {"param": [v1, v2]} (or {"KERNEL": {...}}) with literal values, for parameters the kernel has with defaults',
+    ),
+    _e(
         "err_missing_extra",
         "The feature needs an optional dependency that is not installed (Ray, an LLM provider's SDK).",
         "install the extra named in the message, e.g. pip install 'nkidev[ray]'",
