@@ -53,7 +53,12 @@ def evaluate_item(item: dict) -> dict:
         limits = Limits(item.get("timeout_s", 600.0), item.get("memory_bytes"))
         try:
             result = sandbox.run(
-                "nkidev.loops.evaluate:evaluate_candidate", kwargs, limits, preload=PRELOAD, cwd=tmp, label=item.get("display") or "candidate"
+                "nkidev.loops.evaluate:evaluate_candidate",
+                kwargs,
+                limits,
+                preload=PRELOAD,
+                cwd=tmp,
+                label=item.get("display") or "candidate",
             )
         except NkiError as e:
             result = failed(e)

@@ -49,7 +49,9 @@ def _only_kernel(source: str, path: Path) -> str:
         if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)  # @nki.jit, @jit, @nki.jit(...)
     ]
     if len(names) != 1:
-        raise NkiUsageError("err_kernel_not_found", f"{path} defines {len(names)} kernels ({', '.join(names) or 'none'})", "use FILE::KERNEL")
+        raise NkiUsageError(
+            "err_kernel_not_found", f"{path} defines {len(names)} kernels ({', '.join(names) or 'none'})", "use FILE::KERNEL"
+        )
     return names[0]
 
 
@@ -169,4 +171,8 @@ def _best(configs: list[dict], baseline: dict) -> dict | None:
         return None
     best = min(passed, key=lambda c: c["total_time_ns"])  # ties: the first in the space's order
     base = baseline["total_time_ns"] if baseline["passed"] else None
-    return {"params": best["params"], "total_time_ns": best["total_time_ns"], "speedup": round(base / best["total_time_ns"], 4) if base else None}
+    return {
+        "params": best["params"],
+        "total_time_ns": best["total_time_ns"],
+        "speedup": round(base / best["total_time_ns"], 4) if base else None,
+    }
