@@ -454,6 +454,21 @@ _CATALOGUE = [
         'write TUNABLE = {"param": [v1, v2]} (or {"KERNEL": {...}}) with literal values, for parameters the kernel has with defaults',
     ),
     _e(
+        "err_bad_session",
+        "The optimize directory (--resume DIR, an MCP session) has no readable state.json written by nkidev.",
+        "pass a directory written by `nkidev optimize --out`, or start a new run",
+    ),
+    _e(
+        "err_baseline_failed",
+        "The kernel to optimize does not pass its own validation, so there is no correct starting point to speed up.",
+        "fix the kernel first (nkidev validate FILE::KERNEL, or nkidev debug FILE::KERNEL), then optimize it",
+    ),
+    _e(
+        "err_provider_failed",
+        "The candidate provider (an LLM API, a replay directory) could not produce a candidate.",
+        "check the provider's settings (model, endpoint, credentials in the environment) or the replay directory named in the message",
+    ),
+    _e(
         "err_missing_extra",
         "The feature needs an optional dependency that is not installed (Ray, an LLM provider's SDK).",
         "install the extra named in the message, e.g. pip install 'nkidev[ray]'",

@@ -83,6 +83,98 @@ def _print_tune(result: dict) -> None:
         console.print("[bold red]no config passed[/]")
 
 
+ProviderOption = Annotated[
+    str | None,
+    typer.Option("--provider", help="replay:DIR (candidates DIR/*.py in name order) | anthropic | bedrock | openai."),
+]
+ModelOption = Annotated[str | None, typer.Option("--model", help="Model name (anthropic, openai) or model id (bedrock).")]
+BaseUrlOption = Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, LM Studio).")]
+RegionOption = Annotated[str | None, typer.Option("--region", help="AWS region of the Bedrock endpoint.")]
+
+
+@command
+def optimize_command(
+    spec: Annotated[str | None, typer.Argument(metavar="FILE::KERNEL", help="Task file and kernel name.")] = None,
+    provider: ProviderOption = None,
+    out: Annotated[str | None, typer.Option("--out", help="Run directory (default ./nkidev-optimize/<kernel>-<time>/).")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="Continue the run in this directory.")] = None,
+    target_speedup: Annotated[float | None, typer.Option("--target-speedup", help="Stop once the best is this many times faster.")] = None,
+    target_time_us: Annotated[float | None, typer.Option("--target-time-us", help="Stop once the best takes at most this long.")] = None,
+    target_peak_percent: Annotated[
+        float | None, typer.Option("--target-peak-percent", help="Stop once the best reaches this percent of its roofline.")
+    ] = None,
+    budget_iterations: Annotated[int | None, typer.Option("--budget-iterations", help="Most candidates (default 20).")] = None,
+    budget_minutes: Annotated[float | None, typer.Option("--budget-minutes", help="Most minutes of work.")] = None,
+    budget_usd: Annotated[float | None, typer.Option("--budget-usd", help="Most USD of provider tokens (needs --price-in/out).")] = None,
+    price_in: Annotated[float | None, typer.Option("--price-in", help="USD per million input tokens.")] = None,
+    price_out: Annotated[float | None, typer.Option("--price-out", help="USD per million output tokens.")] = None,
+    width: Annotated[int, typer.Option("--width", help="Candidates per step (judged in parallel).")] = 1,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    region: RegionOption = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Copy best.py over FILE at the end (FILE.orig keeps the old bytes).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="With --apply: overwrite an existing FILE.orig.")] = False,
+    target: TargetOption = None,
+    case: CaseOption = 0,
+    seeds: SeedsOption = 3,
+    executor: ExecutorOption = "local",
+    jobs: JobsOption = None,
+    ray_address: RayAddressOption = None,
+    timeout: TimeoutOption = None,
+    memory: MemoryOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Iterate on a kernel until a performance target: propose, gate, profile, analyze, keep the best.
+
+    Every candidate is validated against the ORIGINAL task file (reference, cases, TOLERANCE, anti-cheat checks) in
+    an isolated child (--timeout/--memory) and accepted only if it passes and is faster. FILE is never modified
+    unless --apply. Exit 0 when the target was met (or, without a target, when a candidate was accepted)."""
+    from nkidev.cli_progress import Progress
+    from nkidev.loops.optimize import optimize
+    from nkidev.sandbox.limits import cli_limits
+
+    limits = cli_limits(timeout, memory)
+    with Progress(as_json, f"optimize {spec or resume}") as progress:
+        result = optimize(
+            spec, provider, out=out, resume=resume, target_speedup=target_speedup, target_time_us=target_time_us,
+            target_peak_percent=target_peak_percent, budget_iterations=budget_iterations, budget_minutes=budget_minutes,
+            budget_usd=budget_usd, price_in=price_in, price_out=price_out, width=width, target=target, case=case, seeds=seeds,
+            model=model, base_url=base_url, region=region, executor=executor, jobs=jobs, ray_address=ray_address, limits=limits,
+            apply=apply, force=force, progress=_lines(progress, as_json),
+        )  # fmt: skip
+    if as_json:
+        print_json(result)
+    else:
+        _print_optimize(result)
+    if result["stopped"] == "interrupted":
+        raise typer.Exit(130)
+    has_target = any(v is not None for v in (target_speedup, target_time_us, target_peak_percent))
+    ok = result["stopped"] == "target_met" if has_target else result["best"]["index"] is not None
+    raise typer.Exit(exitcodes.OK if ok else exitcodes.FAILED)
+
+
+def _lines(progress, as_json: bool):
+    def event(e: dict) -> None:
+        progress.event(e)
+        if not as_json and e.get("event") == "iteration":
+            console.print(e["line"], highlight=False, markup=False, soft_wrap=True)
+
+    return event
+
+
+def _print_optimize(result: dict) -> None:
+    best = result["best"]
+    console.print(
+        f"[bold]{result['kernel']}[/] on {result['target']}: baseline {_us(result['baseline']['total_time_ns'])}, "
+        f"best {_us(best['total_time_ns'])} ({best['speedup']:.2f}x, candidate {best['index']}); stopped: {result['stopped']}",
+        highlight=False,
+    )
+    console.print(f"best: {best['path']}\nreport: {result['out']}/report.html", highlight=False)
+    if result.get("applied", {}).get("applied"):
+        console.print(f"applied to {result['applied']['file']} (previous bytes in {result['applied']['backup']})", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     """Add this package's commands to the nkidev app."""
     app.command("tune")(tune_command)
+    app.command("optimize")(optimize_command)

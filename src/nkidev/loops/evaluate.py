@@ -12,7 +12,7 @@ checked) and optionally the analysis findings of that profile.
 
 The result is plain data, the same on every executor:
     {"passed": bool, "verdicts": [names], "error": null | {name, message, fix, location}, "total_time_ns": float | null,
-     "validation": {...} | null, "findings": [...], "bottleneck_engine": str | null, "bounds": {...} | null}
+     "validation": {...} | null, "findings": [...], "bottleneck_engine": str | null, "peak_percent": float | null}
 `verdicts` names why a candidate failed: the validation verdicts (`fail_tolerance`, `cheat_input_modified`, ...),
 or the error's name when it raised or was stopped (`err_timeout`, `err_memory_limit`, `err_kernel_raised`, ...).
 Temporary paths in messages are replaced by the names the caller gave (`display`, `task_display`).
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from nkidev.errors import NkiError
 
 PRELOAD = ("nkidev.validate.api", "nkidev.profile.api", "nkidev.analysis.api")
 _CANDIDATE_TMP = re.compile(r"/[^\s'\"():]*?nkidev-(?:candidate|eval)-[^/\s'\"]+/[^\s'\":()]+?\.py")
+_CANDIDATE_NAME = re.compile(r"\b\w+_candidate\.py\b")  # the private copy's file name, in messages
 MAX_FINDINGS = 12
 
 
@@ -51,6 +53,7 @@ def evaluate_item(item: dict) -> dict:
             "analyze": item.get("analyze", False),
         }
         limits = Limits(item.get("timeout_s", 600.0), item.get("memory_bytes"))
+        started = time.monotonic()
         try:
             result = sandbox.run(
                 "nkidev.loops.evaluate:evaluate_candidate",
@@ -62,6 +65,7 @@ def evaluate_item(item: dict) -> dict:
             )
         except NkiError as e:
             result = failed(e)
+        result["eval_s"] = round(time.monotonic() - started, 3)  # the wall time of the gate (not part of the verdict)
         return relabel(result, {str(task): item.get("task_display") or item["task_name"]}, item.get("display") or "candidate.py")
 
 
@@ -74,7 +78,7 @@ def failed(error: NkiError) -> dict:
         "validation": None,
         "findings": [],
         "bottleneck_engine": None,
-        "bounds": None,
+        "peak_percent": None,
     }
 
 
@@ -142,13 +146,20 @@ def profile_candidate(source: str, task_spec: str, target: str | None, case: int
         grid = spec.grid or (task.grid(spec.name) if spec.name else None)
         kernel = candidate.launch(KernelSpec(path, spec.name, grid))
         result = profile(kernel, *cases[case], target=target, out=Path(tmp) / "profile", compute=False)
-        out = {"total_time_ns": round(result.total_time_ns, 1), "findings": [], "bottleneck_engine": None, "bounds": None}
+        out = {"total_time_ns": round(result.total_time_ns, 1), "findings": [], "bottleneck_engine": None, "peak_percent": None}
         if analyze:
             analysis = analyze_profile(result.profile_dir, source_root=tmp)
             out["findings"] = [f.to_dict() for f in analysis.findings[:MAX_FINDINGS]]
             out["bottleneck_engine"] = analysis.bottleneck_engine
-            out["bounds"] = {k: v for k, v in analysis.bounds.items() if isinstance(v, int | float | str | None)}
+            out["peak_percent"] = peak_percent(analysis.bounds)
     return out
+
+
+def peak_percent(bounds: dict) -> float | None:
+    """How close the kernel is to its roofline: the ideal memory or compute time (whichever is larger) over its time."""
+    total = bounds.get("total_time_ns") or 0.0
+    ideal = max(bounds.get("memory_bound_ideal_ns") or 0.0, bounds.get("compute_bound_ideal_flops_ns") or 0.0)
+    return round(100.0 * ideal / total, 2) if total else None
 
 
 def relabel(value, names: dict[str, str], candidate: str):
@@ -156,7 +167,8 @@ def relabel(value, names: dict[str, str], candidate: str):
     if isinstance(value, str):
         for tmp, shown in names.items():
             value = value.replace(tmp, shown)
-        return _CANDIDATE_TMP.sub(candidate, value)
+        value = _CANDIDATE_TMP.sub(candidate, value)
+        return _CANDIDATE_NAME.sub(Path(candidate).name, value)
     if isinstance(value, dict):
         return {k: relabel(v, names, candidate) for k, v in value.items()}
     if isinstance(value, list):
