@@ -13,6 +13,8 @@ Agents call these tools without a person approving each call, so the server is c
   (nkidev.sandbox) with a time and a memory limit (default 120 s, min(8 GiB, half the RAM)); one hung call
   is stopped by its limit and never blocks the others. Several calls run at once: nothing is locked
   except the docs index's first build;
+- `optimize_start` / `optimize_submit` / `optimize_status` keep optimization sessions on disk under
+  ROOT/nkidev-optimize/<session>/ (nkidev.loops.agent_session); every candidate is judged in an isolated child;
 - `query` and `analyze` open the profile read-only with DuckDB's file access off, a statement timeout and
   a row cap (nkidev.analysis.tables).
 """
@@ -39,7 +41,8 @@ from nkidev.sandbox.limits import Limits, mcp_limits
 SERVER_NAME = "nkidev"
 INSTRUCTIONS = (
     "nkidev emulates the AWS Trainium NKI API on the CPU. Typical loop: validate a kernel (FILE.py::KERNEL), fix "
-    "named errors with explain/docs_show, profile it into a directory, analyze or query that directory. Tools "
+    "named errors with explain/docs_show, profile it into a directory, analyze or query that directory. To make a "
+    "kernel faster: optimize_start, then optimize_submit complete rewrites until target_met. Tools "
     'return the same JSON as the nkidev CLI with --json; errors come back as {"error": {...}} with a fix. '
     "validate and profile import and run the task file's Python code (in an isolated, time- and memory-limited "
     "process); every path must lie inside the server's workspace root."
@@ -147,6 +150,11 @@ async def _isolated(function: str, kwargs: dict, limits: Limits, label: str, cwd
         job.worker.kill()
 
 
+async def _threaded(call: Callable[[], Any]) -> CallToolResult:
+    """A library call that starts isolated children itself (the optimize tools), run off the event loop."""
+    return await anyio.to_thread.run_sync(lambda: _run(call), abandon_on_cancel=True)
+
+
 class Tools:
     """The tools of one server, bound to its workspace and limits (each method is one MCP tool)."""
 
@@ -197,6 +205,53 @@ class Tools:
             return _error(e)
         kwargs = {"spec": spec, "case": case, "target": target, "out": str(dest), "force": force}
         return await _isolated("nkidev.profile.api:profile_task_data", kwargs, self.limits, kernel, self.workspace.root)
+
+    async def optimize_start(
+        self,
+        kernel: Kernel,
+        target: Target = None,
+        target_speedup: Annotated[float | None, Field(description="Stop once the best is this many times faster.", gt=0)] = None,
+        target_time_us: Annotated[float | None, Field(description="Stop once the best takes at most this many microseconds.", gt=0)] = None,
+        target_peak_percent: Annotated[
+            float | None, Field(description="Stop once the best reaches this percent of its roofline.", gt=0)
+        ] = None,
+        budget_iterations: Annotated[int | None, Field(description="Most candidates to judge (default 20).", ge=1)] = None,
+        case: Annotated[int, Field(description="Index of the case candidates are timed on.", ge=0)] = 0,
+        seeds: Annotated[int, Field(description="Extra random inputs per case in the validation gate.", ge=0, le=100)] = 3,
+    ) -> CallToolResult:
+        """Start an optimization session for a kernel: validates and profiles the original, returns the session id, the
+        baseline time and the analysis findings (bottleneck, findings with source lines) to steer your first rewrite.
+        Then write complete candidate modules and judge each with optimize_submit. EXECUTES THE TASK FILE'S PYTHON CODE
+        (in an isolated process with a time and memory limit). Like `nkidev optimize` with you as the provider."""
+        from nkidev.loops import agent_session
+
+        settings = dict(target=target, target_speedup=target_speedup, target_time_us=target_time_us, case=case, seeds=seeds)
+        settings.update(target_peak_percent=target_peak_percent, budget_iterations=budget_iterations)
+        return await _threaded(lambda: agent_session.start(self.workspace.spec(kernel), self.workspace.root, self.limits, settings))
+
+    async def optimize_submit(
+        self,
+        session: Annotated[str, Field(description="The session id optimize_start returned.")],
+        source: Annotated[
+            str, Field(description="A complete Python module defining the kernel under the same name (imports and helpers included).")
+        ],
+    ) -> CallToolResult:
+        """Judge one candidate of a session: validated against the ORIGINAL task file's reference, cases and tolerance
+        with every anti-cheat check (the candidate's own reference or cases are ignored), then timed. Returns accepted
+        (passed and faster than the best so far), the verdicts or error with its line, the time, the speedup, the
+        findings of the best and target_met. EXECUTES THE CANDIDATE'S PYTHON CODE (in an isolated process with a time
+        and memory limit)."""
+        from nkidev.loops import agent_session
+
+        return await _threaded(lambda: agent_session.submit(self.workspace.root, session, source))
+
+    def optimize_status(self, session: Annotated[str, Field(description="The session id optimize_start returned.")]) -> CallToolResult:
+        """The state of an optimization session: the best so far (index, time, speedup, path of best.py), every candidate
+        with its verdicts and the reason it was accepted or rejected, and stopped ("target_met" once a submission met the
+        target, "budget_exhausted", or null)."""
+        from nkidev.loops import agent_session
+
+        return _run(lambda: agent_session.status(self.workspace.root, session))
 
     def analyze(self, profile_dir: ProfileDir) -> CallToolResult:
         """Analyze a profile: total time, memory/compute/pipeline bounds, the bottleneck engine and findings tied to
@@ -274,7 +329,19 @@ class Tools:
         return _run(lambda: run_explain(name), _DOCS_LOCK)
 
 
-TOOL_NAMES = ("validate", "profile", "analyze", "compare", "query", "docs_search", "docs_show", "explain")
+TOOL_NAMES = (
+    "validate",
+    "profile",
+    "analyze",
+    "compare",
+    "query",
+    "docs_search",
+    "docs_show",
+    "explain",
+    "optimize_start",
+    "optimize_submit",
+    "optimize_status",
+)
 TOOLS = tuple(getattr(Tools, name) for name in TOOL_NAMES)
 
 

@@ -17,6 +17,7 @@ from nkidev.mcp_server import build_server
 from .helpers import EXAMPLES, backend_available
 
 TOOL_NAMES = {"validate", "profile", "analyze", "compare", "query", "docs_search", "docs_show", "explain"}
+TOOL_NAMES |= {"optimize_start", "optimize_submit", "optimize_status"}  # the optimization loop driven by the IDE agent
 SOFTMAX = f"{EXAMPLES / 'softmax.py'}::softmax_kernel"
 needs_validate = pytest.mark.skipif(
     not backend_available("nkidev.validate.api"), reason="validation backend nkidev.validate.api has not landed"
