@@ -16,7 +16,7 @@ CLAUDE_TOOLS = {"Read", "Write", "Edit", "Grep", "Glob", "Bash", "TodoWrite"}
 
 
 def test_the_five_agents_are_bundled():
-    assert sorted(AGENTS) == ["nki-agent", "nki-debugger", "nki-docs-navigator", "nki-profile-analyst", "nki-writer"]
+    assert sorted(AGENTS) == ["nki-agent", "nki-debugger", "nki-docs-navigator", "nki-optimizer", "nki-profile-analyst", "nki-writer"]
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))

@@ -13,7 +13,7 @@ from nkidev.agents.bundle import SKILLS_DIR, skill_names
 from nkidev.agents.frontmatter import parse
 from nkidev.agents.skillcheck import validate_skill
 
-SKILLS = ("nki-writing", "nki-debugging", "nki-profiling", "nki-profile-querying", "nki-docs")
+SKILLS = ("nki-writing", "nki-debugging", "nki-profiling", "nki-profile-querying", "nki-optimizing", "nki-docs")
 
 
 def test_the_five_skills_are_bundled():
