@@ -174,7 +174,53 @@ def _print_optimize(result: dict) -> None:
         console.print(f"applied to {result['applied']['file']} (previous bytes in {result['applied']['backup']})", highlight=False)
 
 
+@command
+def debug_command(
+    spec: SpecArgument,
+    provider: ProviderOption = None,
+    out: Annotated[str | None, typer.Option("--out", help="Run directory (default ./nkidev-debug/<kernel>-<time>/).")] = None,
+    max_iterations: Annotated[int, typer.Option("--max-iterations", help="Most fixes to try (1-10).")] = 10,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    region: RegionOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing FILE.pre-debug backup.")] = False,
+    target: TargetOption = None,
+    seeds: SeedsOption = 3,
+    timeout: TimeoutOption = None,
+    memory: MemoryOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Fix a failing kernel: ask the provider for fixes (the named error, its line and docs page) until it validates.
+
+    FILE is backed up to FILE.pre-debug first; at most 10 iterations, simplifying when stuck; RESOLVED writes the fix
+    over FILE and prints the diff, BLOCKED leaves FILE as it was. Exit 0 on RESOLVED, 1 on BLOCKED."""
+    from nkidev.cli_progress import Progress
+    from nkidev.errors import NkiUsageError
+    from nkidev.loops.debug import debug
+    from nkidev.sandbox.limits import cli_limits
+
+    if provider is None:
+        raise NkiUsageError("err_invalid_argument", "debug needs --provider", "pass --provider replay:DIR, anthropic, bedrock or openai")
+    limits = cli_limits(timeout, memory)
+    with Progress(as_json, f"debug {spec}") as progress:
+        result = debug(
+            spec, provider, out=out, max_iterations=max_iterations, target=target, seeds=seeds, model=model, base_url=base_url,
+            region=region, limits=limits, force=force, progress=_lines(progress, as_json),
+        )  # fmt: skip
+    if as_json:
+        print_json(result)
+    else:
+        console.print(f"[bold]{result['status']}[/] {result['kernel']} after {len(result['iterations'])} fix(es)", highlight=False)
+        if result["diff"]:
+            console.print(result["diff"], highlight=False, markup=False)
+        if result["last_failure"]:
+            console.print(f"still failing: {result['last_failure']}", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"backup: {result['backup']}  report: {result['out']}/report.json", highlight=False)
+    raise typer.Exit(exitcodes.OK if result["status"] == "RESOLVED" else exitcodes.FAILED)
+
+
 def register(app: typer.Typer) -> None:
     """Add this package's commands to the nkidev app."""
     app.command("tune")(tune_command)
     app.command("optimize")(optimize_command)
+    app.command("debug")(debug_command)

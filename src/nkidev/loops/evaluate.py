@@ -51,6 +51,7 @@ def evaluate_item(item: dict) -> dict:
             "seeds": item.get("seeds", 3),
             "gate": item.get("gate", True),
             "analyze": item.get("analyze", False),
+            "profile": item.get("profile", True),
         }
         limits = Limits(item.get("timeout_s", 600.0), item.get("memory_bytes"))
         started = time.monotonic()
@@ -90,9 +91,11 @@ def evaluate_candidate(
     seeds: int = 3,
     gate: bool = True,
     analyze: bool = False,
+    profile: bool = True,
     progress: Callable[[dict], None] | None = None,
 ) -> dict:
-    """Gate, profile and (optionally) analyze one candidate module; runs in the sandbox child."""
+    """Gate, profile and (optionally) analyze one candidate module; runs in the sandbox child. `profile=False`:
+    the gate only (debug)."""
     from nkidev.validate.api import validate_source
 
     out = failed(NkiError("err_internal", "not evaluated"))
@@ -104,7 +107,8 @@ def evaluate_candidate(
             return failed(e)
         out["validation"] = _trim(validation)
         out["verdicts"] = verdict_names(validation)
-        if not validation["passed"]:
+        if not validation["passed"] or not profile:
+            out["passed"] = validation["passed"]
             return out
     try:
         timed = profile_candidate(source, task_spec, target, case, analyze)

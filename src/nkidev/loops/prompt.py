@@ -50,8 +50,29 @@ def _docs(topics: list[str]) -> list[str]:
     return pages
 
 
+DEBUG_TASK = """\
+The kernel `{kernel}` in the task file below fails validation on nkidev's emulator:
+{failure}
+Fix it. Answer with ONE complete Python module in a ```python block: the whole task file, with the kernel fixed and
+the reference, cases and TOLERANCE unchanged (the fix is validated against the original ones).
+"""
+
+
+def build_debug_prompt(request: dict) -> tuple[str, str]:
+    parts = [DEBUG_TASK.format(kernel=request["kernel"], failure=request["failure"])]
+    if request.get("simplify"):
+        parts.append(f"You are stuck on the same failure. {request['simplify']}")
+    parts.append(f"## The current source ({request['task_name']})\n```python\n{request['best_source']}\n```")
+    if request.get("history"):
+        parts.append("## Earlier attempts\n" + "\n".join(f"- #{h['index']}: {h['reason']}" for h in request["history"][-MAX_HISTORY:]))
+    parts += _docs([e["name"] for e in request.get("errors") or [] if e])
+    return RULES, "\n\n".join(parts)
+
+
 def build_prompt(request: dict, errors: list[dict] = ()) -> tuple[str, str]:
-    """(system, user) texts for one proposal."""
+    """(system, user) texts for one proposal (a fix when request["mode"] == "debug", else a faster rewrite)."""
+    if request.get("mode") == "debug":
+        return build_debug_prompt(request)
     best = request["best"]
     best_us = f"{best['total_time_ns'] / 1e3:.2f} us" if best.get("total_time_ns") else "the original"
     parts = [TASK.format(kernel=request["kernel"], target=request["target"], best_us=best_us)]
