@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from nkidev.loops.debug import LADDER, ladder_step
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tiled_add.py"
@@ -48,6 +50,7 @@ def test_resolved_after_a_wrong_fix(tmp_path):
     assert "-def tiled_add(x, y, tile_rows=256, tile_cols=128):" in result["diff"]
 
 
+@pytest.mark.slow  # ~20 s on the shared 2-core machine: run with -m slow
 def test_blocked_leaves_the_file_and_names_the_error(tmp_path):
     task = broken(tmp_path)
     before = task.read_text()

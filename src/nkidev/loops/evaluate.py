@@ -56,13 +56,17 @@ def evaluate_item(item: dict) -> dict:
         limits = Limits(item.get("timeout_s", 600.0), item.get("memory_bytes"))
         started = time.monotonic()
         try:
+            # A warm spare (already past its imports) runs this one and the next spare starts importing meanwhile:
+            # in a loop, a candidate's start-up overlaps the previous candidate's run. One cwd for all, so spares match.
             result = sandbox.run(
                 "nkidev.loops.evaluate:evaluate_candidate",
                 kwargs,
                 limits,
                 preload=PRELOAD,
-                cwd=tmp,
+                cwd=tempfile.gettempdir(),
                 label=item.get("display") or "candidate",
+                warm=True,
+                spare=True,
             )
         except NkiError as e:
             result = failed(e)
