@@ -86,3 +86,15 @@ def test_tune_on_ray_equals_local():
     local = tune(SPEC, params, seeds=0, jobs=2)
     on_ray = tune(SPEC, params, seeds=0, jobs=2, executor="ray")
     assert on_ray == local and local["best"]["params"] == {"tile_rows": 64, "tile_cols": 512}
+
+
+@pytest.mark.slow
+def test_successive_halving_gates_only_the_fastest_screened_configs():
+    result = tune(SPEC, ["tile_rows=32,64,128,256", "tile_cols=512"], strategy="successive-halving", seeds=0, jobs=2)
+    by_rows = {c["params"]["tile_rows"]: c for c in result["configs"]}
+    assert by_rows[256]["error"]["name"] == "err_num_partition_exceed_arch_limit" and by_rows[256]["stage"] == "screened"
+    assert [by_rows[r]["stage"] for r in (32, 64, 128)] == ["screened", "gated", "gated"]  # the fastest half of 3 survivors
+    assert by_rows[32]["passed"] is False and by_rows[32]["total_time_ns"] > by_rows[64]["total_time_ns"]
+    assert result["best"]["params"] == {"tile_rows": 128, "tile_cols": 512}
+    random = tune(SPEC, ["tile_rows=32,64,128", "tile_cols=512"], strategy="random", budget=1, seed=0, seeds=0, jobs=1)
+    assert len(random["configs"]) == 1 and random["baseline"]["passed"] is True
