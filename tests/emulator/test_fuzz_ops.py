@@ -85,3 +85,18 @@ def test_former_crashes_are_named_errors_at_the_calling_line(case):
     assert e.value.name == name
     path, _, line = e.value.location.rpartition(":")
     assert path == __file__ and int(line) > 0
+
+
+@pytest.mark.parametrize("buffer", ["sbuf", "psum"])
+def test_a_tile_too_big_for_a_partition_is_refused_before_its_array_exists(buffer):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(NkiError) as e:
+            nl.ndarray((128, 4000, 4000), nl.float32, buffer=getattr(nl, buffer))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert e.value.name == {"sbuf": "err_sbuf_capacity_exceeded", "psum": "err_psum_tile_too_large"}[buffer]
+    assert peak < 64 << 20  # the 8 GB array was never allocated

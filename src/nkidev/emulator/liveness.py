@@ -54,25 +54,29 @@ class Occupancy:
     instructions: dict = field(default_factory=dict)  # clock tick -> (trace instruction id, kernel line), when recording
     peak: dict = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
 
-    def claim(self, storage, target: Target) -> None:
-        """At allocation: a tile larger than the whole buffer is what the compiler refuses."""
+    def check_tile(self, kind: str, shape: tuple, dtype, n: int, target: Target) -> None:
+        """Before allocating: a tile of `n` bytes per partition larger than the whole buffer is what the compiler
+        refuses (checked from the shape, so a huge tile never allocates its array first)."""
         if not self.check:
             return
-        kind, n = storage.kind, storage.pp_bytes
         limit = capacity(target, kind)
         if n > limit:
-            shape = tuple(storage.array.shape)
             if kind == "psum":
                 raise rule_error(
                     "err_psum_tile_too_large",
-                    f"PSUM tile {shape} {storage.dtype} needs {n} bytes per partition, PSUM has {limit}",
+                    f"PSUM tile {shape} {dtype} needs {n} bytes per partition, PSUM has {limit}",
                     "use at most 8 banks x 2 KiB (2048 fp32) per partition",
                 )
             raise rule_error(
                 "err_sbuf_capacity_exceeded",
-                f"SBUF tile {shape} {storage.dtype} needs {n} bytes per partition but {target.name} has {limit} usable",
+                f"SBUF tile {shape} {dtype} needs {n} bytes per partition but {target.name} has {limit} usable",
                 "split the tile along its free dims; no allocation can hold it",
             )
+
+    def claim(self, storage, target: Target) -> None:
+        """At allocation (after check_tile): the storage's lifetime starts being tracked."""
+        if not self.check:
+            return
         storage.life = Lifetime(storage)
         self.lives.append(storage.life)
 

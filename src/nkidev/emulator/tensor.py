@@ -146,6 +146,9 @@ def allocate(
         if shared is not None:
             return shared
     ctx.memory.check_fits(kind, shape, dt, math.prod(shape) * np.dtype(dt.storage).itemsize, ctx.target)
+    if kind != "hbm":
+        per_partition = live_bytes if live_bytes is not None else (math.prod(shape[1:]) if len(shape) > 1 else 1) * dt.itemsize
+        ctx.usage.check_tile(kind, shape, dt, per_partition, ctx.target)
     if fill is None and not ctx.compute:
         array = np.zeros(shape, dtype=dt.storage)  # numerics are off: nothing reads the values; zeros is lazy
     else:
