@@ -37,6 +37,8 @@ _REGISTRARS = (
     "nkidev.validate.cli",
     "nkidev.profile.cli",
     "nkidev.analysis.cli",
+    "nkidev.calibrate.cli",
+    "nkidev.fidelity.cli",
     "nkidev.docs.cli",
     "nkidev.agents.cli",
     "nkidev.migrate.cli",

@@ -28,6 +28,15 @@ TargetOption = Annotated[
     ),
 ]
 
+CalibrationOption = Annotated[
+    str | None,
+    typer.Option(
+        "--calibration",
+        help="Calibration file (from `nkidev calibrate`) applied to the target's free constants; 'default' for the one nkidev "
+        "ships, 'none' for the documented values (default: $NKIDEV_CALIBRATION, else `calibration` in ~/.config/nkidev/config.toml).",
+    ),
+]
+
 TimeoutOption = Annotated[
     float | None,
     typer.Option(

@@ -299,6 +299,27 @@ _CATALOGUE = [
         "A hardware file (<target>.toml) has an unknown or missing key, or a value of the wrong type.",
         "fix the key named in the message; every key of the bundled trn2.toml is required",
     ),
+    _e(
+        "err_bad_calibration_file",
+        "A calibration file has an unknown section or key, a value of the wrong type, or is for another target.",
+        "fix the key named in the message, or rerun `nkidev calibrate` to write a fresh calibration",
+    ),
+    _e(
+        "err_calibration_failed",
+        "`nkidev calibrate` could not fit: no usable measurement, or a profile that names no kernel to re-simulate.",
+        "pass profiles written by `nkidev profile [--hardware]` (they record FILE::KERNEL and the case), "
+        "or a JSON summary with kernel, case, target and total_time_ns",
+    ),
+    _e(
+        "err_sdk_missing",
+        "A hardware command needs the Neuron SDK (neuronx-cc, neuron-explorer) and a Trainium device, and one is missing.",
+        "run on a Trainium instance with the Neuron SDK installed (pip install neuronx-cc; neuron-explorer on PATH), or drop --hardware",
+    ),
+    _e(
+        "err_hardware_run_failed",
+        "The Neuron SDK tool (neuronx-cc, the runtime or neuron-explorer) failed on the kernel.",
+        "read the tool's output quoted in the message; the command line it ran is included",
+    ),
     _e("err_bad_task_file", "The task file could not be loaded.", "fix the file named in the message"),
     _e("err_kernel_not_found", "No kernel with that name in the file.", "use FILE::KERNEL with a @nki.jit function name"),
     _e(

@@ -17,7 +17,8 @@ from nkidev.analysis.investigations import Context, engine_of, modules, run_all
 from nkidev.analysis.result import AnalysisResult
 from nkidev.analysis.tables import Profile, Watchdog, open_profile, prepare, sql_text
 from nkidev.errors import NkiUsageError
-from nkidev.hardware import get_target, target_for_instance
+from nkidev.hardware import target_for_instance
+from nkidev.hardware.calibration import calibrated_target
 
 TIMELINE_BINS = 2400  # fine enough to zoom the HTML timeline 16x
 KINDS_ORDER = {m.NAME: m.RANK for m in modules()}
@@ -26,15 +27,21 @@ QUERY_TIMEOUT_S = 60.0  # one `query` statement
 QUERY_MAX_ROWS = 100_000  # rows one `query` may return (err_query_too_large beyond)
 
 
-def analyze(profile_dir: str | Path, source_root: str | Path | None = None, timeout_s: float | None = ANALYZE_TIMEOUT_S) -> AnalysisResult:
+def analyze(
+    profile_dir: str | Path,
+    source_root: str | Path | None = None,
+    timeout_s: float | None = ANALYZE_TIMEOUT_S,
+    calibration: str | None = None,
+) -> AnalysisResult:
     """Bounds, engine times and findings (with source lines) for one profile directory. Kernel source lines are
     read only from .py files under `source_root` (default: the working directory) or the profile directory;
-    the analysis is interrupted after `timeout_s` seconds (err_timeout)."""
+    the analysis is interrupted after `timeout_s` seconds (err_timeout). `calibration` applies a calibration
+    file to the target the profile names (see nkidev.hardware.calibration)."""
     profile = open_profile(profile_dir)
     watchdog = Watchdog(profile, timeout_s, f"the analysis of {profile.path}")
     try:
         prepare(profile)
-        target = _target(profile)
+        target = _target(profile, calibration)
         bounds, engines = bounds_mod.compute(profile, target)
         bottleneck = bounds.pop("bottleneck_engine")
         ctx = Context(profile, bounds, engines, bottleneck, target)
@@ -74,9 +81,9 @@ def finding_order(f) -> tuple:
     return (SEVERITIES.index(f.severity), -round(f.time_gap_ns, 3), KINDS_ORDER.get(f.kind, 99), f.source_lines, f.summary)
 
 
-def _target(profile: Profile):
+def _target(profile: Profile, calibration: str | None = None):
     """The target whose instance type Metadata.instance_type names (e.g. 'trn2.48xlarge'); else the default."""
-    return target_for_instance(profile.scalar("SELECT instance_type FROM meta")) or get_target(None)
+    return calibrated_target(target_for_instance(profile.scalar("SELECT instance_type FROM meta")), calibration)
 
 
 def _warnings(profile: Profile, bounds: dict, has_locations: bool) -> list[str]:

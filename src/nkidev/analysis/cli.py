@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from nkidev import exitcodes
-from nkidev.cli_common import JsonOption, MemoryOption, TargetOption, TimeoutOption, command, console, print_json
+from nkidev.cli_common import CalibrationOption, JsonOption, MemoryOption, TargetOption, TimeoutOption, command, console, print_json
 from nkidev.errors import NkiUsageError
 
 SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
@@ -29,6 +29,7 @@ def analyze(
     fail_on: Annotated[
         str | None, typer.Option("--fail-on", help="Exit 1 when a finding has this severity or higher: high | medium | low.")
     ] = None,
+    calibration: CalibrationOption = None,
 ) -> None:
     """Bounds, bottleneck engine and inefficiencies traced to kernel source lines."""
     from nkidev.analysis import report_html, report_text
@@ -36,7 +37,7 @@ def analyze(
 
     if fail_on is not None and fail_on not in SEVERITY_RANK:
         raise NkiUsageError("err_bad_argument", f"--fail-on {fail_on!r} is not a severity", "use high, medium or low")
-    result = run_analysis(profile_dir, source_root=source_root)
+    result = run_analysis(profile_dir, source_root=source_root, calibration=calibration)
     if html is not None:
         write_text_atomic(html, report_html.render(result))
     if as_json:
@@ -88,6 +89,7 @@ def compare(
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML comparison here.")] = None,
     case: Annotated[int, typer.Option("--case", help="Input case of a FILE::KERNEL spec's task file.")] = 0,
     target: TargetOption = None,
+    calibration: CalibrationOption = None,
     source_root: Annotated[
         Path | None, typer.Option("--source-root", help="Directory to find kernel files in when the profile's paths do not exist here.")
     ] = None,
@@ -101,7 +103,9 @@ def compare(
     from nkidev.analysis.compare import compare as run_compare
     from nkidev.sandbox.limits import cli_limits
 
-    result = run_compare(a, b, case=case, target=target, source_root=source_root, limits=cli_limits(timeout, memory))
+    result = run_compare(
+        a, b, case=case, target=target, source_root=source_root, limits=cli_limits(timeout, memory), calibration=calibration
+    )
     if html is not None:
         write_text_atomic(html, report_html.render_compare(result))
     if as_json:

@@ -74,15 +74,19 @@ def _delta(a, b) -> dict:
     return {"a": a, "b": b, "delta": d, "ratio": None if d is None or not a else b / a}
 
 
-def _side(what: str, case: int, target: str | None, source_root, scratch: Path, limits: Limits | None) -> Side:
+def _side(
+    what: str, case: int, target: str | None, source_root, scratch: Path, limits: Limits | None, calibration: str | None = None
+) -> Side:
     if "::" in what and not Path(what).is_dir():
         from nkidev import sandbox
 
         out = scratch / f"profile-{len(list(scratch.iterdir()))}"
         options = {"spec": what, "case": case, "target": target, "out": str(out), "compute": False}
+        if calibration is not None:
+            options["calibration"] = calibration
         made = sandbox.run("nkidev.profile.api:profile_task_data", options, limits, label=what)
-        return Side(what, "spec", analyze(made["profile_dir"], source_root=source_root))
-    return Side(what, "profile", analyze(what, source_root=source_root))
+        return Side(what, "spec", analyze(made["profile_dir"], source_root=source_root, calibration=calibration))
+    return Side(what, "profile", analyze(what, source_root=source_root, calibration=calibration))
 
 
 def finding_key(f) -> str:
@@ -148,13 +152,19 @@ def _lines(a: AnalysisResult, b: AnalysisResult) -> list[dict]:
 
 
 def compare(
-    a: str | Path, b: str | Path, case: int = 0, target: str | None = None, source_root=None, limits: Limits | None = None
+    a: str | Path,
+    b: str | Path,
+    case: int = 0,
+    target: str | None = None,
+    source_root=None,
+    limits: Limits | None = None,
+    calibration: str | None = None,
 ) -> Comparison:
     """Compare profile A (before) with profile B (after); each is a profile directory or a FILE::KERNEL spec
-    (profiled in an isolated child under `limits`, default the CLI's)."""
+    (profiled in an isolated child under `limits`, default the CLI's; `calibration` applied to the target)."""
     with tempfile.TemporaryDirectory(prefix="nkidev-compare-") as scratch:
-        sa = _side(str(a), case, target, source_root, Path(scratch), limits)
-        sb = _side(str(b), case, target, source_root, Path(scratch), limits)
+        sa = _side(str(a), case, target, source_root, Path(scratch), limits, calibration)
+        sb = _side(str(b), case, target, source_root, Path(scratch), limits, calibration)
     ra, rb = sa.result, sb.result
     time = {
         "a_ns": ra.total_time_ns,

@@ -163,6 +163,9 @@ class Target:
     hbm: Hbm
     features: Features
     source: str  # the TOML file it was loaded from
+    # The model's free constants: ("section.key", low, high) for each number `nkidev calibrate` may fit.
+    free_constants: tuple[tuple[str, float, float], ...] = ()
+    calibration: str = ""  # the calibration file applied on top of `source` ("" when none)
 
     @property
     def hbm_bytes_per_nc(self) -> int:
@@ -201,6 +204,7 @@ _CLASSES = {
     "features": Features,
 }
 _TOP = ("name", "nc_version", "aliases", "instance_type", "neuroncores_per_chip")
+FREE_SECTION = "calibration"  # [calibration] "section.key" = [low, high]: the constants a calibration may fit
 
 
 def _bad(path, message: str) -> NkiUsageError:
@@ -208,6 +212,14 @@ def _bad(path, message: str) -> NkiUsageError:
         "err_bad_hardware_file",
         f"{path}: {message}",
         "every key of a hardware file is required and must be one the loader knows; compare with src/nkidev/hardware/trn2.toml",
+    )
+
+
+def _bad_calibration(path, message: str) -> NkiUsageError:
+    return NkiUsageError(
+        "err_bad_calibration_file",
+        f"{path}: {message}",
+        "a calibration sets numbers the target file has (overrides.SECTION.KEY = number); rerun `nkidev calibrate` for a fresh one",
     )
 
 
@@ -230,10 +242,15 @@ def _value(path, where: str, value, kind):
     return float(value) if kind is float else value
 
 
+@cache
+def _hints(cls) -> dict:
+    return typing.get_type_hints(cls)  # evaluates the string annotations: once per class, not per file read
+
+
 def _section(path, name: str, raw, cls) -> object:
     if not isinstance(raw, dict):
         raise _bad(path, f"[{name}] is missing or not a table")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     known = [f.name for f in fields(cls)]
     unknown = sorted(set(raw) - set(known))
     if unknown:
@@ -244,17 +261,60 @@ def _section(path, name: str, raw, cls) -> object:
     return cls(**{k: _value(path, f"[{name}] {k}", raw[k], hints[k]) for k in known})
 
 
-def _build(raw: dict, source: str) -> Target:
-    unknown = sorted(set(raw) - set(_TOP) - set(_CLASSES))
+def _build(raw: dict, source: str, calibration: str = "") -> Target:
+    unknown = sorted(set(raw) - set(_TOP) - set(_CLASSES) - {FREE_SECTION})
     if unknown:
         raise _bad(source, f"unknown key {unknown[0]}")
-    missing = [k for k in (*_TOP, *_CLASSES) if k not in raw]
+    missing = [k for k in (*_TOP, *_CLASSES, FREE_SECTION) if k not in raw]
     if missing:
         raise _bad(source, f"missing key {missing[0]}")
-    hints = typing.get_type_hints(Target)
+    hints = _hints(Target)
     top = {k: _value(source, k, raw[k], hints[k]) for k in _TOP}
     sections = {name: _section(source, name, raw[name], cls) for name, cls in _CLASSES.items()}
-    return Target(source=source, **top, **sections)
+    free = _free_constants(source, raw[FREE_SECTION], sections)
+    return Target(source=source, **top, **sections, free_constants=free, calibration=calibration)
+
+
+def _free_constants(path, raw, sections: dict) -> tuple[tuple[str, float, float], ...]:
+    """[calibration] "section.key" = [low, high]: each names a number of the file, and its value lies in the range."""
+    if not isinstance(raw, dict):
+        raise _bad(path, f"[{FREE_SECTION}] is missing or not a table")
+    out = []
+    for key, bounds in raw.items():
+        value = constant_value(sections, key)
+        if value is None:
+            raise _bad(path, f'[{FREE_SECTION}] {key!r} names no number of the file (write it as "section.key")')
+        low, high = _value(path, f"[{FREE_SECTION}] {key}", bounds, tuple[float, ...]) + (None,) * (2 - len(bounds))
+        if len(bounds) != 2 or not 0 < low <= value <= high:
+            raise _bad(path, f"[{FREE_SECTION}] {key} = {bounds!r} must be [low, high] with 0 < low <= {value} <= high")
+        out.append((key, low, high))
+    return tuple(out)
+
+
+def constant_value(sections, key: str) -> float | None:
+    """The number at "section.key" of a Target (or of its sections by name), or None if there is none."""
+    section, _, field_name = key.partition(".")
+    obj = sections.get(section) if isinstance(sections, dict) else getattr(sections, section, None)
+    value = getattr(obj, field_name, None) if obj is not None and field_name else None
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def with_overrides(target: Target, overrides: dict[str, dict], calibration: str) -> Target:
+    """`target` with `overrides` ({section: {key: value}}) applied through the same strict loader as the files:
+    a section or key the target does not have, or a value of the wrong type, is err_bad_calibration_file naming
+    `calibration` (the file the overrides come from)."""
+    raw = _read(Path(target.source))
+    for section, values in overrides.items():
+        if section not in _CLASSES or section == "features" or not isinstance(values, dict):
+            raise _bad_calibration(calibration, f"overrides.{section} is not a section of numbers a calibration may set")
+        for key, value in values.items():
+            if key not in raw[section]:
+                raise _bad_calibration(calibration, f"unknown key overrides.{section}.{key}")
+            raw[section][key] = value
+    try:
+        return _build(raw, target.source, calibration=str(calibration))
+    except NkiUsageError as e:
+        raise _bad_calibration(calibration, e.message.split(": ", 1)[-1]) from None
 
 
 # ---------------------------------------------------------------- finding targets
@@ -347,7 +407,9 @@ __all__ = [
     "TARGET_NAMES",
     "Target",
     "get_target",
+    "constant_value",
     "load_target_file",
     "resolve_target_name",
     "target_names",
+    "with_overrides",
 ]

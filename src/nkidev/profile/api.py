@@ -23,7 +23,8 @@ from nkidev.costmodel import Timeline, schedule
 from nkidev.emulator import versions
 from nkidev.emulator.location import is_internal, raised_in_nkidev
 from nkidev.errors import NkiError, NkiUsageError
-from nkidev.hardware import Target, get_target
+from nkidev.hardware import Target
+from nkidev.hardware.calibration import calibrated_target
 from nkidev.profile.summary import kernel_time_ns
 from nkidev.profile.writer import build_tables, check_destination, write_profile
 from nkidev.taskfile import kernel_spec, load_task
@@ -77,17 +78,21 @@ def profile(
     compute: bool = True,
     force: bool = False,
     progress: Callable[[dict], None] | None = None,
+    calibration: str | None = None,
+    kernel_info: dict | None = None,
     **kwargs,
 ) -> ProfileResult:
     """Run `kernel(*args, **kwargs)` on the emulator, predict its timeline on `target` and write a profile
     directory to `out` (a fresh directory under ./nkidev-profiles/ when None). `compute=False` skips the numerics
     (large shapes); `force=True` replaces an existing `out` if it is an nkidev profile; `kernel[2]` profiles an
-    SPMD/LNC2 launch. Raises NkiUsageError for bad input (err_output_exists, err_not_writable before the kernel
+    SPMD/LNC2 launch. `calibration`: a calibration file applied to the target ("default": the bundled one,
+    "none": none; unset: $NKIDEV_CALIBRATION or the user config). `kernel_info` is stored as nkidev-kernel.json
+    (what `nkidev calibrate` re-simulates). Raises NkiUsageError for bad input (err_output_exists, err_not_writable before the kernel
     runs) and NkiError (a named rule error, err_kernel_raised, or err_internal for an nkidev bug)."""
     from nkidev.emulator.context import EmulatorOptions
     from nkidev.emulator.jit import as_kernel, run
 
-    hw = get_target(target)  # err_unknown_target before any work
+    hw = calibrated_target(target, calibration)  # err_unknown_target / err_bad_calibration_file before any work
     k = as_kernel(kernel)
     dest = check_destination(out if out is not None else default_out(k.__name__), force)
     emit = progress or (lambda event: None)
@@ -103,7 +108,7 @@ def profile(
     notes = [] if compute else [("Simulation", "numerics skipped (--no-compute): outputs were not computed")]
     emit({"event": "stage", "stage": f"writing {dest}"})
     tables = build_tables(timeline, notes)
-    write_profile(dest, tables, f"{k.__name__} on {hw.name} (nkidev cost model)", force=force, target=hw)
+    write_profile(dest, tables, f"{k.__name__} on {hw.name} (nkidev cost model)", force=force, target=hw, kernel=kernel_info)
     return _result(dest, k.__name__, timeline, tables, compute)
 
 
@@ -116,16 +121,17 @@ def profile_task(
     force: bool = False,
     progress: Callable[[dict], None] | None = None,
     nki_version: str | None = None,
+    calibration: str | None = None,
 ) -> ProfileResult:
     """Profile FILE::KERNEL (or FILE::KERNEL[grid], or with the task file's GRID) on input case `case` of `cases()`,
     checked against `nki_version` (default: the task's NKI_VERSION, else $NKIDEV_NKI_VERSION, else the newest)."""
     with versions.scope(nki_version):
-        return _profile_task(spec, case, target, out, compute, force, progress)
+        return _profile_task(spec, case, target, out, compute, force, progress, calibration)
 
 
-def _profile_task(spec, case, target, out, compute, force, progress) -> ProfileResult:
+def _profile_task(spec, case, target, out, compute, force, progress, calibration=None) -> ProfileResult:
     parsed = kernel_spec(spec)
-    hw = get_target(target)
+    hw = calibrated_target(target, calibration)
     if out is not None:
         check_destination(out, force)
     if not isinstance(case, int) or isinstance(case, bool) or case < 0:
@@ -137,8 +143,12 @@ def _profile_task(spec, case, target, out, compute, force, progress) -> ProfileR
         raise NkiUsageError(
             "err_invalid_argument", f"--case {case}: {parsed.path} has {len(cases)} case(s)", f"pass --case between 0 and {len(cases) - 1}"
         )
+    grid = f"[{','.join(map(str, parsed.grid))}]" if parsed.grid else ""
+    info = {"spec": f"{parsed.path.resolve()}::{parsed.name or kernel.__name__}{grid}", "case": case, "target": hw.name}
+    if hw.calibration:
+        info["calibration"] = hw.calibration
     with task.version_scope():
-        return profile(kernel, *cases[case], target=hw, out=out, compute=compute, force=force, progress=progress)
+        return profile(kernel, *cases[case], target=hw, out=out, compute=compute, force=force, progress=progress, kernel_info=info)
 
 
 def profile_task_data(spec: str, progress: Callable[[dict], None] | None = None, **options) -> dict:

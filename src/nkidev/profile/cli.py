@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from nkidev.cli_common import JsonOption, MemoryOption, NkiVersionOption, TargetOption, TimeoutOption, command, console, print_json
+from nkidev.cli_common import (
+    CalibrationOption,
+    JsonOption,
+    MemoryOption,
+    NkiVersionOption,
+    TargetOption,
+    TimeoutOption,
+    command,
+    console,
+    print_json,
+)
 
 
 def _human(d: dict) -> None:
@@ -34,6 +44,7 @@ def profile(
     case: Annotated[int, typer.Option("--case", help="Index into the task file's cases().")] = 0,
     target: TargetOption = None,
     nki_version: NkiVersionOption = None,
+    calibration: CalibrationOption = None,
     no_compute: Annotated[bool, typer.Option("--no-compute", help="Skip the numerics, build only the trace (large shapes).")] = False,
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing --out directory (only one that holds an nkidev profile).")
@@ -62,6 +73,8 @@ def profile(
         "compute": not no_compute,
         "nki_version": nki_version,
     }
+    if calibration is not None:
+        options["calibration"] = calibration
     with Progress(as_json, f"profile {spec}") as progress:
         job = sandbox.start(
             "nkidev.profile.api:profile_task_data", {**options, "force": force}, limits, progress.event, label=spec, warm=True

@@ -435,6 +435,7 @@ TABLES: dict[str, list[Column]] = {
 
 TRACE_FILE = "trace.json"  # Chrome trace (Perfetto) next to the tables
 HARDWARE_FILE = "hardware.json"  # every hardware number the cost model used (nkidev profiles only)
+KERNEL_FILE = "nkidev-kernel.json"  # {"spec": "FILE::KERNEL", "case": N, "target": ...}: what was profiled (calibrate re-simulates it)
 MARKER_FILE = "nkidev-profile.json"  # written last: says nkidev wrote this complete profile (what --force may replace)
 
 

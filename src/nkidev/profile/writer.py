@@ -73,7 +73,7 @@ def is_profile_dir(path: Path) -> bool:
             return json.loads(marker.read_text()).get("tool") == "nkidev"
         except (ValueError, OSError, AttributeError):
             return False
-    known = {f"{t}.parquet" for t in schema.TABLES} | {schema.TRACE_FILE, schema.HARDWARE_FILE}
+    known = {f"{t}.parquet" for t in schema.TABLES} | {schema.TRACE_FILE, schema.HARDWARE_FILE, schema.KERNEL_FILE}
     names = {p.name for p in path.iterdir()}
     return "Instruction.parquet" in names and names <= known
 
@@ -134,9 +134,12 @@ def recover(path: Path) -> None:
         shutil.rmtree(p, ignore_errors=True)
 
 
-def write_profile(path: Path, tables_: dict[str, pa.Table], title: str, force: bool = False, target: Target | None = None) -> None:
-    """Write `<Table>.parquet` files, trace.json and (given `target`) hardware.json, the full hardware spec the
-    cost model used, into `path` (an existing `path` is replaced only if `force` and it is an nkidev profile)."""
+def write_profile(
+    path: Path, tables_: dict[str, pa.Table], title: str, force: bool = False, target: Target | None = None, kernel: dict | None = None
+) -> None:
+    """Write `<Table>.parquet` files, trace.json, (given `target`) hardware.json, the full hardware spec the
+    cost model used, and (given `kernel`) nkidev-kernel.json, what was profiled, into `path` (an existing `path`
+    is replaced only if `force` and it is an nkidev profile)."""
     path = check_destination(path, force)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_name(path, "new")
@@ -148,6 +151,8 @@ def write_profile(path: Path, tables_: dict[str, pa.Table], title: str, force: b
         write_trace(tmp / schema.TRACE_FILE, tables_, title)
         if target is not None:
             (tmp / schema.HARDWARE_FILE).write_text(json.dumps(dataclasses.asdict(target), indent=1))
+        if kernel is not None:
+            (tmp / schema.KERNEL_FILE).write_text(json.dumps(kernel, indent=1) + "\n")
         for f in tmp.iterdir():
             fsync_file(f)
         marker = {"tool": "nkidev", "version": __version__, "title": title, "written": tmp.name.split("-new-")[-1]}  # pid-random

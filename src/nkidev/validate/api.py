@@ -20,7 +20,7 @@ import numpy as np
 from nkidev.emulator import blas, versions
 from nkidev.emulator.jit import as_kernel
 from nkidev.errors import NkiUsageError
-from nkidev.hardware import get_target
+from nkidev.hardware.calibration import calibrated_target
 from nkidev.taskfile import KernelSpec, case_list, check_cases, kernel_spec, load_task
 from nkidev.validate import source_check
 from nkidev.validate.case import Setup, check_case
@@ -40,6 +40,7 @@ def validate(
     rtol: float | None = None,
     tolerance: dict | None = None,
     target: str | None = None,
+    calibration: str | None = None,
     seeds: int = 3,
     allow: Iterable[str] = (),
     label: str | None = None,
@@ -50,7 +51,8 @@ def validate(
     kernel: an `@nki.jit` kernel (or plain function). reference: `reference(*inputs)` in NumPy or PyTorch;
     it receives float inputs widened to float64. cases: a list of input tuples, or a function returning one
     (if it takes `seed`, extra seeds call it with seed=1, 2, ...). tolerance: `dict(atol, rtol, rel_l2, cosine,
-    precision)`; atol/rtol override it. target: trn1 | trn2 | trn3. seeds: extra random inputs per case.
+    precision)`; atol/rtol override it. target: trn1 | trn2 | trn3 (`calibration`: a calibration file applied to it).
+    seeds: extra random inputs per case.
     allow: verdict names to report as warnings instead of failures (e.g. "cheat_precision_downgrade").
     progress: called with a plain dict per event, as the work goes: {"event": "start", "cases": n},
     {"event": "case_start", "index": i, "stage": ...}, then {"event": "case", "index": i, "case": CaseResult.to_dict(),
@@ -62,7 +64,7 @@ def validate(
     """
     kernel = as_kernel(kernel)
     label = label or kernel.__name__
-    target = get_target(target)  # resolved once; the runs get the Target object
+    target = calibrated_target(target, calibration)  # resolved once; the runs get the Target object
     atol = check_value("atol", atol, label) if atol is not None else None
     rtol = check_value("rtol", rtol, label) if rtol is not None else None
     check_seeds(seeds)
@@ -120,6 +122,7 @@ def validate_task(
     seeds: int = 3,
     progress: Callable[[dict], None] | None = None,
     nki_version: str | None = None,
+    calibration: str | None = None,
     **options,
 ) -> ValidationResult:
     """Validate FILE::KERNEL (or FILE::KERNEL[grid]) from a task file: its `reference`, `cases` and optional
@@ -127,12 +130,11 @@ def validate_task(
     `validate_source`). `nki_version`: the NKI version the kernel is checked against (default: the task's
     NKI_VERSION, else $NKIDEV_NKI_VERSION, else the newest)."""
     with versions.scope(nki_version):
-        return _validate_task(spec, reference, cases, target, seeds, progress, options)
+        return _validate_task(spec, reference, cases, calibrated_target(target, calibration), seeds, progress, options)
 
 
 def _validate_task(spec, reference, cases, target, seeds, progress, options) -> ValidationResult:
     parsed = kernel_spec(spec)
-    target = get_target(target)
     check_seeds(seeds)
     task = load_task(parsed.path)
     source = options.pop("kernel_source", None)

@@ -7,7 +7,17 @@ from typing import Annotated
 import typer
 
 from nkidev import exitcodes
-from nkidev.cli_common import JsonOption, MemoryOption, NkiVersionOption, TargetOption, TimeoutOption, command, console, print_json
+from nkidev.cli_common import (
+    CalibrationOption,
+    JsonOption,
+    MemoryOption,
+    NkiVersionOption,
+    TargetOption,
+    TimeoutOption,
+    command,
+    console,
+    print_json,
+)
 from nkidev.errors import NkiUsageError
 from nkidev.sandbox.limits import cli_limits
 
@@ -25,6 +35,7 @@ def validate_command(
     cases: Annotated[str, typer.Option("--cases", help="Name of the function in FILE returning the input tuples.")] = "cases",
     target: TargetOption = None,
     nki_version: NkiVersionOption = None,
+    calibration: CalibrationOption = None,
     seeds: Annotated[int, typer.Option("--seeds", help="Extra random inputs per case (same shapes and dtypes).")] = 3,
     atol: Annotated[float | None, typer.Option("--atol", help="Absolute tolerance (overrides TOLERANCE and the dtype default).")] = None,
     rtol: Annotated[float | None, typer.Option("--rtol", help="Relative tolerance (overrides TOLERANCE and the dtype default).")] = None,
@@ -53,6 +64,7 @@ def validate_command(
             "reference": reference,
             "cases": cases,
             "target": target,
+            "calibration": calibration,
             "seeds": seeds,
             "atol": atol,
             "rtol": rtol,

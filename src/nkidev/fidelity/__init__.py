@@ -1,0 +1,1 @@
+"""How well the cost model predicts published hardware measurements (`nkidev fidelity`)."""

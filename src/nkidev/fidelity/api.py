@@ -1,0 +1,122 @@
+"""`fidelity()`: predicted vs published measured time for every row of a published-measurement set.
+
+from nkidev.fidelity.api import fidelity
+report = fidelity()                                  # the bundled set, examples/fidelity/measurements.toml
+report = fidelity(calibration="none")                # the documented constants only
+report["summary"]["mape_percent"], report["progressions"][name]["kendall_tau"], report["rows"]
+
+Each kernel is emulated once per target without numerics and scheduled by the cost model on the (calibrated)
+target; published numbers are never fitted here (`nkidev calibrate` does that, on the calibration split).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from nkidev.calibrate import fit as fitting
+from nkidev.calibrate import measurements as measured
+from nkidev.calibrate import stats
+from nkidev.errors import NkiUsageError
+from nkidev.examples import examples_dir
+from nkidev.hardware.calibration import calibrated_target
+
+
+def default_set() -> Path:
+    return examples_dir() / "fidelity" / "measurements.toml"
+
+
+def _stats(rows: list[dict]) -> dict:
+    p, m = [r["predicted_ns"] for r in rows], [r["measured_ns"] for r in rows]
+    return {
+        "rows": len(rows),
+        "mape_percent": _r(stats.mape(p, m)),
+        "median_ape_percent": _r(stats.median_ape(p, m)),
+    }
+
+
+def _progression(rows: list[dict]) -> dict:
+    rows = sorted(rows, key=lambda r: r["order"])
+    p, m = [r["predicted_ns"] for r in rows], [r["measured_ns"] for r in rows]
+    by_prediction = [r["order"] for r in sorted(rows, key=lambda r: -r["predicted_ns"])]
+    by_measurement = [r["order"] for r in sorted(rows, key=lambda r: -r["measured_ns"])]
+    return {
+        **_stats(rows),
+        "target": rows[0]["target"],
+        "split": rows[0]["split"],
+        "kendall_tau": _r(stats.kendall_tau(p, m)),
+        "top1_agrees": stats.top1_agrees(p, m),
+        "predicted_order": by_prediction,  # published order numbers, slowest predicted first
+        "measured_order": by_measurement,
+    }
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
+
+
+def fidelity(
+    measurement_set: str | Path | None = None,
+    calibration: str | None = None,
+    progression: str | None = None,
+    split: str | None = None,
+    progress: Callable[[dict], None] | None = None,
+) -> dict:
+    """Predict every row of `measurement_set` (default: the bundled set) with the cost model on its target
+    (`calibration` as for `nkidev profile`: a file, "default", "none", or None for $NKIDEV_CALIBRATION / the
+    user config); only rows of `progression` (a substring) or `split` when given."""
+    emit = progress or (lambda event: None)
+    path = Path(measurement_set) if measurement_set is not None else default_set()
+    rows = [m for m in measured.read([path], split) if progression is None or progression.lower() in m.progression.lower()]
+    if not rows:
+        raise NkiUsageError("err_invalid_argument", f"no measurement of {path} matches", "check --progression / --split")
+    t0 = time.perf_counter()
+    predicted: dict[int, float] = {}
+    targets: dict[str, str] = {}
+    for name in dict.fromkeys(m.target for m in rows):
+        idx = [i for i, m in enumerate(rows) if m.target == name]
+        hw = calibrated_target(name, calibration)
+        targets[name] = hw.calibration or "none (documented constants)"
+        predict = fitting.simulate([rows[i] for i in idx], hw, emit)
+        emit({"event": "stage", "stage": f"scheduling {len(idx)} kernels on {name}"})
+        for i, value in zip(idx, predict(hw, list(range(len(idx))))):
+            predicted[i] = value
+    table = [
+        {
+            "label": m.label,
+            "progression": m.progression,
+            "order": m.order,
+            "split": m.split,
+            "target": m.target,
+            "kernel": m.spec,
+            "case": m.case,
+            "measured_ns": m.measured_ns,
+            "predicted_ns": round(predicted[i], 1),
+            "ratio": round(predicted[i] / m.measured_ns, 4),
+            "ape_percent": round(stats.ape(predicted[i], m.measured_ns), 3),
+            "source": m.source,
+        }
+        for i, m in enumerate(rows)
+    ]
+    progressions = {
+        name: _progression([r for r in table if r["progression"] == name]) for name in dict.fromkeys(r["progression"] for r in table)
+    }
+    taus = [p["kendall_tau"] for p in progressions.values() if p["kendall_tau"] is not None]
+    top1 = [p["top1_agrees"] for p in progressions.values()]
+    summary = {
+        **_stats(table),
+        "mean_kendall_tau": _r(sum(taus) / len(taus)) if taus else None,
+        "top1_agreement": f"{sum(top1)}/{len(top1)}",
+        "progressions_in_published_order": sum(p["predicted_order"] == sorted(p["predicted_order"]) for p in progressions.values()),
+    }
+    splits = {s: _stats([r for r in table if r["split"] == s]) for s in dict.fromkeys(r["split"] for r in table)}
+    return {
+        "measurement_set": str(path),
+        "calibration": targets,
+        "summary": summary,
+        "splits": splits,
+        "progressions": progressions,
+        "rows": table,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
