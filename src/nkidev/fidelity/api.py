@@ -18,7 +18,7 @@ from pathlib import Path
 from nkidev.calibrate import fit as fitting
 from nkidev.calibrate import measurements as measured
 from nkidev.calibrate import stats
-from nkidev.errors import NkiUsageError
+from nkidev.errors import NkiError, NkiUsageError
 from nkidev.examples import examples_dir
 from nkidev.hardware.calibration import calibrated_target
 
@@ -73,15 +73,15 @@ def fidelity(
         raise NkiUsageError("err_invalid_argument", f"no measurement of {path} matches", "check --progression / --split")
     t0 = time.perf_counter()
     predicted: dict[int, float] = {}
+    errors: dict[int, dict] = {}
     targets: dict[str, str] = {}
-    for name in dict.fromkeys(m.target for m in rows):
-        idx = [i for i, m in enumerate(rows) if m.target == name]
-        hw = calibrated_target(name, calibration)
-        targets[name] = hw.calibration or "none (documented constants)"
-        predict = fitting.simulate([rows[i] for i in idx], hw, emit)
-        emit({"event": "stage", "stage": f"scheduling {len(idx)} kernels on {name}"})
-        for i, value in zip(idx, predict(hw, list(range(len(idx))))):
-            predicted[i] = value
+    for i, m in enumerate(rows):
+        hw = calibrated_target(m.target, calibration)
+        targets[m.target] = hw.calibration or "none (documented constants)"
+        try:
+            predicted[i] = fitting.simulate([m], hw, emit)(hw, [0])[0]
+        except NkiError as e:  # a row the emulator rejects is reported, not fatal: the others still count
+            errors[i] = {"name": e.name, "message": e.message, "location": e.location}
     table = [
         {
             "label": m.label,
@@ -92,16 +92,23 @@ def fidelity(
             "kernel": m.spec,
             "case": m.case,
             "measured_ns": m.measured_ns,
-            "predicted_ns": round(predicted[i], 1),
-            "ratio": round(predicted[i] / m.measured_ns, 4),
-            "ape_percent": round(stats.ape(predicted[i], m.measured_ns), 3),
+            "predicted_ns": round(predicted[i], 1) if i in predicted else None,
+            "ratio": round(predicted[i] / m.measured_ns, 4) if i in predicted else None,
+            "ape_percent": round(stats.ape(predicted[i], m.measured_ns), 3) if i in predicted else None,
+            "error": errors.get(i),
             "source": m.source,
         }
         for i, m in enumerate(rows)
     ]
+    failed = [r for r in table if r["error"]]
+    table_all, table = table, [r for r in table if not r["error"]]
     progressions = {
         name: _progression([r for r in table if r["progression"] == name]) for name in dict.fromkeys(r["progression"] for r in table)
     }
+    if not table:
+        raise NkiUsageError(
+            "err_invalid_argument", f"no row of {path} could be predicted: {failed[0]['error']['message']}", "see the rows' errors"
+        )
     taus = [p["kendall_tau"] for p in progressions.values() if p["kendall_tau"] is not None]
     top1 = [p["top1_agrees"] for p in progressions.values()]
     summary = {
@@ -111,12 +118,13 @@ def fidelity(
         "progressions_in_published_order": sum(p["predicted_order"] == sorted(p["predicted_order"]) for p in progressions.values()),
     }
     splits = {s: _stats([r for r in table if r["split"] == s]) for s in dict.fromkeys(r["split"] for r in table)}
+    summary["rows_not_predicted"] = len(failed)
     return {
         "measurement_set": str(path),
         "calibration": targets,
         "summary": summary,
         "splits": splits,
         "progressions": progressions,
-        "rows": table,
+        "rows": table_all,
         "seconds": round(time.perf_counter() - t0, 1),
     }

@@ -23,6 +23,9 @@ def _human(d: dict) -> None:
             highlight=False,
         )
         for r in sorted((r for r in d["rows"] if r["progression"] == name), key=lambda r: r["order"]):
+            if r["error"]:
+                console.print(f"  {r['order']}. {r['kernel'].split('::')[-1]:26} not predicted: {r['error']['name']}", highlight=False)
+                continue
             console.print(
                 f"  {r['order']}. {r['kernel'].split('::')[-1]:26} measured {r['measured_ns'] / 1e6:9.3f} ms  "
                 f"predicted {r['predicted_ns'] / 1e6:9.3f} ms  x{r['ratio']:.2f}",

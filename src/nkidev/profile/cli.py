@@ -21,6 +21,10 @@ from nkidev.cli_common import (
 
 
 def _human(d: dict) -> None:
+    if d.get("hardware"):
+        console.print(f"[bold]{d['kernel']}[/] on {d['target']} (measured): [bold]{d['total_time_ns'] / 1e3:,.1f} us[/]", highlight=False)
+        console.print(f"profile: {d['profile_dir']}  (neuron-explorer Parquet tables; nkidev analyze reads it)", highlight=False)
+        return
     console.print(
         f"[bold]{d['kernel']}[/] on {d['target']} (simulated): [bold]{d['total_time_ns'] / 1e3:,.1f} us[/] "
         f"for {d['instructions']} instructions, {d['dma_transfers']} DMA transfers",
@@ -49,6 +53,10 @@ def profile(
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing --out directory (only one that holds an nkidev profile).")
     ] = False,
+    hardware: Annotated[
+        bool,
+        typer.Option("--hardware", help="Compile, run and capture on a Trainium device with the Neuron SDK (neuronx-cc, neuron-explorer)."),
+    ] = False,
     timeout: TimeoutOption = None,
     memory: MemoryOption = None,
     as_json: JsonOption = False,
@@ -75,10 +83,15 @@ def profile(
     }
     if calibration is not None:
         options["calibration"] = calibration
+    function = "nkidev.profile.api:profile_task_data"
+    if hardware:
+        from nkidev.device.sdk import find_sdk
+
+        find_sdk()  # err_sdk_missing before starting anything
+        function = "nkidev.device.api:profile_hardware"
+        options = {k: v for k, v in options.items() if k in ("spec", "case", "target", "out")}
     with Progress(as_json, f"profile {spec}") as progress:
-        job = sandbox.start(
-            "nkidev.profile.api:profile_task_data", {**options, "force": force}, limits, progress.event, label=spec, warm=True
-        )
+        job = sandbox.start(function, {**options, "force": force}, limits, progress.event, label=spec, warm=True)
         try:
             result = job.result()
         finally:

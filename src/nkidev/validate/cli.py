@@ -46,6 +46,12 @@ def validate_command(
         ),
     ] = None,
     verdicts: Annotated[bool, typer.Option("--verdicts", help="List the verdict names and exit.")] = False,
+    hardware: Annotated[
+        bool,
+        typer.Option(
+            "--hardware", help="Run on a Trainium device (Neuron SDK) and compare its outputs with the reference and the emulator."
+        ),
+    ] = False,
     timeout: TimeoutOption = None,
     memory: MemoryOption = None,
     as_json: JsonOption = False,
@@ -58,6 +64,9 @@ def validate_command(
         return _print_verdicts(as_json)
     if not spec:
         raise NkiUsageError("err_bad_task_file", "no task given", "run `nkidev validate FILE::KERNEL`")
+    if hardware:
+        result = validate_on_device(spec, {"reference": reference, "cases": cases, "target": target}, cli_limits(timeout, memory), as_json)
+        raise typer.Exit(exitcodes.OK if result["passed"] else exitcodes.FAILED)
     result = validate_isolated(
         spec,
         {
@@ -97,6 +106,31 @@ def validate_isolated(spec: str, options: dict, limits, as_json: bool) -> dict:
     else:
         for line in tail_lines(result):
             console.print(line, highlight=False, markup=False, soft_wrap=True)
+    return result
+
+
+def validate_on_device(spec: str, options: dict, limits, as_json: bool) -> dict:
+    """validate_hardware in the sandbox: each case's device outputs against the reference and the emulator."""
+    from nkidev import sandbox
+    from nkidev.cli_progress import Progress
+    from nkidev.device.sdk import find_sdk
+
+    find_sdk()  # err_sdk_missing before starting anything
+    with Progress(as_json, f"validate --hardware {spec}") as progress:
+        job = sandbox.start("nkidev.device.api:validate_hardware", {"spec": spec, **options}, limits, progress.event, label=spec)
+        try:
+            result = job.result()
+        finally:
+            job.worker.kill()
+    if as_json:
+        print_json(result)
+    else:
+        for r in result["cases"]:
+            emu = (
+                "agrees with the emulator" if r["agrees_with_emulator"] else f"DIFFERS from the emulator by {r['max_abs_vs_emulator']:.6g}"
+            )
+            console.print(f"  case {r['index']}: max_diff vs reference {r['max_abs_vs_reference']:.6g}; {emu}", highlight=False)
+        console.print("All cases passed on the device." if result["passed"] else "FAILED on the device.", highlight=False)
     return result
 
 
