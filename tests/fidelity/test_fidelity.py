@@ -1,0 +1,110 @@
+"""`nkidev fidelity`: the bundled published-measurement set is well formed, and the report's numbers are the
+cost model's predictions compared with the measured times (MAPE, Kendall tau, top-1)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nkidev
+from nkidev.calibrate import stats
+from nkidev.calibrate.measurements import read
+from nkidev.errors import NkiUsageError
+from nkidev.fidelity.api import default_set, fidelity
+from nkidev.profile.api import profile_task
+from nkidev.taskfile import kernel_spec, load_task
+
+KERNELS = Path(__file__).resolve().parents[1] / "calibrate" / "kernels.py"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "fidelity"
+
+
+def _row(kernel: str, case: int, order: int, measured_ns: float, progression: str = "synthetic") -> str:
+    return f"""
+[[measurement]]
+progression = "{progression}"
+order = {order}
+kernel = "{KERNELS}::{kernel}"
+case = {case}
+target = "trn2"
+dtype = "float32"
+shapes = "x [128, N]"
+measured_ns = {measured_ns}
+split = "held-out"
+source = "https://example.org/not-published"
+section = "test"
+note = "made up for the test"
+"""
+
+
+def test_the_bundled_set_names_real_kernels_with_sources():
+    rows = read([default_set()])
+    assert len(rows) >= 13 and {r.split for r in rows} == {"calibration", "held-out"} and {r.target for r in rows} == {"trn1", "trn2"}
+    for r in rows:
+        spec = kernel_spec(r.spec)
+        assert spec.path.is_file() and spec.path.parent == EXAMPLES and r.source.startswith("https://")
+        assert spec.name in load_task(spec.path).kernels and r.measured_ns > 1e5
+    progressions = {r.progression for r in rows}
+    assert any("trn1 matmul tutorial" in p for p in progressions) and any("trn2 kernel-optimization" in p for p in progressions)
+
+
+def test_published_set_rows_are_strict(tmp_path):
+    path = tmp_path / "set.toml"
+    path.write_text(_row("dma_stream", 2, 1, 1e4).replace('note = "made up for the test"', 'notes = "typo"'))
+    with pytest.raises(NkiUsageError) as e:
+        read([path])
+    assert e.value.name == "err_calibration_failed" and "unknown key notes" in e.value.message
+
+
+def test_report_compares_the_cost_model_with_the_measured_times(tmp_path):
+    path = tmp_path / "set.toml"
+    path.write_text(_row("dma_stream", 2, 1, 30000.0) + _row("vector_chain", 2, 2, 20000.0) + _row("dma_chain", 2, 3, 5000.0))
+    report = fidelity(path, calibration="none")
+    rows = report["rows"]
+    sim = [
+        profile_task(f"{KERNELS}::{k}", case=2, target="trn2", out=tmp_path / k, compute=False, calibration="none").total_time_ns
+        for k in ("dma_stream", "vector_chain", "dma_chain")
+    ]
+    assert [r["predicted_ns"] for r in rows] == pytest.approx(sim, rel=1e-4)
+    measured = [30000.0, 20000.0, 5000.0]
+    assert report["summary"]["mape_percent"] == pytest.approx(stats.mape(sim, measured), abs=1e-2)
+    p = report["progressions"]["synthetic"]
+    assert p["kendall_tau"] == pytest.approx(stats.kendall_tau(sim, measured), abs=1e-3)
+    assert p["top1_agrees"] == stats.top1_agrees(sim, measured)
+    assert report["calibration"] == {"trn2": "none (documented constants)"} and report["splits"]["held-out"]["rows"] == 3
+
+
+def test_a_row_the_emulator_rejects_is_reported_not_fatal(tmp_path):
+    path = tmp_path / "set.toml"
+    path.write_text(_row("dma_stream", 2, 1, 30000.0) + _row("dma_stream", 9, 2, 20000.0))
+    report = fidelity(path, calibration="none")
+    bad = report["rows"][1]
+    assert bad["predicted_ns"] is None and bad["error"]["name"] == "err_calibration_failed" and "case 9" in bad["error"]["message"]
+    assert report["summary"]["rows"] == 1 and report["summary"]["rows_not_predicted"] == 1
+
+
+def test_fidelity_cli_json(tmp_path):
+    path = tmp_path / "set.toml"
+    path.write_text(_row("dma_stream", 2, 1, 30000.0) + _row("dma_chain", 2, 2, 5000.0))
+    proc = subprocess.run(
+        [sys.executable, "-m", "nkidev", "fidelity", "--set", str(path), "--calibration", "none", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["summary"]["rows"] == 2 and report["progressions"]["synthetic"]["kendall_tau"] in (1.0, -1.0)
+
+
+@pytest.mark.parametrize("kernel", ["matmul_transpose_tiles", "matmul_pretransposed"])
+def test_transpose_progression_kernels_compute_the_product(kernel):
+    task = load_task(EXAMPLES / "matmul_transpose.py")
+    a, b = task.cases()[0]
+    arg = a if kernel == "matmul_transpose_tiles" else np.ascontiguousarray(a.T)
+    out = np.asarray(nkidev.simulate(task.kernel(kernel))(arg, b), np.float64)
+    np.testing.assert_allclose(out, task.attr("reference")(a, b), atol=0.5, rtol=2e-2)
