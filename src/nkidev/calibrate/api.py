@@ -17,7 +17,7 @@ from pathlib import Path
 from nkidev.calibrate import fit as fitting
 from nkidev.calibrate import measurements as measured
 from nkidev.calibrate import stats
-from nkidev.errors import NkiUsageError
+from nkidev.errors import NkiError, NkiUsageError
 from nkidev.hardware import get_target
 from nkidev.hardware.calibration import write_calibration
 
@@ -78,7 +78,7 @@ def calibrate(
         )
     frees = fitting.free_constants(base, fit)
     t0 = time.perf_counter()
-    predict = fitting.simulate(rows, base, emit)
+    rows, predict, skipped = _simulate_each(rows, base, emit)
     measured_ns = [m.measured_ns for m in rows]
     obj = fitting.Objective(base, frees, predict, measured_ns)
     idx = list(range(len(rows)))
@@ -112,6 +112,7 @@ def calibrate(
         "leave_one_out": summary(loo, measured_ns, groups),
         "worst_rows": sorted(table, key=lambda r: -r["loo_ape_percent"])[:WORST_ROWS],
         "rows": table,
+        "skipped": skipped,
         "schedules": obj.evaluations,
         "seconds": round(time.perf_counter() - t0, 2),
         "out": None,
@@ -119,6 +120,26 @@ def calibrate(
     if out is not None:
         result["out"] = str(write_calibration(out, base.name, result["overrides"], provenance(result), header=HEADER))
     return result
+
+
+def _simulate_each(rows: list, base, emit) -> tuple[list, Callable, list[dict]]:
+    """Emulate every row's kernel; a row the emulator rejects is left out (and listed), not fatal."""
+    kept, predictors, skipped = [], [], []
+    for m in rows:
+        try:
+            predictors.append(fitting.simulate([m], base, emit))
+            kept.append(m)
+        except NkiError as e:
+            skipped.append({"label": m.label, "kernel": m.spec, "error": e.name, "message": e.message})
+    if not kept:
+        raise NkiUsageError(
+            "err_calibration_failed", f"no measured kernel could be re-simulated: {skipped[0]['message']}", "fix the kernels"
+        )
+
+    def predict(target, idx: list[int]) -> list[float]:
+        return [predictors[i](target, [0])[0] for i in idx]
+
+    return kept, predict, skipped
 
 
 HEADER = "# nkidev calibration: fitted values of the cost model's free constants (written by `nkidev calibrate`)."
@@ -136,6 +157,7 @@ def provenance(result: dict) -> dict:
         "before_mape_percent": result["before"]["mape_percent"],
         "fit_mape_percent": result["fit"]["mape_percent"],
         "loo_mape_percent": result["leave_one_out"]["mape_percent"],
+        "skipped": [f"{r['label']}: {r['error']}" for r in result["skipped"]],
         "fitted_to": [
             {"label": r["label"], "kernel": r["spec"], "case": r["case"], "measured_ns": r["measured_ns"]} for r in result["rows"]
         ],
