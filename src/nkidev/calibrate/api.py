@@ -145,6 +145,15 @@ def _simulate_each(rows: list, base, emit) -> tuple[list, Callable, list[dict]]:
 HEADER = "# nkidev calibration: fitted values of the cost model's free constants (written by `nkidev calibrate`)."
 
 
+def _relative(spec: str) -> str:
+    """FILE::KERNEL with FILE relative to the working directory when it lies under it (a portable provenance)."""
+    path, _, name = spec.partition("::")
+    try:
+        return f"{Path(path).resolve().relative_to(Path.cwd().resolve())}::{name}"
+    except ValueError:
+        return spec
+
+
 def provenance(result: dict) -> dict:
     from nkidev import __version__
 
@@ -159,6 +168,7 @@ def provenance(result: dict) -> dict:
         "loo_mape_percent": result["leave_one_out"]["mape_percent"],
         "skipped": [f"{r['label']}: {r['error']}" for r in result["skipped"]],
         "fitted_to": [
-            {"label": r["label"], "kernel": r["spec"], "case": r["case"], "measured_ns": r["measured_ns"]} for r in result["rows"]
+            {"label": r["label"], "kernel": _relative(r["spec"]), "case": r["case"], "measured_ns": r["measured_ns"]}
+            for r in result["rows"]
         ],
     }

@@ -80,17 +80,20 @@ class Objective:
     def __init__(self, base: Target, frees: list[Free], predict: Callable[[Target, list[int]], list[float]], measured: list[float]):
         self.base, self.frees, self.predict, self.measured = base, frees, predict, measured
         self.evaluations = 0
-        self._memo: dict[tuple, list[float]] = {}
+        self._memo: dict[tuple, dict[int, float]] = {}
 
     def target(self, values: dict[str, float]) -> Target:
         return with_overrides(self.base, overrides(values, self.frees), "<calibration fit>")
 
     def predictions(self, values: dict[str, float], rows: list[int]) -> list[float]:
-        key = (tuple(round(values[f.key], 9) for f in self.frees), tuple(rows))
-        if key not in self._memo:
-            self.evaluations += 1
-            self._memo[key] = self.predict(self.target(values), rows)
-        return self._memo[key]
+        """Predicted ns of `rows` (memoized per row: leave-one-out subsets reuse each other's schedules)."""
+        key = tuple(round(values[f.key], 9) for f in self.frees)
+        known = self._memo.setdefault(key, {})
+        todo = [r for r in rows if r not in known]
+        if todo:
+            self.evaluations += len(todo)
+            known.update(zip(todo, self.predict(self.target(values), todo)))
+        return [known[r] for r in rows]
 
     def loss(self, values: dict[str, float], rows: list[int]) -> float:
         predicted = self.predictions(values, rows)
