@@ -57,14 +57,16 @@ def calibrate(
     progress: Callable[[dict], None] | None = None,
     split: str | None = None,
     other_targets: bool = False,
+    progression: str | None = None,
 ) -> dict:
     """Fit `target`'s free constants (all, or the `fit` keys) to the measurements in `paths` (profile
     directories, JSON summaries, published sets: only their `split` rows when given), report leave-one-out
-    errors and, given `out`, write the calibration file. `other_targets`: skip rows of other targets
+    errors and, given `out`, write the calibration file. `progression`: only rows whose progression name contains
+    it. `other_targets`: skip rows of other targets
     (a published set mixes targets) instead of refusing them."""
     emit = progress or (lambda event: None)
     base = get_target(target)
-    rows = measured.read(paths, split)
+    rows = [m for m in measured.read(paths, split) if progression is None or progression.lower() in m.progression.lower()]
     others = [m for m in rows if m.target != base.name]
     if other_targets:
         rows, others = [m for m in rows if m.target == base.name], []

@@ -43,6 +43,7 @@ def calibrate(
     split: Annotated[
         str | None, typer.Option("--split", help="Of a published-measurement .toml set, use only this split (calibration | held-out).")
     ] = None,
+    progression: Annotated[str | None, typer.Option("--progression", help="Only rows whose progression name contains this.")] = None,
     timeout: TimeoutOption = None,
     memory: MemoryOption = None,
     as_json: JsonOption = False,
@@ -54,6 +55,7 @@ def calibrate(
     from nkidev.sandbox.limits import cli_limits
 
     options = {"paths": [str(Path(p).resolve()) for p in profiles], "target": target, "fit": list(fit or ()) or None, "split": split}
+    options["progression"] = progression
     options["other_targets"] = any(p.endswith(".toml") for p in profiles)  # a published set mixes targets
     options["out"] = str(out.resolve()) if out is not None else None
     with Progress(as_json, "calibrate") as progress:
