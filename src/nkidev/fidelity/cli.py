@@ -30,6 +30,7 @@ def _human(d: dict) -> None:
                 f"  {r['order']}. {r['kernel'].split('::')[-1]:26} measured {r['measured_ns'] / 1e6:9.3f} ms  "
                 f"predicted {r['predicted_ns'] / 1e6:9.3f} ms  x{r['ratio']:.2f}",
                 highlight=False,
+                soft_wrap=True,
             )
     s = d["summary"]
     console.print(
