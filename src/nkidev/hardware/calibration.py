@@ -12,8 +12,9 @@ It is applied by the hardware loader (`with_overrides`), so it is exactly as str
 section or key the target does not have is err_bad_calibration_file naming the file and the key. Which file
 applies: `calibration=` (the CLI's --calibration) first, then $NKIDEV_CALIBRATION, then `calibration = "..."`
 in the user config ($NKIDEV_CONFIG, else $XDG_CONFIG_HOME/nkidev/config.toml). "default" names the bundled
-calibration of the target (hardware/calibrations/<target>.toml); "none" applies nothing. A calibration from the
-environment or the config is for one target and is not applied to another; one passed explicitly must match.
+calibration of the target (hardware/calibrations/<target>.toml) where nkidev ships one; "none" applies
+nothing. A calibration from the environment or the config is for one target and is not applied to another;
+one passed explicitly must match.
 """
 
 from __future__ import annotations
@@ -122,9 +123,7 @@ def calibrated_target(target: str | Target | None = None, calibration: str | os.
         return hw
     path = bundled_calibration(hw.name) if chosen.lower() == "default" else Path(chosen)
     if chosen.lower() == "default" and not path.is_file():
-        if explicit:
-            raise _bad(path, f"nkidev ships no calibration for {hw.name}")
-        return hw
+        return hw  # "default" is the bundled calibration where nkidev ships one, else the documented constants
     cal = load_calibration(path)
     if cal.target != hw.name:
         if explicit:
