@@ -43,6 +43,7 @@ _REGISTRARS = (
     "nkidev.agents.cli",
     "nkidev.migrate.cli",
     "nkidev.loops.cli",
+    "nkidev.bench.cli",
 )
 
 
