@@ -15,7 +15,7 @@ from nkidev.bench.html import leaderboard
 from nkidev.bench.run import ROW_KEYS, summarize
 
 # A softmax "solution" that returns memory it never wrote, and a transpose that is the baseline itself.
-CHEAT = '''
+CHEAT = """
 import nki
 import nki.language as nl
 
@@ -23,7 +23,7 @@ import nki.language as nl
 @nki.jit
 def softmax(x):
     return nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-'''
+"""
 
 
 def nkidev(*args, cwd=None):
@@ -56,7 +56,13 @@ def test_cheat_solution_is_flagged_and_honest_one_scored(solutions_run):
     honest = rows["transpose"]
     assert honest["passed"] and honest["speedup"] == 1.0 and honest["total_time_ns"] == honest["baseline_time_ns"] > 0
     assert 0 < honest["percent_of_peak"] <= 100
-    assert out["summary"] == {"fast_1": 0.5, "fast_1.5": 0.0, "fast_2": 0.0, "geomean_speedup": 1.0, "mean_percent_of_peak": honest["percent_of_peak"]}
+    assert out["summary"] == {
+        "fast_1": 0.5,
+        "fast_1.5": 0.0,
+        "fast_2": 0.0,
+        "geomean_speedup": 1.0,
+        "mean_percent_of_peak": honest["percent_of_peak"],
+    }
     meta = out["meta"]
     assert meta["target"] == "trn2" and meta["nkidev_version"] and meta["cost_model_version"].startswith(meta["nkidev_version"] + "+")
     assert meta["calibration"].startswith("trn2:") and meta["quick"] is True
@@ -151,7 +157,13 @@ def test_summary_fast_p_and_geomean():
         {"task": "d", "passed": False, "speedup": None, "percent_of_peak": None},
     ]
     s = summarize(rows)
-    assert s == {"fast_1": 0.5, "fast_1.5": 0.5, "fast_2": 0.25, "geomean_speedup": pytest.approx(1.1696, abs=1e-4), "mean_percent_of_peak": 26.667}
+    assert s == {
+        "fast_1": 0.5,
+        "fast_1.5": 0.5,
+        "fast_2": 0.25,
+        "geomean_speedup": pytest.approx(1.1696, abs=1e-4),
+        "mean_percent_of_peak": 26.667,
+    }
 
 
 def test_percent_of_peak_never_exceeds_100():
@@ -161,10 +173,24 @@ def test_percent_of_peak_never_exceeds_100():
 
 
 def test_leaderboard_escapes_names():
-    result = {"tasks": [{k: None for k in ROW_KEYS} | {"task": "<b>x", "passed": False, "verdicts": ["fail_shape"]}], "summary": {}, "meta": {}}
+    result = {
+        "tasks": [{k: None for k in ROW_KEYS} | {"task": "<b>x", "passed": False, "verdicts": ["fail_shape"]}],
+        "summary": {},
+        "meta": {},
+    }
     assert "&lt;b&gt;x" in leaderboard(result) and "<b>x" not in leaderboard(result)
 
 
 def test_readme_documents_bench():
     text = (Path(__file__).parents[2] / "README.md").read_text()
     assert "nkidev bench run" in text and "percent_of_peak" in text
+
+
+def test_ray_executor_without_ray_is_a_named_error():
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        done = nkidev("bench", "run", "--tasks", "softmax", "--quick", "--executor", "ray", "--json")
+        assert done.returncode == 2 and json.loads(done.stdout)["error"]["name"] == "err_missing_extra"
+    else:
+        pytest.skip("ray is installed: the missing-extra error cannot happen")

@@ -33,12 +33,30 @@ def evaluate_task(
     target: str | None = None,
     quick: bool = True,
     seeds: int = 1,
+    task_source: str | None = None,
     progress: Callable[[dict], None] | None = None,
 ) -> dict:
     """The `bench run --json` row of one task (see the module docstring), with the per-case times under
-    "cases" and, when the solution failed, the failing cases' reasons or the named error under "error"."""
-    hw = get_target(target)
-    info, baseline_task = registry.load(task)
+    "cases" and, when the solution failed, the failing cases' reasons or the named error under "error".
+    `task_source`: the text of a task file outside the suite (a KernelBench problem with the adapter appended);
+    without a baseline kernel in it, baseline_time_ns and speedup are None."""
+    with _task_file(task, task_source) as path:
+        return _evaluate(task, path, source, get_target(target), quick, seeds, progress)
+
+
+@contextmanager
+def _task_file(task: str, task_source: str | None) -> Iterator[Path | None]:
+    if task_source is None:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="nkidev-bench-task-") as tmp:
+        path = Path(tmp) / f"{task}.py"
+        path.write_text(task_source)
+        yield path
+
+
+def _evaluate(task, path, source, hw, quick, seeds, progress) -> dict:
+    info, baseline_task = registry.load(task, path)
     emit = progress or (lambda event: None)
     row = {"task": task, "passed": False, "verdicts": [], "total_time_ns": None, "baseline_time_ns": None}
     row |= {"speedup": None, "percent_of_peak": None, "ideal_time_ns": None, "cases": [], "reasons": [], "error": None}
@@ -53,17 +71,23 @@ def evaluate_task(
         emit({"event": "stage", "stage": f"{task}: timing on {hw.name}"})
         with _solution(info, baseline_task, source) as solution:
             timed = _time_cases(solution, info, baseline_task, hw, quick)
-        baseline = timed if source is None else _time_cases(baseline_task, info, baseline_task, hw, quick)
+        if source is None:
+            baseline = timed
+        elif info.entry in baseline_task.kernels:
+            baseline = _time_cases(baseline_task, info, baseline_task, hw, quick)
+        else:
+            baseline = None
     except NkiError as e:
         row["error"] = e.to_dict()
         row["verdicts"] = row["verdicts"] or [e.name]
         row["passed"] = False
         return row
     total = sum(c["time_ns"] for c in timed)
-    base = sum(c["time_ns"] for c in baseline)
+    base = sum(c["time_ns"] for c in baseline) if baseline is not None else None
     ideal = sum(c["ideal_ns"] for c in timed)
-    row |= {"total_time_ns": round(total, 1), "baseline_time_ns": round(base, 1), "ideal_time_ns": round(ideal, 1), "cases": timed}
-    row["speedup"] = round(base / total, 4) if total > 0 else None
+    row |= {"total_time_ns": round(total, 1), "ideal_time_ns": round(ideal, 1), "cases": timed}
+    row["baseline_time_ns"] = round(base, 1) if base is not None else None
+    row["speedup"] = round(base / total, 4) if base is not None and total > 0 else None
     row["percent_of_peak"] = percent_of_peak(ideal, total)
     return row
 

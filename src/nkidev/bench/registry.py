@@ -58,9 +58,10 @@ class TaskInfo:
         return f"{self.path}::{self.entry}"
 
 
-def load(name: str) -> tuple[TaskInfo, Task]:
-    """The task's declarations and its loaded task file (imported under emulation)."""
-    path = task_path(name)
+def load(name: str, path: Path | None = None) -> tuple[TaskInfo, Task]:
+    """The task's declarations and its loaded task file (imported under emulation); `path`: a task file outside
+    the suite (the KernelBench adapter's)."""
+    path = task_path(name) if path is None else Path(path)
     task = load_task(path)
     missing = [k for k in REQUIRED if task.attr(k) is None]
     if missing:

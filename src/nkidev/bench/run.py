@@ -75,12 +75,13 @@ def evaluate_isolated(item: dict) -> dict:
 
 def summarize(rows: list[dict]) -> dict:
     """fast_p: share of all tasks that passed and are >= p times as fast as the baseline; the geometric-mean
-    speedup and mean % of peak over the tasks that passed (None when none did)."""
+    speedup over the tasks that passed with a baseline, the mean % of peak over the tasks that passed (None when
+    none did)."""
     good = [r for r in rows if r["passed"] and r["speedup"]]
     n = len(rows) or 1
     out = {f"fast_{p:g}": round(sum(r["speedup"] >= p for r in good) / n, 4) for p in FAST_P}
     out["geomean_speedup"] = round(math.exp(sum(math.log(r["speedup"]) for r in good) / len(good)), 4) if good else None
-    peaks = [r["percent_of_peak"] for r in good if r["percent_of_peak"] is not None]
+    peaks = [r["percent_of_peak"] for r in rows if r["passed"] and r["percent_of_peak"] is not None]
     out["mean_percent_of_peak"] = round(sum(peaks) / len(peaks), 3) if peaks else None
     return out
 
