@@ -194,3 +194,15 @@ def test_ray_executor_without_ray_is_a_named_error():
         assert done.returncode == 2 and json.loads(done.stdout)["error"]["name"] == "err_missing_extra"
     else:
         pytest.skip("ray is installed: the missing-extra error cannot happen")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
+def test_whole_suite_of_baselines_on_trn2(quick):
+    # quick: ~1.5 min on 2 cores; full (the public suites' sizes, numerics skipped): ~10 min
+    done = nkidev("bench", "run", "--target", "trn2", "--json", *(["--quick"] if quick else []))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert len(out["tasks"]) == len(registry.task_names()) >= 14
+    assert all(r["passed"] and 0 < r["percent_of_peak"] <= 100 and r["speedup"] == 1.0 for r in out["tasks"])
+    assert out["summary"]["fast_1"] == 1.0 and out["summary"]["geomean_speedup"] == 1.0
