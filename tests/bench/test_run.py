@@ -28,7 +28,7 @@ def softmax(x):
 
 def nkidev(*args, cwd=None):
     env = {**os.environ, "COLUMNS": "200", "TERM": "dumb"}
-    return subprocess.run([sys.executable, "-m", "nkidev", *args], capture_output=True, text=True, env=env, timeout=300, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "nkidev", *args], capture_output=True, text=True, env=env, timeout=1800, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
