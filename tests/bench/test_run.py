@@ -26,6 +26,16 @@ def softmax(x):
 """
 
 
+def cli(*args):
+    """The CLI in-process (for commands that start no child): exit code and stdout."""
+    from typer.testing import CliRunner
+
+    from nkidev.cli import app
+
+    done = CliRunner().invoke(app, list(args), env={"COLUMNS": "200", "TERM": "dumb"})
+    return done.exit_code, done.stdout
+
+
 def nkidev(*args, cwd=None):
     env = {**os.environ, "COLUMNS": "200", "TERM": "dumb"}
     return subprocess.run([sys.executable, "-m", "nkidev", *args], capture_output=True, text=True, env=env, timeout=1800, cwd=cwd)
@@ -99,36 +109,36 @@ def test_compare_two_saved_runs(solutions_run, tmp_path):
 def test_compare_rejects_a_file_that_is_not_a_run(tmp_path):
     bad = tmp_path / "x.json"
     bad.write_text("[1, 2]")
-    done = nkidev("bench", "compare", str(bad), str(bad), "--json")
-    assert done.returncode == 2 and json.loads(done.stdout)["error"]["name"] == "err_bad_argument"
+    code, out = cli("bench", "compare", str(bad), str(bad), "--json")
+    assert code == 2 and json.loads(out)["error"]["name"] == "err_bad_argument"
 
 
 def test_existing_outputs_are_not_replaced_without_force(tmp_path):
     mine = tmp_path / "mine.html"
     mine.write_text("my notes")
-    done = nkidev("bench", "run", "--tasks", "softmax", "--quick", "--html", str(mine), "--json")
-    assert done.returncode == 2 and json.loads(done.stdout)["error"]["name"] == "err_output_exists"
+    code, out = cli("bench", "run", "--tasks", "softmax", "--quick", "--html", str(mine), "--json")
+    assert code == 2 and json.loads(out)["error"]["name"] == "err_output_exists"
     assert mine.read_text() == "my notes"
 
 
 def test_unknown_task_is_a_named_error():
-    done = nkidev("bench", "show", "matmull", "--json")
-    assert done.returncode == 2
-    err = json.loads(done.stdout)["error"]
+    code, out = cli("bench", "show", "matmull", "--json")
+    assert code == 2
+    err = json.loads(out)["error"]
     assert err["name"] == "err_unknown_task" and "matmul" in err["fix"]
 
 
 def test_list_json_shape():
-    done = nkidev("bench", "list", "--json")
-    assert done.returncode == 0, done.stderr
-    tasks = json.loads(done.stdout)["tasks"]
+    code, out = cli("bench", "list", "--json")
+    assert code == 0, out
+    tasks = json.loads(out)["tasks"]
     assert len(tasks) >= 14 and all(set(t) == {"task", "family", "entry", "dtypes", "quick_cases", "full_cases"} for t in tasks)
 
 
 def test_show_prints_the_spec_and_baseline():
-    done = nkidev("bench", "show", "cumsum")
-    assert done.returncode == 0, done.stderr
-    assert "Inclusive prefix sum" in done.stdout and "def cumsum(x):" in done.stdout and "tensor_scalar_cumulative" in done.stdout
+    code, out = cli("bench", "show", "cumsum")
+    assert code == 0, out
+    assert "Inclusive prefix sum" in out and "def cumsum(x):" in out and "tensor_scalar_cumulative" in out
 
 
 def test_percent_of_peak_of_baselines_is_in_range():
@@ -190,8 +200,8 @@ def test_ray_executor_without_ray_is_a_named_error():
     try:
         import ray  # noqa: F401
     except ImportError:
-        done = nkidev("bench", "run", "--tasks", "softmax", "--quick", "--executor", "ray", "--json")
-        assert done.returncode == 2 and json.loads(done.stdout)["error"]["name"] == "err_missing_extra"
+        code, out = cli("bench", "run", "--tasks", "softmax", "--quick", "--executor", "ray", "--json")
+        assert code == 2 and json.loads(out)["error"]["name"] == "err_missing_extra"
     else:
         pytest.skip("ray is installed: the missing-extra error cannot happen")
 
