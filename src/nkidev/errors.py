@@ -499,11 +499,6 @@ _CATALOGUE = [
         "An agent client's config file (.mcp.json, mcp.json) is not a valid JSON object.",
         "fix or remove the file named in the message, then rerun the command",
     ),
-    _e(
-        "err_missing_extra",
-        "The feature needs an optional dependency that is not installed (Ray, an LLM provider's SDK).",
-        "install the extra named in the message, e.g. pip install 'nkidev[ray]'",
-    ),
     _e("err_unknown_task", "No benchmark task has that name.", "run `nkidev bench list` for the task names"),
 ]
 

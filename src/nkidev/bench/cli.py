@@ -126,12 +126,12 @@ def run_command(
 
 def _per_job(limits, jobs: int | None):
     """Each of the concurrent children gets its share of the memory limit."""
-    from nkidev.bench.executor import get_executor
+    from nkidev.executors import default_jobs
     from nkidev.sandbox.limits import MIN_MEMORY_BYTES, Limits
 
     if limits.memory_bytes is None:
         return limits
-    n = jobs or get_executor("local").jobs
+    n = jobs or default_jobs()
     return Limits(limits.timeout_s, max(MIN_MEMORY_BYTES, limits.memory_bytes // max(1, n)))
 
 

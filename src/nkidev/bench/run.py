@@ -16,9 +16,9 @@ from pathlib import Path
 
 from nkidev import sandbox
 from nkidev.bench import registry
-from nkidev.bench.executor import get_executor
 from nkidev.bench.stamp import stamp
 from nkidev.errors import NkiError, NkiUsageError
+from nkidev.executors import get_executor
 from nkidev.hardware import get_target
 from nkidev.sandbox.limits import Limits
 
