@@ -216,3 +216,29 @@ def test_whole_suite_of_baselines_on_trn2(quick):
     assert len(out["tasks"]) == len(registry.task_names()) >= 14
     assert all(r["passed"] and 0 < r["percent_of_peak"] <= 100 and r["speedup"] == 1.0 for r in out["tasks"])
     assert out["summary"]["fast_1"] == 1.0 and out["summary"]["geomean_speedup"] == 1.0
+
+
+def test_bench_tune_needs_a_task_with_tunable():
+    code, out = cli("bench", "tune", "--tasks", "softmax", "--quick", "--json")
+    assert code == 2 and json.loads(out)["error"]["name"] == "err_bad_tunable"
+
+
+@pytest.mark.slow
+def test_bench_tune_scores_the_best_config_like_bench_run():
+    done = nkidev("bench", "tune", "--tasks", "matmul_lhsT", "--quick", "--json")
+    out = json.loads(done.stdout)
+    (row,) = out["tasks"]
+    assert set(row) == set(ROW_KEYS) and row["passed"] and 0 < row["percent_of_peak"] <= 100
+    detail = out["details"]["matmul_lhsT"]
+    assert detail["configs"] == 3 and detail["best_params"]["TN"] in (128, 256, 512)
+    assert out["meta"]["loop"] == "tune" and row["baseline_time_ns"] > 0
+
+
+@pytest.mark.slow
+def test_bench_optimize_replays_candidates_per_task(tmp_path):
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / "001.py").write_text(registry.task_path("transpose").read_text())
+    done = nkidev("bench", "optimize", "--provider", f"replay:{replay}", "--out", str(tmp_path / "out"), "--tasks", "transpose", "--quick")
+    assert done.returncode == 0, done.stderr
+    assert "PASS transpose" in done.stdout and (tmp_path / "out" / "transpose" / "best.py").is_file()

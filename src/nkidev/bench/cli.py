@@ -146,6 +146,73 @@ def _write(path: Path, text: str) -> None:
     write_bytes(path, text.encode())
 
 
+@bench_app.command("tune")
+@command
+def tune_command(
+    tasks: Annotated[str | None, typer.Option("--tasks", help="Comma-separated task names (default: every task with TUNABLE).")] = None,
+    target: TargetOption = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Score the best configs on the quick cases.")] = False,
+    strategy: Annotated[str, typer.Option("--strategy", help="exhaustive | random | successive-halving (as nkidev tune).")] = "exhaustive",
+    budget: Annotated[int | None, typer.Option("--budget", help="Configs per task (as nkidev tune).")] = None,
+    executor: Annotated[str, typer.Option("--executor", help="local or ray.")] = "local",
+    jobs: Annotated[int | None, typer.Option("--jobs", help="Evaluations at once.")] = None,
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="Ray cluster address for --executor ray.")] = None,
+    save: Annotated[Path | None, typer.Option("--save", help="Write the run's JSON here (for bench compare).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --save file.")] = False,
+    timeout: TimeoutOption = None,
+    memory: MemoryOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run `nkidev tune` on every task that declares TUNABLE and score each best config like `bench run`."""
+    from nkidev.bench.loops import tune_suite
+    from nkidev.sandbox.limits import cli_limits
+
+    _check_out(save, force)
+    result = tune_suite(tasks, target, quick, strategy, budget, executor, jobs, ray_address, 1, _per_job(cli_limits(timeout, memory), jobs))
+    _finish(result, save, as_json)
+
+
+@bench_app.command("optimize")
+@command
+def optimize_command(
+    provider: Annotated[str, typer.Option("--provider", help="The proposer, as for nkidev optimize (replay:DIR, anthropic, ...).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for the sessions, one per task (OUT/<task>/).")],
+    tasks: Annotated[str | None, typer.Option("--tasks", help="Comma-separated task names (default: all).")] = None,
+    target: TargetOption = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Score the best candidates on the quick cases.")] = False,
+    budget_iterations: Annotated[int | None, typer.Option("--budget-iterations", help="Iterations per task (same for all).")] = None,
+    budget_minutes: Annotated[float | None, typer.Option("--budget-minutes", help="Minutes per task (same for all).")] = None,
+    executor: Annotated[str, typer.Option("--executor", help="local or ray.")] = "local",
+    jobs: Annotated[int | None, typer.Option("--jobs", help="Evaluations at once.")] = None,
+    save: Annotated[Path | None, typer.Option("--save", help="Write the run's JSON here (for bench compare).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --save file.")] = False,
+    timeout: TimeoutOption = None,
+    memory: MemoryOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run `nkidev optimize` on every task's baseline with the same provider and budgets; score each best like `bench run`."""
+    from nkidev.bench.loops import optimize_suite
+    from nkidev.sandbox.limits import cli_limits
+
+    _check_out(save, force)
+    limits = _per_job(cli_limits(timeout, memory), jobs)
+    result = optimize_suite(provider, out, tasks, target, quick, budget_iterations, budget_minutes, executor, jobs, None, 1, limits)
+    _finish(result, save, as_json)
+
+
+def _finish(result: dict, save: Path | None, as_json: bool) -> None:
+    from nkidev.bench.run import task_line
+
+    if save is not None:
+        _write(save, to_json(result) + "\n")
+    if as_json:
+        print_json(result)
+    else:
+        for row in result["tasks"]:
+            console.print(task_line(row | result["details"][row["task"]]), highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit(exitcodes.OK if all(r["passed"] for r in result["tasks"]) else exitcodes.FAILED)
+
+
 @bench_app.command("compare")
 @command
 def compare_command(
