@@ -12,7 +12,9 @@ The contract (the loops `tune` / `optimize` and the benchmark suite rely on it; 
 - Items are plain data too, and must carry everything the work needs *as data*: a worker on another machine
   has no access to this one's files, so ship the task file's and the kernel's source text, not their paths
   (`nkidev.loops.evaluate` writes them to a private temporary directory on the worker).
-- `map` returns `[fn(item) for item in items]`, in item order, whatever order the work finished in. An
+- `map` returns `[fn(item) for item in items]`, in item order, whatever order the work finished in;
+  `on_result(index, result)`, when given, is called in the caller's process as each item finishes (in
+  completion order), so long runs can stream their results. An
   exception raised by `fn` propagates from `map` (the first one, by item order); functions that must not stop
   the whole map should return their errors as data (the loops return `{"error": NkiError.to_dict()}`).
 - `local`: a pool of `jobs` worker processes (default: the number of cores), started from a clean interpreter
@@ -28,13 +30,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from typing import Any, Protocol
 
 from nkidev.errors import NkiUsageError
 
 EXECUTORS = ("local", "ray")
+OnResult = Callable[[int, Any], None]
 RAY_INSTALL = "pip install 'nkidev[ray]'"
 
 
@@ -42,7 +45,7 @@ class Executor(Protocol):
     name: str
     jobs: int
 
-    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list: ...
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], on_result: OnResult | None = None) -> list: ...
 
     def close(self) -> None: ...
 
@@ -80,13 +83,30 @@ class LocalExecutor(_Context):
         self.jobs = check_jobs(jobs)
         self._pool: ProcessPoolExecutor | None = None
 
-    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], on_result: OnResult | None = None) -> list:
         items = list(items)
+        report = on_result or (lambda index, result: None)
         if self.jobs == 1 or len(items) <= 1:
-            return [fn(item) for item in items]
+            results = []
+            for index, item in enumerate(items):
+                results.append(fn(item))
+                report(index, results[-1])
+            return results
         if self._pool is None:
             self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=get_context("spawn"))
-        return list(self._pool.map(fn, items))
+        futures = {self._pool.submit(fn, item): index for index, item in enumerate(items)}
+        done: dict[int, Any] = {}
+        failed: dict[int, BaseException] = {}
+        for future in as_completed(futures):
+            index = futures[future]
+            if future.exception() is not None:
+                failed[index] = future.exception()
+                continue
+            done[index] = future.result()
+            report(index, done[index])
+        if failed:
+            raise failed[min(failed)]  # the first failure by item order, as the contract says
+        return [done[i] for i in range(len(items))]
 
     def close(self) -> None:
         if self._pool is not None:
@@ -113,11 +133,20 @@ class RayExecutor(_Context):
             self._started = True
         self._remotes: dict[Callable, Any] = {}
 
-    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list:
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], on_result: OnResult | None = None) -> list:
         remote = self._remotes.get(fn)
         if remote is None:
             remote = self._remotes[fn] = self.ray.remote(num_cpus=1, max_retries=0)(fn)
         refs = [remote.remote(item) for item in items]  # items are shipped by value to the workers
+        if on_result is not None:
+            index_of = {ref: i for i, ref in enumerate(refs)}
+            pending = list(refs)
+            while pending:
+                ready, pending = self.ray.wait(pending, num_returns=1)
+                try:
+                    on_result(index_of[ready[0]], self.ray.get(ready[0]))
+                except Exception:  # noqa: BLE001 - a failed item is raised below, by item order
+                    pass
         return list(self.ray.get(refs))
 
     def close(self) -> None:

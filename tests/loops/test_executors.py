@@ -37,6 +37,25 @@ def test_one_job_runs_in_process_with_the_same_results():
     assert [(r["square"], r["pid"]) for r in results] == [(4, os.getpid()), (25, os.getpid())]
 
 
+def sleep_then_return(item: dict) -> int:
+    import time
+
+    time.sleep(item["sleep"])
+    return item["n"]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_on_result_streams_each_result_as_it_finishes(jobs):
+    items = [{"n": 0, "sleep": 1.5 if jobs == 2 else 0}, {"n": 1, "sleep": 0}]
+    seen = []
+    with get_executor("local", jobs=jobs) as executor:
+        results = executor.map(sleep_then_return, items, on_result=lambda i, r: seen.append((i, r)))
+    assert results == [0, 1]
+    assert sorted(seen) == [(0, 0), (1, 1)]
+    if jobs == 2:
+        assert seen[0] == (1, 1)  # the quick item is reported before the slow one finishes
+
+
 def test_an_exception_in_fn_propagates():
     with get_executor("local", jobs=2) as executor, pytest.raises(ValueError, match="three"):
         executor.map(fail_on_three, [1, 2, 3, 4])

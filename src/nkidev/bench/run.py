@@ -48,10 +48,8 @@ def run_suite(
     items = [{"task": n, "source": sources.get(n), **item} for n in names]
     emit = progress or (lambda event: None)
     emit({"event": "start", "cases": len(items), "stage": f"{len(items)} task(s) on {executor}"})
-    with get_executor(executor, jobs, ray_address) as ex:
-        rows = ex.map(evaluate_isolated, items)
-    for row in rows:
-        emit({"event": "case", "line": task_line(row)})
+    with get_executor(executor, jobs, ray_address) as ex:  # each task's line is streamed as it finishes
+        rows = ex.map(evaluate_isolated, items, on_result=lambda index, row: emit({"event": "case", "line": task_line(row)}))
     meta = stamp(hw, quick=quick, seeds=seeds, kernels=str(kernels) if kernels else None, executor=executor)
     return {
         "tasks": [{k: row[k] for k in ROW_KEYS} for row in rows],
