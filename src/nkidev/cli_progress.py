@@ -62,6 +62,19 @@ class Progress:
             self._rich.advance(self._task)
 
 
+def run_isolated(title: str, function: str, kwargs: dict, limits, as_json: bool, label: str = "", warm: bool = False):
+    """Run `function` in a sandbox child, showing its progress events; returns (result, job) once it has ended
+    (the job keeps the child's captured stdout/stderr). The child is killed on any exit, Ctrl-C included."""
+    from nkidev import sandbox
+
+    with Progress(as_json, title) as progress:
+        job = sandbox.start(function, kwargs, limits, progress.event, label=label or title, warm=warm)
+        try:
+            return job.result(), job
+        finally:
+            job.worker.kill()
+
+
 def output_notes(stdout: str, stderr: str) -> list[str]:
     """Notes for what the isolated process printed outside the captured kernel runs (the task file's import, ...)."""
     notes = []

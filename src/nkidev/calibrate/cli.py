@@ -50,20 +50,14 @@ def calibrate(
 ) -> None:
     """Fit the cost model's free constants to measured profiles by re-simulating their kernels; report
     leave-one-out error (MAPE, Kendall tau per progression, worst rows) and write a calibration file."""
-    from nkidev import sandbox
-    from nkidev.cli_progress import Progress
+    from nkidev.cli_progress import run_isolated
     from nkidev.sandbox.limits import cli_limits
 
     options = {"paths": [str(Path(p).resolve()) for p in profiles], "target": target, "fit": list(fit or ()) or None, "split": split}
     options["progression"] = progression
     options["other_targets"] = any(p.endswith(".toml") for p in profiles)  # a published set mixes targets
     options["out"] = str(out.resolve()) if out is not None else None
-    with Progress(as_json, "calibrate") as progress:
-        job = sandbox.start("nkidev.calibrate.api:calibrate", options, cli_limits(timeout, memory), progress.event, label="calibrate")
-        try:
-            result = job.result()
-        finally:
-            job.worker.kill()
+    result, _ = run_isolated("calibrate", "nkidev.calibrate.api:calibrate", options, cli_limits(timeout, memory), as_json)
     if as_json:
         print_json(result)
     else:

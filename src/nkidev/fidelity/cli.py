@@ -56,8 +56,7 @@ def fidelity(
 ) -> None:
     """Predicted vs published measured time for every published measurement of the calibration set, with MAPE,
     Kendall tau per optimization progression and top-1 agreement."""
-    from nkidev import sandbox
-    from nkidev.cli_progress import Progress
+    from nkidev.cli_progress import run_isolated
     from nkidev.sandbox.limits import cli_limits
 
     options = {
@@ -67,12 +66,7 @@ def fidelity(
         "split": split,
     }
     limits = cli_limits(timeout if timeout is not None else FIDELITY_TIMEOUT_S, memory)
-    with Progress(as_json, "fidelity") as progress:
-        job = sandbox.start("nkidev.fidelity.api:fidelity", options, limits, progress.event, label="fidelity")
-        try:
-            result = job.result()
-        finally:
-            job.worker.kill()
+    result, _ = run_isolated("fidelity", "nkidev.fidelity.api:fidelity", options, limits, as_json)
     if as_json:
         print_json(result)
     else:

@@ -65,8 +65,7 @@ def profile(
 
     The task file and the kernel run in an isolated child process stopped by --timeout / --memory; --out is
     checked (exists, writable) before the kernel runs."""
-    from nkidev import sandbox
-    from nkidev.cli_progress import Progress
+    from nkidev.cli_progress import run_isolated
     from nkidev.profile.writer import check_destination
     from nkidev.sandbox.limits import cli_limits
 
@@ -90,12 +89,7 @@ def profile(
         find_sdk()  # err_sdk_missing before starting anything
         function = "nkidev.device.api:profile_hardware"
         options = {k: v for k, v in options.items() if k in ("spec", "case", "target", "out")}
-    with Progress(as_json, f"profile {spec}") as progress:
-        job = sandbox.start(function, {**options, "force": force}, limits, progress.event, label=spec, warm=True)
-        try:
-            result = job.result()
-        finally:
-            job.worker.kill()
+    result, _ = run_isolated(f"profile {spec}", function, {**options, "force": force}, limits, as_json, label=spec, warm=True)
     if as_json:
         print_json(result)
     else:

@@ -88,18 +88,11 @@ def validate_command(
 
 def validate_isolated(spec: str, options: dict, limits, as_json: bool) -> dict:
     """Run validate_task in the sandbox, streaming each case's line as it is decided; print the rest at the end."""
-    from nkidev import sandbox
-    from nkidev.cli_progress import Progress, output_notes
+    from nkidev.cli_progress import output_notes, run_isolated
     from nkidev.validate.report import tail_lines
 
-    with Progress(as_json, f"validate {spec}") as progress:
-        job = sandbox.start(
-            "nkidev.validate.api:validate_task_data", {"spec": spec, **options}, limits, progress.event, label=spec, warm=True
-        )
-        try:
-            result = job.result()
-        finally:
-            job.worker.kill()
+    function = "nkidev.validate.api:validate_task_data"
+    result, job = run_isolated(f"validate {spec}", function, {"spec": spec, **options}, limits, as_json, label=spec, warm=True)
     result["notes"] = result["notes"] + output_notes(job.stdout, job.stderr)
     if as_json:
         print_json(result)
@@ -111,17 +104,12 @@ def validate_isolated(spec: str, options: dict, limits, as_json: bool) -> dict:
 
 def validate_on_device(spec: str, options: dict, limits, as_json: bool) -> dict:
     """validate_hardware in the sandbox: each case's device outputs against the reference and the emulator."""
-    from nkidev import sandbox
-    from nkidev.cli_progress import Progress
+    from nkidev.cli_progress import run_isolated
     from nkidev.device.sdk import find_sdk
 
     find_sdk()  # err_sdk_missing before starting anything
-    with Progress(as_json, f"validate --hardware {spec}") as progress:
-        job = sandbox.start("nkidev.device.api:validate_hardware", {"spec": spec, **options}, limits, progress.event, label=spec)
-        try:
-            result = job.result()
-        finally:
-            job.worker.kill()
+    title, function = f"validate --hardware {spec}", "nkidev.device.api:validate_hardware"
+    result, _ = run_isolated(title, function, {"spec": spec, **options}, limits, as_json, label=spec)
     if as_json:
         print_json(result)
     else:
