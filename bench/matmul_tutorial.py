@@ -1,7 +1,7 @@
 """Calibration: the four variants of the classic tiled-matmul tutorial, predicted on trn1.
 
 C[M, N] = lhsT[K, M].T @ rhs[K, N] in bf16 with M=4096, K=8192, N=8192 (the tutorial's shapes), written
-for the current NKI API (nisa.dma_copy / nc_matmul / tensor_copy). The published hardware latencies
+for the current NKI API (the kernels of examples/fidelity/matmul_progressions.py). The published hardware latencies
 (one trn1 NeuronCore, [sources: mm-tutorial]) are printed next to the cost model's prediction.
 
     python bench/matmul_tutorial.py [--target trn1] [--json]
@@ -16,11 +16,9 @@ import json
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import ml_dtypes
-import nki
-import nki.isa as nisa
-import nki.language as nl
 import numpy as np
 
 M, K, N = 4096, 8192, 8192
@@ -35,130 +33,9 @@ PUBLISHED_MS = {
 }
 
 
-def _evacuate(out, psum, m0, n0):
-    """PSUM -> SBUF (cast to the output dtype) -> HBM for one [TM, TN] result tile."""
-    res = nl.ndarray((TM, TN), dtype=out.dtype, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=res, src=psum)
-    nisa.dma_copy(dst=out[m0 : m0 + TM, n0 : n0 + TN], src=res)
-
-
-@nki.jit
-def matmul_tiled(lhsT, rhs):
-    """Variant 0: both operand tiles are loaded inside the innermost (contraction) loop."""
-    k_dim, m_dim = lhsT.shape
-    n_dim = rhs.shape[1]
-    out = nl.ndarray((m_dim, n_dim), dtype=lhsT.dtype, buffer=nl.shared_hbm)
-    for mi in nl.affine_range(m_dim // TM):
-        for ni in nl.affine_range(n_dim // TN):
-            acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
-            for ki in nl.affine_range(k_dim // TK):
-                a = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
-                b = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=a, src=lhsT[ki * TK : (ki + 1) * TK, mi * TM : (mi + 1) * TM])
-                nisa.dma_copy(dst=b, src=rhs[ki * TK : (ki + 1) * TK, ni * TN : (ni + 1) * TN])
-                nisa.nc_matmul(dst=acc, stationary=a, moving=b)
-            _evacuate(out, acc, mi * TM, ni * TN)
-    return out
-
-
-@nki.jit
-def matmul_hoisted(lhsT, rhs):
-    """Variant 1: the lhsT column of tiles is loaded once per M tile, outside the N and K loops."""
-    k_dim, m_dim = lhsT.shape
-    n_dim = rhs.shape[1]
-    kt = k_dim // TK
-    out = nl.ndarray((m_dim, n_dim), dtype=lhsT.dtype, buffer=nl.shared_hbm)
-    for mi in nl.affine_range(m_dim // TM):
-        a_tiles = []
-        for ki in nl.affine_range(kt):
-            a = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=a, src=lhsT[ki * TK : (ki + 1) * TK, mi * TM : (mi + 1) * TM])
-            a_tiles.append(a)
-        for ni in nl.affine_range(n_dim // TN):
-            b_tiles = []
-            for ki in nl.affine_range(kt):
-                b = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=b, src=rhs[ki * TK : (ki + 1) * TK, ni * TN : (ni + 1) * TN])
-                b_tiles.append(b)
-            acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
-            for ki in nl.affine_range(kt):
-                nisa.nc_matmul(dst=acc, stationary=a_tiles[ki], moving=b_tiles[ki])
-            _evacuate(out, acc, mi * TM, ni * TN)
-    return out
-
-
-@nki.jit
-def matmul_blocked(lhsT, rhs, BM=2, BN=2):
-    """Variant 2: BM x BN output tiles share their loaded operand tiles (free dims blocked)."""
-    k_dim, m_dim = lhsT.shape
-    n_dim = rhs.shape[1]
-    kt = k_dim // TK
-    out = nl.ndarray((m_dim, n_dim), dtype=lhsT.dtype, buffer=nl.shared_hbm)
-    for mb in nl.affine_range(m_dim // (TM * BM)):
-        a_tiles = [[None] * kt for _ in range(BM)]
-        for bm in range(BM):
-            m0 = (mb * BM + bm) * TM
-            for ki in nl.affine_range(kt):
-                a_tiles[bm][ki] = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=a_tiles[bm][ki], src=lhsT[ki * TK : (ki + 1) * TK, m0 : m0 + TM])
-        for nb in nl.affine_range(n_dim // (TN * BN)):
-            b_tiles = [[None] * kt for _ in range(BN)]
-            for bn in range(BN):
-                n0 = (nb * BN + bn) * TN
-                for ki in nl.affine_range(kt):
-                    b_tiles[bn][ki] = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
-                    nisa.dma_copy(dst=b_tiles[bn][ki], src=rhs[ki * TK : (ki + 1) * TK, n0 : n0 + TN])
-            for bm in range(BM):
-                for bn in range(BN):
-                    acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
-                    for ki in nl.affine_range(kt):
-                        nisa.nc_matmul(dst=acc, stationary=a_tiles[bm][ki], moving=b_tiles[bn][ki])
-                    _evacuate(out, acc, (mb * BM + bm) * TM, (nb * BN + bn) * TN)
-    return out
-
-
-@nki.jit
-def matmul_fully_optimized(lhsT, rhs, BM=16, BN=2, BK=8):
-    """Variant 3: all three dims blocked, wide DMAs (BN*TN, BM*TM columns per row), and results kept in
-    SBUF across the K blocks so each output row block is stored once with one large DMA."""
-    k_dim, m_dim = lhsT.shape
-    n_dim = rhs.shape[1]
-    block_m, block_n, block_k = TM * BM, TN * BN, TK * BK
-    out = nl.ndarray((m_dim, n_dim), dtype=lhsT.dtype, buffer=nl.shared_hbm)
-    for nb in nl.affine_range(n_dim // block_n):
-        n0 = nb * block_n
-        rows = []  # one [TM, BN, TN] accumulator per M tile of the whole M range
-        for _ in range(m_dim // TM):
-            row = nl.ndarray((TM, BN, TN), dtype=out.dtype, buffer=nl.sbuf)
-            nisa.memset(dst=row, value=0.0)
-            rows.append(row)
-        for kb in nl.sequential_range(k_dim // block_k):
-            b_blk = nl.ndarray((TK, BK, block_n), dtype=rhs.dtype, buffer=nl.sbuf)
-            for kt in range(BK):
-                k0 = (kb * BK + kt) * TK
-                nisa.dma_copy(dst=b_blk[0:TK, kt, 0:block_n], src=rhs[k0 : k0 + TK, n0 : n0 + block_n])
-            for mb in nl.affine_range(m_dim // block_m):
-                m0 = mb * block_m
-                a_blk = nl.ndarray((TK, BK, block_m), dtype=lhsT.dtype, buffer=nl.sbuf)
-                for kt in nl.affine_range(BK):
-                    k0 = (kb * BK + kt) * TK
-                    nisa.dma_copy(dst=a_blk[0:TK, kt, 0:block_m], src=lhsT[k0 : k0 + TK, m0 : m0 + block_m])
-                for bn in nl.affine_range(BN):
-                    for bm in nl.affine_range(BM):
-                        acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
-                        for kt in nl.affine_range(BK):
-                            nisa.nc_matmul(
-                                dst=acc,
-                                stationary=a_blk[0:TK, kt, bm * TM : (bm + 1) * TM],
-                                moving=b_blk[0:TK, kt, bn * TN : (bn + 1) * TN],
-                            )
-                        row = rows[mb * BM + bm]
-                        nisa.tensor_tensor(dst=row[0:TM, bn, 0:TN], data1=row[0:TM, bn, 0:TN], data2=acc, op=nl.add)
-        for mt in nl.affine_range(m_dim // TM):
-            flat = rows[mt].reshape((TM, block_n))
-            nisa.dma_copy(dst=out[mt * TM : (mt + 1) * TM, n0 : n0 + block_n], src=flat[0:TM, 0:block_n])
-    return out
-
+# The kernels are the published progression's, shipped with the fidelity set (one copy for both).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "fidelity"))
+from matmul_progressions import matmul_blocked, matmul_fully_optimized, matmul_hoisted, matmul_tiled  # noqa: E402, F401
 
 VARIANTS = ("matmul_tiled", "matmul_hoisted", "matmul_blocked", "matmul_fully_optimized")
 
