@@ -78,6 +78,23 @@ class _Plan:
         self._transfers(trace, hw, form, kind)
         self._streams_and_rows(trace, form, kind)
 
+    def _reorder_segments(self, trace: Trace, stream: np.ndarray, by_stream: np.ndarray, bounds: np.ndarray) -> None:
+        """Per instruction, its position in its stream and the end of its epoch there (the first later position of
+        another epoch): the scheduler may issue an instruction ahead of earlier ones of its stream only within one
+        epoch, and only inside the window of the next `schedule_window` instructions."""
+        n = self.n
+        position = np.empty(n, dtype=np.int64)
+        sorted_stream = stream[by_stream]
+        position[by_stream] = np.arange(n, dtype=np.int64) - bounds[sorted_stream] if n else position
+        epochs = _epochs(trace)[by_stream] if n else np.zeros(0, np.int64)
+        change = np.ones(n, dtype=bool)
+        change[1:] = (sorted_stream[1:] != sorted_stream[:-1]) | (epochs[1:] != epochs[:-1])
+        starts = np.append(np.flatnonzero(change), n)
+        segment_end = np.empty(n, dtype=np.int64)
+        segment_end[by_stream] = starts[np.cumsum(change)] - bounds[sorted_stream] if n else segment_end
+        self.position = _as_array(position, "q")
+        self.segment_end = _as_array(segment_end, "q")
+
     def _transfers(self, trace: Trace, hw: Target, form: np.ndarray, kind: np.ndarray) -> None:
         """One Transfer per distinct (form, source tensor, HBM tensor name): a loop reloading tiles has a few."""
         cols = trace.columns()
@@ -149,6 +166,7 @@ class _Plan:
         by_stream = np.argsort(stream, kind="stable")
         bounds = np.searchsorted(stream[by_stream], np.arange(len(order) + 1))
         self.members = [_as_array(by_stream[bounds[q] : bounds[q + 1]], "q") for q in range(len(order))]
+        self._reorder_segments(trace, stream, by_stream, bounds)
         # profile rows: two for Tensor Engine instructions (LDWEIGHTS, MATMUL), one for the others
         n_rows = np.where(kind == TENSOR, 2, 1)
         first_row = np.zeros(n, dtype=np.int64)
@@ -192,6 +210,19 @@ def _stationary_tensors(trace: Trace, plan: _Plan) -> array:
     has = np.flatnonzero(kk >= 0)
     out[has] = cols.acc_tensor[cols.acc_start[has] + kk[has]]
     return _as_array(out, "q")
+
+
+def _epochs(trace: Trace) -> np.ndarray:
+    """Per instruction, its reorder epoch: the trace's fences (sequential loop iterations, no_reorder blocks), plus
+    a fence on each side of every rendezvous (core_barrier, sendrecv), which nothing may pass."""
+    epochs = trace.epochs()
+    if trace.programs > 1 and len(trace):
+        rendezvous = trace.forms_column([OPS[f.opcode].rendezvous for f in trace.forms], bool)
+        if rendezvous.any():
+            edge = rendezvous.copy()
+            edge[1:] |= rendezvous[:-1]  # the instruction after a rendezvous starts a new epoch too
+            epochs = epochs * 2 + np.cumsum(edge)  # monotone: every old boundary stays one, each edge adds one
+    return epochs
 
 
 def _shared_ports(trace: Trace, hw: Target) -> list[tuple[str, ...]]:
@@ -271,7 +302,13 @@ class _Run:
         self.acc_tensor = cols.acc_tensor
         self.end = array("d", bytes(8 * n))
         nq = len(plan.members)
-        self.head = [0] * nq
+        self.head = [0] * nq  # per stream: the position of its first instruction not issued yet
+        self.limit = [0] * nq  # per stream: positions below it are in the reorder window (offered once ready)
+        self.window = hw.engines.schedule_window
+        self.issued = bytearray(n)
+        self.issue_rank_np = np.zeros(n, dtype=np.int64)  # the order instructions were issued in
+        self.issue_rank = memoryview(self.issue_rank_np)
+        self.n_issued = 0
         self.free = [0.0] * nq  # stream free (compute: engine idle; DMA queue: last trigger issued)
         self.ls_free = [0.0] * nq  # Tensor Engine: LoadStationary unit idle
         self.mm_start = [0.0] * nq  # Tensor Engine: start of the previous MATMUL
@@ -303,24 +340,71 @@ class _Run:
         self.ports = [ports[f] for f in cols.form.tolist()] if any(ports) else None
         self.port_free: dict[tuple[int, str], float] = {}
         self.arrived: dict[int, float] = {}
-        self.heap: list[tuple[float, int]] = []
+        self.heap: list[tuple[float, int, int]] = []
+        self.waiting: list[list[tuple[float, int]]] = [[] for _ in range(nq)]
+        self.available: list[list[int]] = [[] for _ in range(nq)]
+        self.token = [0] * nq
+        self.tensor_stream = [len(m) > 0 and plan.kind[m[0]] == TENSOR for m in plan.members]
 
     # --- readiness -------------------------------------------------------------------------------
 
-    def _ready_time(self, i: int) -> float:
-        q = self.plan.stream[i]
-        if self.plan.kind[i] == TENSOR:
-            return max(self.ls_ready[i], self.ls_free[q], self.mm_start[q])
-        a, b = self.dep_ready[i], self.free[q]
-        return a if a > b else b
+    # Each stream keeps its offered instructions (ready, in the window) in two heaps: `waiting` by the time their
+    # operands are ready, `available` (ready by the time the stream is free) by program position. The stream's
+    # next instruction is the first available one, else the one ready first: the compiler's list scheduling with
+    # source order as the priority. Only that choice sits in the global heap, as (start, position, token).
 
-    def _push_head(self, q: int) -> None:
-        members = self.plan.members[q]
-        h = self.head[q]
-        if h < len(members):
-            i = members[h]
-            if self.pending[i] == 0:
-                heapq.heappush(self.heap, (self._ready_time(i), i))
+    def _offer(self, c: int) -> None:
+        q = self.plan.stream[c]
+        ready = self.ls_ready[c] if self.plan.kind[c] == TENSOR else self.dep_ready[c]
+        heapq.heappush(self.waiting[q], (ready, c))
+
+    def _choose(self, q: int) -> None:
+        """Put stream q's next instruction in the global heap (superseding its earlier entry)."""
+        waiting, available = self.waiting[q], self.available[q]
+        if not waiting and not available:
+            return
+        if self.tensor_stream[q]:
+            a, b = self.ls_free[q], self.mm_start[q]
+            free = a if a > b else b
+        else:
+            free = self.free[q]
+        push = heapq.heappush
+        while waiting and waiting[0][0] <= free:
+            push(available, heapq.heappop(waiting)[1])
+        token = self.token[q] = self.token[q] + 1
+        if available:
+            push(self.heap, (free, available[0], token))
+        else:
+            ready, i = waiting[0]
+            push(self.heap, (ready, i, token))
+
+    def _take(self, q: int, i: int) -> None:
+        """Remove i, the stream's chosen instruction, from its candidates."""
+        available = self.available[q]
+        if available and available[0] == i:
+            heapq.heappop(available)
+        else:
+            heapq.heappop(self.waiting[q])
+
+    def _advance(self, q: int) -> None:
+        """Move stream q's window past its issued instructions and offer those that entered it and are ready."""
+        plan, issued = self.plan, self.issued
+        members = plan.members[q]
+        h, m = self.head[q], len(members)
+        while h < m and issued[members[h]]:
+            h += 1
+        self.head[q] = h
+        if h == m:
+            return
+        end = plan.segment_end[members[h]]
+        limit = h + self.window if h + self.window < end else end
+        pending = self.pending
+        for p in range(self.limit[q], limit):
+            c = members[p]
+            if pending[c] == 0:
+                self._offer(c)
+        if limit > self.limit[q]:
+            self.limit[q] = limit
 
     # --- one instruction ---------------------------------------------------------------------------
 
@@ -413,7 +497,9 @@ class _Run:
         # the hand-off: the engine's own latency within one in-order stream, else a semaphore
         same = lane[i] if not self.is_dma[i] else None
         same_ns, sync_ns = self.same_ns[i], self.sync_ns
-        stream, members = plan.stream, plan.members
+        stream, members, position, limit = plan.stream, plan.members, plan.position, self.limit
+        q, waiting, kind = stream[i], self.waiting, plan.kind
+        touched: list[int] = []  # other streams offered an instruction: their choice may change
         for c in self.cons[self.cons_start[i] : self.cons_start[i + 1]]:
             ready = done + (same_ns if lane[c] == same else sync_ns)
             if ready > dep_ready[c]:
@@ -427,12 +513,20 @@ class _Run:
                     ls_ready[c] = ready
             pending[c] -= 1
             if pending[c] == 0:
-                q = stream[c]
-                if members[q][head[q]] == c:
-                    heapq.heappush(self.heap, (self._ready_time(c), c))
-        q = stream[i]
-        head[q] += 1
-        self._push_head(q)
+                qc = stream[c]
+                if position[c] < limit[qc]:  # in its stream's window: a candidate now (the _offer of _advance)
+                    heapq.heappush(waiting[qc], (ls_ready[c] if kind[c] == TENSOR else dep_ready[c], c))
+                    if qc != q:
+                        touched.append(qc)
+        self.issued[i] = 1
+        self.issue_rank[i] = self.n_issued
+        self.n_issued += 1
+        if members[q][head[q]] == i:
+            self._advance(q)
+        choose = self._choose
+        choose(q)
+        for qc in touched:
+            choose(qc)
 
     def _arrive(self, i: int, ready: float) -> list[int]:
         """A core reached barrier i: returns the barriers to run now (all of the group once complete)."""
@@ -449,16 +543,21 @@ class _Run:
 
     def timeline(self) -> Timeline:
         for q in range(len(self.plan.members)):
-            self._push_head(q)
+            self._advance(q)
+            self._choose(q)
         done = 0
         n = self.plan.n
         barrier = self.barrier
         run, finish, heap = self._run, self._finish, self.heap
         kind = self.plan.kind
         run_tensor, run_dma, run_compute = self._run_tensor, self._run_dma, self._run_compute
-        pop = heapq.heappop
+        pop, stream, token, take = heapq.heappop, self.plan.stream, self.token, self._take
         while heap:
-            ready, i = pop(heap)
+            ready, i, tok = pop(heap)
+            q = stream[i]
+            if tok != token[q]:  # superseded: the stream chose again since
+                continue
+            take(q, i)
             if barrier and i in barrier:
                 batch = self._arrive(i, ready)
                 for m in batch:
@@ -480,6 +579,22 @@ class _Run:
             raise RuntimeError(f"scheduler stalled after {done} of {n} instructions (a dependency cycle)")
         return self._result()
 
+    def _issued_pc(self, program_pc: np.ndarray) -> np.ndarray:
+        """Each row's pc in its engine's instruction stream as the compiler emitted it: every stream keeps the pc
+        slots its instructions have in program order, filled in the order they were issued."""
+        p = self.plan
+        stream = np.asarray(p.stream, dtype=np.int64)
+        by_program = np.lexsort((np.arange(p.n), stream))
+        by_issue = np.lexsort((self.issue_rank_np, stream))
+        if np.array_equal(by_program, by_issue):
+            return program_pc
+        slot = np.empty(p.n, dtype=np.int64)
+        slot[by_issue] = by_program  # instruction by_issue[k] takes the program-order slot of by_program[k]
+        row_ins = p.rows[0]
+        first_row = np.asarray(p.first_row, dtype=np.int64)
+        offset = np.arange(len(row_ins), dtype=np.int64) - first_row[row_ins]
+        return np.asarray(program_pc)[first_row[slot[row_ins]] + offset]
+
     def _packets(self) -> Packets:
         """Packet rows ordered by transfer (program order), each transfer's packets in engine order."""
         p = self.plan
@@ -490,7 +605,7 @@ class _Run:
     def _result(self) -> Timeline:
         p = self.plan
         row_ins, row_op, row_engine, row_pc = p.rows
-        rows = Rows(row_ins, row_op, row_engine, row_pc, self.row_start_np, self.row_end_np, self.row_wait_np)
+        rows = Rows(row_ins, row_op, row_engine, self._issued_pc(row_pc), self.row_start_np, self.row_end_np, self.row_wait_np)
         dma = p.dma_positions
         first_row = np.asarray(p.first_row, dtype=np.int64)
         transfers = Transfers(dma, first_row[dma], p.transfer_plan, self.t_start_np, self.t_end_np)

@@ -18,7 +18,7 @@ import types as _types
 import numpy as np
 
 from nkidev.emulator import context as _ctx
-from nkidev.emulator import gate
+from nkidev.emulator import gate, versions
 from nkidev.emulator import isa as nisa
 from nkidev.emulator.alu import OpSpec
 from nkidev.emulator.dtypes import DTYPES, NkiDType, to_nki_dtype
@@ -311,8 +311,28 @@ def affine_range(start, stop=None, step=1):
     return range(int(start)) if stop is None else range(int(start), int(stop), int(step))
 
 
-sequential_range = affine_range
 static_range = affine_range
+
+
+def sequential_range(start, stop=None, step=1):
+    """A loop with a loop-carried dependency: the compiler keeps its iterations in order on every engine (the cost
+    model fences each iteration). Under NKI 0.7 it is deprecated and is Python range, so it reorders like any loop."""
+    iterations = affine_range(start, stop, step)
+    deprecated = versions.API["nki.language.sequential_range"].deprecated
+    return iterations if versions.at_least(gate.current_version(), deprecated) else in_order(iterations)
+
+
+def in_order(iterations):
+    """Iterate, fencing the trace at each iteration boundary: no instruction of one iteration is scheduled before
+    one of an earlier iteration on the same engine (device loops, sequential loops)."""
+    trace = _ctx.current().trace
+    if trace is None:
+        yield from iterations
+        return
+    for i in iterations:
+        trace.fence()
+        yield i
+    trace.fence()
 
 
 def _reg(x) -> int:
@@ -334,7 +354,7 @@ def _bound(x, what: str) -> int:
 
 def dynamic_range(start, stop=None, step=1):
     """A device loop with run-time bounds; the emulator knows the registers' values, so it simply iterates."""
-    return affine_range(_reg(start), None if stop is None else _reg(stop), step)
+    return in_order(affine_range(_reg(start), None if stop is None else _reg(stop), step))
 
 
 def fori_loop(lower, upper, body_fun, step=1) -> None:
@@ -344,13 +364,13 @@ def fori_loop(lower, upper, body_fun, step=1) -> None:
         raise rule_error("err_invalid_argument", f"fori_loop step={step!r}", "the step is a compile-time positive int")
     registers = isinstance(lower, VirtualRegister) or isinstance(upper, VirtualRegister)
     as_scalar = not registers and gate.has("nki.isa.NkiScalar")
-    for i in range(_bound(lower, "lower bound"), _bound(upper, "upper bound"), step):
+    for i in in_order(range(_bound(lower, "lower bound"), _bound(upper, "upper bound"), step)):
         body_fun(NkiScalar(i, int32) if as_scalar else VirtualRegister(i))
 
 
 def while_loop(init, body_fun, max_iterations: int = 1_000_000) -> None:
     r = init
-    for _ in builtins.range(max_iterations):
+    for _ in in_order(builtins.range(max_iterations)):
         if not _reg(r):
             return
         r = body_fun(VirtualRegister(_reg(r)))
@@ -381,7 +401,14 @@ def program_ndim() -> int:
 
 @contextlib.contextmanager
 def no_reorder():
-    yield
+    """Instructions of the block keep their source order (the cost model fences every one of them)."""
+    trace = _ctx.current().trace
+    start = len(trace) if trace is not None else 0
+    try:
+        yield
+    finally:
+        if trace is not None:
+            trace.fence_each_since(start)
 
 
 def device_print(print_prefix, tensor) -> None:

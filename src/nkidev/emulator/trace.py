@@ -393,6 +393,9 @@ class Trace:
         self._locations = _Interned()
         self._id, self._form, self._loc, self._program = array("q"), array("i"), array("i"), array("i")
         self._acc_start, self._acc_tensor = array("q"), array("q")
+        # Positions k with an ordering fence before instruction k: the compiler keeps source order across a fence
+        # (sequential loop iterations, no_reorder blocks), and reorders only within the stretch between two.
+        self._fences = array("q")
         self._columns: Columns | None = None
         for ins in instructions:
             self.append(ins)
@@ -424,6 +427,8 @@ class Trace:
         ins = self.row(len(self._id) - 1)
         del self._id[-1], self._form[-1], self._loc[-1], self._program[-1]
         del self._acc_tensor[self._acc_start.pop() :]
+        while self._fences and self._fences[-1] > len(self._id):
+            self._fences.pop()
         self._columns = None
         return ins
 
@@ -432,11 +437,35 @@ class Trace:
         self.pop()
         self.append(ins)
 
+    # --- ordering fences --------------------------------------------------------------------------
+
+    def fence(self) -> None:
+        """No instruction recorded after this point may be scheduled before one recorded earlier on its engine."""
+        n = len(self._id)
+        if not self._fences or self._fences[-1] != n:
+            self._fences.append(n)
+
+    def fence_each_since(self, start: int) -> None:
+        """Keep the instructions recorded from position `start` on in source order (a no_reorder block)."""
+        self.fence_positions(range(start, len(self._id) + 1))
+
+    def fence_positions(self, positions) -> None:
+        merged = np.union1d(np.asarray(self._fences, dtype=np.int64), np.asarray(list(positions), dtype=np.int64))
+        self._fences = array("q", merged.astype(np.int64).tobytes())
+
+    def epochs(self) -> np.ndarray:
+        """Per instruction, the number of fences at or before it (int64): the scheduler may reorder instructions of
+        one engine only while they share an epoch."""
+        fences = np.asarray(self._fences, dtype=np.int64)
+        return np.searchsorted(fences, np.arange(len(self._id), dtype=np.int64), side="right")
+
     def order_by_program(self) -> dict[int, int]:
         """List each program's instructions together, each in its own order, with ids renumbered to positions;
         returns old id -> new id."""
         n = len(self._id)
         order = np.argsort(np.array(self._program, dtype=np.int32), kind="stable")
+        epochs = self.epochs()[order]  # monotone within each program; a program boundary is a fence too
+        self._fences = array("q", (np.flatnonzero(np.diff(epochs) != 0) + 1).astype(np.int64).tobytes())
         old_ids = np.array(self._id, dtype=np.int64)[order]
         start = np.array(self._acc_start, dtype=np.int64)
         count = np.diff(np.append(start, len(self._acc_tensor)))[order]

@@ -89,6 +89,7 @@ class Engines:
     semaphore_sync_ns: float
     exclusive_sbuf_engines: tuple[str, ...]  # engines that cannot access SBUF at the same time
     exclusive_psum_engines: tuple[str, ...]  # engines that cannot access PSUM at the same time
+    schedule_window: int  # the compiler's list scheduler: how many of an engine's next instructions it may reorder
 
 
 @dataclass(frozen=True)

@@ -296,7 +296,7 @@ compiler.psum = _Memory(MemoryRegion.psum)
 compiler.skip_middle_end_transformations = _passthrough
 compiler.enable_stack_allocator = _passthrough
 compiler.force_auto_alloc = _passthrough
-compiler.no_reorder = _scope
+compiler.no_reorder = language.no_reorder
 compiler.allocation_scope = _scope
 compiler.multi_buffer = _scope
 

@@ -304,7 +304,11 @@ def affine_range(*args, **kwargs):
     return range(*(int(a) for a in args))
 
 
-sequential_range = affine_range
+def sequential_range(*args, **kwargs):
+    """Iterations in order on every engine (a loop-carried dependency): the cost model fences each iteration."""
+    return cur.in_order(affine_range(*args))
+
+
 static_range = affine_range
 
 
@@ -334,9 +338,7 @@ def device_print(prefix, x, *, mask=None) -> None:
     print(prefix, f32(x) if isinstance(x, NkiTensor) else x)
 
 
-@contextlib.contextmanager
-def no_reorder():
-    yield
+no_reorder = cur.no_reorder
 
 
 # ---------------------------------------------------------------- data movement
