@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-import pytest
-
 import nki
 import nki.isa as nisa
 import nki.language as nl
+import numpy as np
+import pytest
+
 from nkidev.costmodel import schedule
 from nkidev.emulator.context import EmulatorOptions
 from nkidev.emulator.jit import run
@@ -159,3 +159,45 @@ def test_window_one_is_source_order():
     for engine in ("vector", "scalar"):
         mine = [k for k, e in enumerate(rows.engine) if e == engine]
         assert [rows.ins[k] for k in sorted(mine, key=lambda k: rows.start[k])] == sorted(rows.ins[k] for k in mine)
+
+
+@nki.jit
+def chained_by_hand(x):
+    """Independent iterations, but each one's first op is made to wait for the previous one's last (depends_on)."""
+    t, out = _loaded(x)
+    last = None
+    for _ in nl.affine_range(ITERS):
+        a = nl.ndarray((ROWS, COLS), dtype=nl.float32, buffer=nl.sbuf)
+        first = nisa.tensor_scalar(dst=a, data=t, op0=nl.add, operand0=1.0)
+        if last is not None:
+            first.depends_on(last, kind=nisa.dependency.runtime)
+        b = nl.ndarray((ROWS, COLS), dtype=nl.float32, buffer=nl.sbuf)
+        last = nisa.activation(dst=b, op=nl.exp, data=a)
+    nisa.dma_copy(dst=out, src=b)
+    return out
+
+
+def test_depends_on_edges_are_honoured():
+    trace = _trace(chained_by_hand, version="0.7")
+    assert len(trace.edges) == ITERS - 1
+    rows = schedule(trace, "trn2").rows
+    ops = sorted((k for k, e in enumerate(rows.engine) if e in ("vector", "scalar")), key=lambda k: rows.ins[k])
+    assert all(rows.start[b] >= rows.end[a] for a, b in zip(ops, ops[1:]))  # one after another, never overlapping
+    free = _trace(independent, version="0.7")
+    assert not free.edges
+
+
+def test_depends_on_rejects_what_is_not_an_instruction():
+    from nkidev.errors import KernelRuleError
+
+    @nki.jit
+    def bad(x):
+        t, out = _loaded(x)
+        nisa.memset(dst=t, value=0.0).depends_on(t)
+        return out
+
+    with pytest.raises(KernelRuleError) as e:
+        _trace(bad, version="0.7")
+    assert e.value.name == "err_invalid_argument"
+    line = next(n for n, text in enumerate(open(__file__), 1) if ".depends_on(t)" in text)
+    assert str(e.value.location).endswith(f"test_reorder.py:{line}")

@@ -225,6 +225,18 @@ def _epochs(trace: Trace) -> np.ndarray:
     return epochs
 
 
+def _explicit_edges(trace: Trace) -> np.ndarray:
+    """The kernel's own depends_on edges as (producer, consumer) positions; an edge against program order (which
+    no hardware ordering could honour) is dropped."""
+    if not trace.edges:
+        return np.zeros((0, 2), dtype=np.int64)
+    ids = trace.columns().id
+    by_id = dict(zip(ids.tolist(), range(len(ids))))
+    pairs = [(by_id[a], by_id[b]) for a, b in trace.edges if a in by_id and b in by_id]
+    edges = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    return edges[edges[:, 0] < edges[:, 1]]
+
+
 def _shared_ports(trace: Trace, hw: Target) -> list[tuple[str, ...]]:
     """Per form, the memory ports its instructions hold exclusively against other engines (NC-v2: Vector/GpSimd
     on SBUF, Vector/Scalar on PSUM; from the target's `exclusive_*_engines`)."""
@@ -266,7 +278,7 @@ def schedule(trace: Trace, target: Target | str | None = None) -> Timeline:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        deps = dependencies(trace).with_edges(np.stack(reuse_edge_arrays(trace, hw), axis=1))
+        deps = dependencies(trace).with_edges(np.concatenate([np.stack(reuse_edge_arrays(trace, hw), axis=1), _explicit_edges(trace)]))
         run = _Run(trace, hw, deps, _Plan(trace, hw))
         timeline = run.timeline()
         del run  # the event loop's state: per-instruction arrays, freed before the next stage

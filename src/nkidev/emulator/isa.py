@@ -10,8 +10,9 @@ from nkidev.emulator import context as _ctx
 from nkidev.emulator import gate
 from nkidev.emulator import ops as _ops  # noqa: F401  (registers every op declaration)
 from nkidev.emulator.alu import DEFAULT_SPECS
-from nkidev.emulator.enums import dependency, dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, oob_mode, reduce_cmd
-from nkidev.emulator.location import rule_error
+from nkidev.emulator.enums import dependency as dependency
+from nkidev.emulator.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, oob_mode, reduce_cmd
+from nkidev.emulator.instruction import NkiInstruction as NkiInstruction
 from nkidev.emulator.opdef import OPS, public_function
 from nkidev.emulator.register_ops import register_alloc as register_alloc
 from nkidev.emulator.register_ops import register_load as register_load
@@ -44,21 +45,6 @@ vector_engine = engine.vector
 scalar_engine = engine.scalar
 gpsimd_engine = engine.gpsimd
 unknown_engine = engine.unknown
-
-
-class NkiInstruction:
-    """Opaque handle to an instruction; `depends_on` is accepted (the emulator runs in program order)."""
-
-    def __init__(self, handle=None):
-        self.handle = handle
-
-    def depends_on(self, *producers, kind: dependency | None = None) -> NkiInstruction:
-        """Order this instruction after `producers`; `kind` (NKI 0.7) is dependency.runtime or dependency.schedule."""
-        if kind is not None:
-            gate.require("nki.isa.NkiInstruction.depends_on(kind=)")
-            if not isinstance(kind, dependency):
-                raise rule_error("err_invalid_argument", f"kind={kind!r}", "pass nisa.dependency.runtime or nisa.dependency.schedule")
-        return self
 
 
 def get_nc_version() -> nc_version:

@@ -23,6 +23,7 @@ from nkidev.emulator import context as _ctx
 from nkidev.emulator.alu import OpSpec
 from nkidev.emulator.costs import Env, Expr, PerfModes, TransferCost, rate_of
 from nkidev.emulator.dtypes import NkiDType
+from nkidev.emulator.instruction import NkiInstruction
 from nkidev.emulator.location import kernel_location
 from nkidev.emulator.rules import OPERAND_RULES, Rule
 from nkidev.emulator.spmd import shared
@@ -224,6 +225,8 @@ def dispatch(op: OpDef, a: SimpleNamespace):
         if usage.check:
             usage.recorded(counter[0], location)
         counter[0] += 1
+        if result is None:
+            return NkiInstruction(counter[0] - 1)
     return result
 
 

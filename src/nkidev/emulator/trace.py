@@ -396,6 +396,7 @@ class Trace:
         # Positions k with an ordering fence before instruction k: the compiler keeps source order across a fence
         # (sequential loop iterations, no_reorder blocks), and reorders only within the stretch between two.
         self._fences = array("q")
+        self.edges: list[tuple[int, int]] = []  # (producer id, consumer id): NkiInstruction.depends_on
         self._columns: Columns | None = None
         for ins in instructions:
             self.append(ins)
@@ -436,6 +437,10 @@ class Trace:
         """Replace the last instruction by a row (rows are snapshots: edit one, then put it back)."""
         self.pop()
         self.append(ins)
+
+    def add_edge(self, producer: int, consumer: int) -> None:
+        """An explicit dependency between two recorded instructions (by id)."""
+        self.edges.append((producer, consumer))
 
     # --- ordering fences --------------------------------------------------------------------------
 
@@ -479,7 +484,9 @@ class Trace:
         self._acc_start = array("q", new_start.astype(np.int64).tobytes())
         self._acc_tensor = array("q", tensors[take].astype(np.int64).tobytes())
         self._columns = None
-        return dict(zip(old_ids.tolist(), range(n)))
+        remap = dict(zip(old_ids.tolist(), range(n)))
+        self.edges = [(remap[a], remap[b]) for a, b in self.edges if a in remap and b in remap]
+        return remap
 
     def add_warning(self, name: str, message: str, location: str | None) -> None:
         self.warnings.append({"name": name, "message": message, "location": location})

@@ -14,7 +14,6 @@ Masking"), https://github.com/aws-neuron/aws-neuron-sdk/tree/49ee15c58418d5f19b2
 
 from __future__ import annotations
 
-import contextlib
 import math as _math
 import sys
 
