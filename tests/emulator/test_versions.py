@@ -114,7 +114,8 @@ def test_while_register_is_removed_in_07():
         r = nisa.register_alloc()
         nisa.register_load(r, n_sb)
         while r:  # <-
-            nisa.register_load(r, nisa.memset(dst=n_sb, value=0) or n_sb)
+            nisa.memset(dst=n_sb, value=0)  # nki.isa calls return an NkiInstruction handle, not the tile
+            nisa.register_load(r, n_sb)
         nisa.dma_copy(dst=out, src=x)
         return out
 

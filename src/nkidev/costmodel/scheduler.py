@@ -1,10 +1,12 @@
-"""The scheduler: engines run their instructions in program order, DMAs share 16 DMA engines.
+"""The scheduler: each engine list-schedules its instructions over a bounded window, DMAs share 16 DMA engines.
 
 Model (every number from the target's TOML):
-- Each NeuronCore (SPMD program) has in-order instruction streams: tensor, vector, scalar, gpsimd, sync,
-  and one FIFO stream per DMA queue. An instruction starts when it is next in its stream, the stream
-  is free, and every instruction it depends on (deps.py) has finished, plus a semaphore hand-off
-  (`semaphore_sync_ns`) across engines or the SBUF/PSUM access overhead within one engine.
+- Each NeuronCore (SPMD program) has instruction streams: tensor, vector, scalar, gpsimd, sync, and one per DMA
+  queue. An instruction starts when its stream is free and every instruction it depends on (deps.py, plus the
+  kernel's depends_on edges) has finished, plus a semaphore hand-off (`semaphore_sync_ns`) across engines or the
+  SBUF/PSUM access overhead within one engine. Like the compiler's list scheduler, a stream may issue any of its
+  next `schedule_window` unissued instructions (first ready first, source order breaking ties), but never across
+  a fence (sequential_range / device-loop iterations, no_reorder blocks, rendezvous: Trace.epochs).
 - Tensor Engine: LDWEIGHTS (LoadStationary) may run in the background of the previous MATMUL (it
   starts once that MATMUL has started and its stationary operand is ready); MATMUL follows its
   LDWEIGHTS, the previous MATMUL and every other dependency (moving operand, PSUM accumulation); a
