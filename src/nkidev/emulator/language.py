@@ -14,6 +14,7 @@ import functools as _functools
 import inspect as _inspect
 import math as _math
 import types as _types
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -322,9 +323,30 @@ def sequential_range(start, stop=None, step=1):
     return iterations if versions.at_least(gate.current_version(), deprecated) else in_order(iterations)
 
 
-def in_order(iterations):
-    """Iterate, fencing the trace at each iteration boundary: no instruction of one iteration is scheduled before
-    one of an earlier iteration on the same engine (device loops, sequential loops)."""
+class in_order(Sequence):  # noqa: N801 - used like the range it wraps
+    """A range whose iterations are fenced in the trace: no instruction of one iteration is scheduled before one
+    of an earlier iteration on the same engine (sequential loops, device loops). Still a sequence, like range."""
+
+    def __init__(self, iterations: range):
+        self.iterations = iterations
+
+    def __len__(self) -> int:
+        return len(self.iterations)
+
+    def __getitem__(self, k):
+        return self.iterations[k]
+
+    def __iter__(self):
+        return _fenced(self.iterations)
+
+    def __reversed__(self):
+        return _fenced(reversed(self.iterations))
+
+    def __repr__(self) -> str:
+        return repr(self.iterations)
+
+
+def _fenced(iterations):
     trace = _ctx.current().trace
     if trace is None:
         yield from iterations
