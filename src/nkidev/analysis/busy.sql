@@ -6,14 +6,16 @@
 -- that starts after prev_end follows an idle gap (prev_end, s). One running max, no grouping pass.
 CREATE OR REPLACE TEMP TABLE busy AS
 WITH clipped AS (
-    -- intervals sharing a start (the 16 packets of one DMA) collapse to the longest first
+    -- intervals sharing a start (the 16 packets of one DMA) collapse to the longest first; intervals
+    -- outside the window are dropped before grouping (clipped, they would be empty)
     SELECT engine, greatest(start_ts, w.t0) AS s, max(least(end_ts, w.t1)) AS e
     FROM busy_raw, win AS w
+    WHERE start_ts < end_ts AND start_ts < w.t1 AND end_ts > w.t0
     GROUP BY engine, greatest(start_ts, w.t0)
 ), ordered AS (
     SELECT engine, s, e,
            max(e) OVER (PARTITION BY engine ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-    FROM clipped WHERE s < e
+    FROM clipped
 )
 SELECT engine, greatest(s, coalesce(prev_end, s)) AS s, e, prev_end
 FROM ordered

@@ -1,5 +1,5 @@
 -- Cost per kernel source line within the window: the summed instruction time per compute engine and the
--- DMA transfers it issued (Instruction -> Flow -> DmaPacketAggregated). nkidev compare matches lines of two
+-- DMA transfers it issued (Instruction -> Flow -> DmaPacketAggregated: the `issued` table). nkidev compare matches lines of two
 -- profiles by their source text. Ordered deterministically: most expensive first, then by location.
 WITH w AS (SELECT t0, t1 FROM win),
 compute AS (
@@ -14,7 +14,7 @@ compute AS (
 ),
 dma AS (
     SELECT i.src, count(*) AS transfers, sum(d.end_ts - d.start_ts) AS dma_ns, sum(d.transfer_bytes) AS dma_bytes
-    FROM flow_dma f JOIN inst i ON i.id = f.in_id JOIN dpa d ON d.id = f.out_id, w
+    FROM issued i JOIN dpa d ON d.id = i.out_id, w
     WHERE i.src IS NOT NULL AND d.start_ts >= w.t0 AND d.start_ts < w.t1
     GROUP BY i.src
 )

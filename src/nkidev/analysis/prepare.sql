@@ -9,19 +9,38 @@ CREATE OR REPLACE MACRO engine_key(e) AS CASE
     WHEN lower(e) LIKE 'gpsimd%' OR lower(e) LIKE 'pool%' THEN 'gpsimd'
     ELSE coalesce(lower(e), 'unknown') END;
 
+-- Text columns are coded once, at load time: engine, opcode and source location become ENUMs of their
+-- distinct values (sorted, so ORDER BY, min() and comparisons see the same order as the text), and the
+-- tables below hold small integers instead of a million strings. Results still come back as text.
+CREATE OR REPLACE TEMP TABLE _codes AS
+SELECT list(DISTINCT engine_key(engine)) AS engines,
+       list(DISTINCT opcode) FILTER (WHERE opcode IS NOT NULL) AS opcodes,
+       list(DISTINCT coalesce(nki_source_location, bir_debug_info_source_location))
+           FILTER (WHERE coalesce(nki_source_location, bir_debug_info_source_location) IS NOT NULL) AS srcs
+FROM _raw_Instruction;
+CREATE TYPE nk_engine AS ENUM (
+    SELECT DISTINCT e FROM (
+        SELECT unnest(engines) AS e FROM _codes
+        UNION ALL SELECT DISTINCT engine_key(engine) FROM _raw_ActiveTime
+        UNION ALL SELECT unnest(['tensor', 'vector', 'scalar', 'gpsimd', 'dma'])
+    ) ORDER BY e);
+CREATE TYPE nk_opcode AS ENUM (SELECT unnest(coalesce(opcodes, [])) AS o FROM _codes ORDER BY o);
+CREATE TYPE nk_src AS ENUM (SELECT unnest(coalesce(srcs, [])) AS s FROM _codes ORDER BY s);
+
 CREATE OR REPLACE TEMP TABLE inst AS
 SELECT id,
-       engine_key(engine) AS engine,
-       opcode,
+       CAST(engine_key(engine) AS nk_engine) AS engine,
+       CAST(opcode AS nk_opcode) AS opcode,
        start_ts,
        end_ts,
        coalesce(duration_ns, end_ts - start_ts) AS duration_ns,
-       operands,
        -- MATMUL is neuron-explorer's opcode; nc_matmul / nc_transpose are the NKI names a writer may keep.
        engine_key(engine) = 'tensor' AND upper(opcode) IN ('MATMUL', 'NC_MATMUL', 'NC_TRANSPOSE') AS is_matmul,
        coalesce(upper(tensor_instruction_type) = 'TRANSPOSE', false) AS is_transpose,
+       -- only matmul operands are ever parsed (te_underutilization): other rows keep no text
+       CASE WHEN is_matmul THEN operands END AS operands,
        coalesce(adjusted_flops, 0) AS adjusted_flops,
-       coalesce(nki_source_location, bir_debug_info_source_location) AS src,
+       CAST(coalesce(nki_source_location, bir_debug_info_source_location) AS nk_src) AS src,
        coalesce(hbm_read_bytes, 0) AS hbm_read_bytes,
        coalesce(hbm_write_bytes, 0) AS hbm_write_bytes
 FROM _raw_Instruction
@@ -33,7 +52,6 @@ SELECT start_ts, end_ts, transfer_bytes, queue_name,
        coalesce(queue_type, '') <> 'instruction' AND coalesce(transfer_bytes, 0) > 4 AS kernel
 FROM _raw_DmaPacket
 WHERE start_ts IS NOT NULL AND end_ts IS NOT NULL;
-
 -- The HBM side of a transfer: what it read from HBM (read_bytes) when its source is in HBM, what it wrote
 -- (write_bytes) when its destination is; transfer_bytes when a profile lacks those columns. A cast on the DMA
 -- (bf16 in HBM -> fp32 in SBUF) writes more bytes than it reads: the HBM side counts the bf16 bytes.
@@ -58,6 +76,11 @@ FROM d;
 CREATE OR REPLACE TEMP TABLE flow_dma AS
 SELECT DISTINCT in_id, out_id FROM _raw_Flow
 WHERE lower(in_table) = 'instruction' AND lower(out_table) IN ('dmapacketaggregated', 'dma_block');
+
+-- Each DMA transfer's issuing instruction (Flow -> Instruction), joined once for the per-line queries.
+CREATE OR REPLACE TEMP TABLE issued AS
+SELECT f.out_id, i.src, i.hbm_read_bytes > 0 OR i.hbm_write_bytes > 0 AS hbm_instruction
+FROM flow_dma f JOIN inst i ON i.id = f.in_id;
 
 CREATE OR REPLACE TEMP TABLE tensors AS
 SELECT variable_name, upper(type) AS type, size, load_to_sbuf_total_size_bytes AS loaded_bytes

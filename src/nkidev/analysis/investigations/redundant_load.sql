@@ -28,9 +28,8 @@ ORDER BY coalesce(t.loaded_bytes, m.bytes, 0) - t.size DESC, t.variable_name;
 
 -- name: lines
 SELECT d.variable AS tensor, i.src, count(*) AS transfers, sum(d.hbm_read_bytes) AS bytes
-FROM flow_dma f
-JOIN inst i ON i.id = f.in_id
-JOIN dpa d ON d.id = f.out_id
+FROM issued i
+JOIN dpa d ON d.id = i.out_id
 WHERE d.is_load
 GROUP BY d.variable, i.src
 ORDER BY bytes DESC, d.variable, i.src;

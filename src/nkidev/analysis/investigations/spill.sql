@@ -11,9 +11,8 @@ FROM dpa;
 
 -- name: lines
 SELECT i.src, count(*) AS reloads, sum(d.transfer_bytes) AS reload_bytes
-FROM flow_dma f
-JOIN dpa d ON d.id = f.out_id
-JOIN inst i ON i.id = f.in_id
+FROM issued i
+JOIN dpa d ON d.id = i.out_id
 WHERE d.is_spill_reload
 GROUP BY i.src
 ORDER BY reload_bytes DESC, i.src;

@@ -20,8 +20,7 @@ SELECT end_ts, waited_on, what, src FROM (
 SELECT *, row_number() OVER (PARTITION BY end_ts ORDER BY waited_on, what, src) AS k FROM (
 SELECT d.end_ts, 'DMA' AS waited_on, d.variable AS what, i.src
 FROM dpa d
-LEFT JOIN flow_dma f ON f.out_id = d.id
-LEFT JOIN inst i ON i.id = f.in_id
+LEFT JOIN issued i ON i.out_id = d.id
 WHERE d.end_ts IS NOT NULL AND NOT d.is_spill_save AND coalesce(d.dest NOT LIKE '%OUTPUT%', true)
 UNION ALL
 SELECT end_ts, 'DMA', queue_name, NULL FROM pkt WHERE kernel AND NOT EXISTS (SELECT 1 FROM dpa)
