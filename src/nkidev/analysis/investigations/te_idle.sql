@@ -40,9 +40,14 @@ WITH attributed AS (
     SELECT a.*, t.src AS te_src
     FROM attributed a
     ASOF LEFT JOIN (SELECT start_ts, min(src) AS src FROM inst WHERE engine = 'tensor' GROUP BY start_ts) t ON a.ge <= t.start_ts
+), by_resume AS (
+    -- the most frequent resuming line of a group (ties: the first by location) needs its count per group
+    SELECT phase, waited_on, what, src, te_src, count(*) AS te_n, sum(ns) AS ns, max(ns) AS longest_ns
+    FROM resumed
+    GROUP BY phase, waited_on, what, src, te_src
 )
-SELECT phase, waited_on, what, src, count(*) AS gaps, sum(ns) AS idle_ns, max(ns) AS longest_ns,
+SELECT phase, waited_on, what, src, sum(te_n) AS gaps, sum(ns) AS idle_ns, max(longest_ns) AS longest_ns,
        first(te_src ORDER BY te_n DESC, te_src) AS resumed_src
-FROM (SELECT *, count(*) OVER (PARTITION BY phase, waited_on, what, src, te_src) AS te_n FROM resumed)
+FROM by_resume
 GROUP BY phase, waited_on, what, src
 ORDER BY idle_ns DESC, phase, waited_on, what, src;
