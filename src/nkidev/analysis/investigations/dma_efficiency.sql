@@ -17,11 +17,21 @@ WITH t AS (
       AND d.start_ts >= w.t0 AND d.start_ts < w.t1
       AND NOT d.is_transpose_mode AND NOT d.is_spill_save AND NOT d.is_spill_reload
 )
-SELECT src, count(*) AS transfers, sum(transfer_bytes) AS bytes, sum(ns) AS transfer_ns,
-       -- the most frequent tensor and direction of the line (ties: by name, loads first), deterministically
-       first(variable ORDER BY variable_n DESC, variable) AS tensor,
-       first(is_load ORDER BY load_n DESC, is_load DESC) AS is_load,
-       median(transfer_bytes) AS median_bytes, median(partitions) AS partitions,
-       median(transfer_bytes) / greatest(coalesce(median(partitions), 1), 1) AS desc_bytes
-FROM (SELECT *, count(*) OVER (PARTITION BY src, variable) AS variable_n, count(*) OVER (PARTITION BY src, is_load) AS load_n FROM t)
-GROUP BY src ORDER BY bytes DESC, src;
+, per_line AS (
+    SELECT src, count(*) AS transfers, sum(transfer_bytes) AS bytes, sum(ns) AS transfer_ns,
+           median(transfer_bytes) AS median_bytes, median(partitions) AS partitions,
+           median(transfer_bytes) / greatest(coalesce(median(partitions), 1), 1) AS desc_bytes
+    FROM t GROUP BY src
+), tensor AS (
+    -- the most frequent tensor and direction of the line (ties: by name, loads first), deterministically
+    SELECT src, first(variable ORDER BY n DESC, variable) AS tensor
+    FROM (SELECT src, variable, count(*) AS n FROM t GROUP BY src, variable) GROUP BY src
+), direction AS (
+    SELECT src, first(is_load ORDER BY n DESC, is_load DESC) AS is_load
+    FROM (SELECT src, is_load, count(*) AS n FROM t GROUP BY src, is_load) GROUP BY src
+)
+SELECT l.src, l.transfers, l.bytes, l.transfer_ns, v.tensor, d.is_load, l.median_bytes, l.partitions, l.desc_bytes
+FROM per_line l
+JOIN tensor v ON v.src IS NOT DISTINCT FROM l.src
+JOIN direction d ON d.src IS NOT DISTINCT FROM l.src
+ORDER BY l.bytes DESC, l.src;
