@@ -12,20 +12,16 @@ CREATE OR REPLACE MACRO engine_key(e) AS CASE
 -- Text columns are coded once, at load time: engine, opcode and source location become ENUMs of their
 -- distinct values (sorted, so ORDER BY, min() and comparisons see the same order as the text), and the
 -- tables below hold small integers instead of a million strings. Results still come back as text.
-CREATE OR REPLACE TEMP TABLE _codes AS
-SELECT list(DISTINCT engine_key(engine)) AS engines,
-       list(DISTINCT opcode) FILTER (WHERE opcode IS NOT NULL) AS opcodes,
-       list(DISTINCT coalesce(nki_source_location, bir_debug_info_source_location))
-           FILTER (WHERE coalesce(nki_source_location, bir_debug_info_source_location) IS NOT NULL) AS srcs
-FROM _raw_Instruction;
+CREATE OR REPLACE TEMP TABLE _texts AS
+SELECT DISTINCT engine, opcode, coalesce(nki_source_location, bir_debug_info_source_location) AS src FROM _raw_Instruction;
 CREATE TYPE nk_engine AS ENUM (
-    SELECT DISTINCT e FROM (
-        SELECT unnest(engines) AS e FROM _codes
-        UNION ALL SELECT DISTINCT engine_key(engine) FROM _raw_ActiveTime
-        UNION ALL SELECT unnest(['tensor', 'vector', 'scalar', 'gpsimd', 'dma'])
-    ) ORDER BY e);
-CREATE TYPE nk_opcode AS ENUM (SELECT unnest(coalesce(opcodes, [])) AS o FROM _codes ORDER BY o);
-CREATE TYPE nk_src AS ENUM (SELECT unnest(coalesce(srcs, [])) AS s FROM _codes ORDER BY s);
+    SELECT DISTINCT engine_key(e) AS k FROM (
+        SELECT engine AS e FROM _texts
+        UNION SELECT engine FROM _raw_ActiveTime
+        UNION SELECT unnest(['tensor', 'vector', 'scalar', 'gpsimd', 'dma'])
+    ) ORDER BY k);
+CREATE TYPE nk_opcode AS ENUM (SELECT DISTINCT opcode FROM _texts WHERE opcode IS NOT NULL ORDER BY opcode);
+CREATE TYPE nk_src AS ENUM (SELECT DISTINCT src FROM _texts WHERE src IS NOT NULL ORDER BY src);
 
 CREATE OR REPLACE TEMP TABLE inst AS
 SELECT id,
