@@ -8,6 +8,7 @@ os.environ.pop("NKIDEV_EMULATE", None)
 os.environ.pop("NKIDEV_NKI_VERSION", None)
 os.environ.pop("NKIDEV_CALIBRATION", None)  # a user's calibration must not change the cost numbers tests check
 os.environ.setdefault("NKIDEV_CONFIG", os.devnull)  # nor their ~/.config/nkidev/config.toml
+os.environ.setdefault("NKIDEV_HELP_CACHE", "0")  # `nkidev --help` subprocesses must not write the user's ~/.cache
 
 
 def _has_device() -> bool:

@@ -1,11 +1,14 @@
 """The `nkidev` executable: start the sandbox's warm child first, then import the CLI.
 
 `validate` and `profile` run the task file in a child interpreter; starting it before this process imports
-typer, rich and the command modules lets the two start-ups overlap (see nkidev.sandbox.pool)."""
+typer, rich and the command modules lets the two start-ups overlap (see nkidev.sandbox.pool). The top-level help
+is printed from nkidev.help_cache when an identical earlier run recorded it."""
 
 from __future__ import annotations
 
 import sys
+
+from nkidev import help_cache
 
 ISOLATED_COMMANDS = ("validate", "profile")
 
@@ -19,6 +22,17 @@ def main() -> None:
         from nkidev.sandbox import prestart
 
         prestart()
+    args = sys.argv[1:]
+    if help_cache.applies(args):
+        code = help_cache.serve(args)
+        if code is not None:
+            sys.exit(code)
+        help_cache.record(args, _run_cli)
+        return
+    _run_cli()
+
+
+def _run_cli() -> None:
     from nkidev.cli import main as main_cli
 
     main_cli()
