@@ -12,7 +12,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # Run the real entry point; report on stderr's last line whether typer was imported.
-PROBE = "import atexit, sys; atexit.register(lambda: sys.stderr.write('\\nTYPER=%s' % ('typer' in sys.modules))); from nkidev.entry import main; main()"
+PROBE = (
+    "import atexit, sys; atexit.register(lambda: sys.stderr.write('\\nTYPER=%s' % ('typer' in sys.modules)))\n"
+    "from nkidev.entry import main; main()"
+)
 
 
 def _nkidev(args: list[str], cache: Path, **env) -> tuple[int, str, str, bool]:
