@@ -1,4 +1,4 @@
-"""Benchmark: the full analysis of a 1M-instruction profile (target <= 3 s on a 2-core machine).
+"""Benchmark: the full analysis of a 1M-instruction profile (target <= 1.5 s CPU on a 2-core machine).
 
     python bench/analyze_large.py [--instructions 1000000] [--packets-per-dma 4] [--keep DIR]
 
@@ -171,13 +171,15 @@ def run(args, out: str) -> None:
     write_tables(out, tables, split={"Instruction": 4, "DmaPacket": 4})
     rows = {name: len(next(iter(cols.values()))) for name, cols in tables.items()}
     print(f"built {out} in {time.perf_counter() - t:.1f} s: " + ", ".join(f"{k} {v:,}" for k, v in rows.items()))
-    times = []
+    times, cpu = [], []  # CPU time (all DuckDB threads) is what a shared machine can still measure
     for _ in range(args.repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         result = analyze(out)
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
     print(
-        f"analyze: best {min(times):.2f} s, all {', '.join(f'{x:.2f}' for x in times)} (cpus: {os.cpu_count()}; target <= 3 s on 2 cores)"
+        f"analyze: wall best {min(times):.2f} s, all {', '.join(f'{x:.2f}' for x in times)}; CPU best {min(cpu):.2f} s, "
+        f"all {', '.join(f'{x:.2f}' for x in cpu)} (cpus: {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; target <= 1.5 s on 2 cores)"
     )
     print(
         f"kernel {result.total_time_ns / 1e6:.2f} ms, bottleneck {result.bottleneck_engine}, "

@@ -8,8 +8,6 @@ Library entry points (the CLI is a thin layer over these):
 Attributes load lazily so that `import nkidev` (and the startup hook) stays cheap.
 """
 
-from __future__ import annotations
-
 __version__ = "0.1.0"
 
 _EXPORTS = {

@@ -7,8 +7,6 @@ by duck typing (subclassing importlib.abc would import importlib.resources, path
 `emulate()` block built on them is in nkidev.shim.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 
