@@ -234,7 +234,9 @@ def _select(profile: Profile, table: str) -> str:
 
 def prepare(profile: Profile) -> None:
     """Expose the analysed columns as typed views `_raw_<Table>`, then build the normalized
-    tables the investigations share (prepare.sql): inst, pkt, dpa, flow_dma, tensors, meta, win."""
+    tables the investigations share (prepare.sql): inst, pkt, dpa, flow_dma, issued, tensors, meta, win.
+    Engine, opcode and source location are coded at load time as sorted ENUMs (nk_engine, nk_opcode,
+    nk_src), so captured and nkidev profiles take the same path and the tables hold integers, not text."""
     for table in COLUMNS:
         profile.con.execute(f"CREATE OR REPLACE TEMP VIEW _raw_{table} AS {_select(profile, table)}")
     profile.con.execute(sql_text("prepare.sql"))
