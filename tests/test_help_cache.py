@@ -61,3 +61,17 @@ def test_a_damaged_entry_is_ignored_and_other_commands_are_never_cached(tmp_path
     assert _nkidev(["--help"], tmp_path) == reference
     _nkidev(["analyze", "--help"], tmp_path)
     assert len(list((tmp_path / "nkidev").glob("help-*.txt"))) == 1
+
+
+def test_only_the_newest_recordings_are_kept(tmp_path):
+    from nkidev import help_cache
+
+    for i in range(help_cache.MAX_ENTRIES + 5):
+        entry = tmp_path / f"help-{i:04d}.txt"
+        entry.write_text("x")
+        os.utime(entry, ns=(i * 10**9, i * 10**9))
+    (tmp_path / "other.txt").write_text("kept")
+    help_cache._prune(str(tmp_path))
+    kept = sorted(p.name for p in tmp_path.glob("help-*.txt"))
+    assert len(kept) == help_cache.MAX_ENTRIES and kept[0] == "help-0005.txt"
+    assert (tmp_path / "other.txt").exists()

@@ -25,6 +25,7 @@ ENV_VARS = (
     "TYPER_USE_RICH", "_TYPER_FORCE_DISABLE_TERMINAL",
 )  # fmt: skip
 LIBRARIES = ("typer", "rich", "click")
+MAX_ENTRIES = 32
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -159,5 +160,14 @@ def _store(path: str, code: int, stdout: str, stderr: str) -> None:
 
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_bytes(path, f"{_MAGIC} {code} {len(stdout)}\n{stdout}{stderr}".encode())
+        _prune(os.path.dirname(path))
     except OSError:
         pass  # a read-only home only costs the next run the full rendering
+
+
+def _prune(directory: str) -> None:
+    """Keep the newest MAX_ENTRIES recordings: every source edit or terminal size makes a new one."""
+    names = [e for e in os.scandir(directory) if e.name.startswith("help-") and e.name.endswith(".txt")]
+    entries = sorted((e.stat().st_mtime_ns, e.path) for e in names)
+    for _, stale in entries[:-MAX_ENTRIES]:
+        os.remove(stale)
