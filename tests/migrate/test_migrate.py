@@ -247,3 +247,16 @@ def test_06_while_register_becomes_nl_while_loop_and_runs_under_07(tmp_path):
     with versions.scope("0.7"):
         out = new.module.nki.simulate(new.kernels["countdown_kernel"])(n_tile, x)
     np.testing.assert_array_equal(out, np.full(x.shape, 3.0, np.float32))
+
+
+def test_index_definitions_are_dropped_per_kernel_even_when_another_kernel_reuses_the_names(tmp_path):
+    path = copy(tmp_path, "legacy_index_forms.py")
+    result = migrate_file(path, write=True)
+    assert result.manual == []  # no "an nl.arange / nl.mgrid expression is left" for i, j
+    assert result.validation["status"] == "identical", result.validation
+    text = path.read_text()
+    assert "= nl.arange(" not in text and "= nl.mgrid[" not in text
+    assert "dst=out[0:1, 0:64]" in text and "src=x[0:128, 0:64]" in text
+    new = load_task(path)
+    (x,) = new.cases()[0]
+    np.testing.assert_array_equal(new.module.nki.simulate(new.kernels["first_row_kernel"])(x), x[:1])

@@ -878,23 +878,24 @@ class Cleanup(cst.CSTTransformer):
     def __init__(self, notes: Notes, accumulators: set[str], index_defs: set[str]):
         super().__init__()
         self.notes, self.accumulators, self.index_defs = notes, accumulators, index_defs
-        self.used: set[str] = set()
+        self.scopes: list[set[str]] = []  # per enclosing function (module first): names used more than once
 
     def visit_Module(self, node: cst.Module) -> None:
-        counts: dict[str, int] = {}
+        self.scopes = [_names_used_twice(node)]
 
-        class Count(cst.CSTVisitor):
-            def visit_Name(self_, n: cst.Name):  # noqa: N805
-                counts[n.value] = counts.get(n.value, 0) + 1
+    # uses are counted per function: `i` still used by another kernel of the file does not keep this one's `i`
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scopes.append(_names_used_twice(node))
 
-        node.visit(Count())
-        self.used = {n for n, c in counts.items() if c > 1}
+    def leave_FunctionDef(self, original, updated):
+        self.scopes.pop()
+        return updated
 
     def _dead(self, statement) -> bool:
         if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and isinstance(statement.body[0], cst.Assign)):
             return False
         names = _target_names(statement.body[0].targets[0].target)
-        return bool(names) and set(names) <= self.index_defs and not (set(names) & self.used)
+        return bool(names) and set(names) <= self.index_defs and not (set(names) & self.scopes[-1])
 
     def _without_dead(self, body):
         """The statements minus dead index definitions; their comments move to the next statement."""
@@ -923,6 +924,18 @@ class Cleanup(cst.CSTTransformer):
                 call = a.value.with_changes(func=expr("nl.ndarray"))
                 return updated.with_changes(body=[a.with_changes(value=call)])
         return updated
+
+
+def _names_used_twice(node: cst.CSTNode) -> set[str]:
+    """Names occurring more than once under `node` (a definition plus at least one use)."""
+    counts: dict[str, int] = {}
+
+    class Count(cst.CSTVisitor):
+        def visit_Name(self_, n: cst.Name):  # noqa: N805
+            counts[n.value] = counts.get(n.value, 0) + 1
+
+    node.visit(Count())
+    return {n for n, c in counts.items() if c > 1}
 
 
 def _target_names(t) -> list[str]:
