@@ -4,6 +4,9 @@ emulator (outputs) and cost model (time, with the constants of $FAKE_DEVICE_CALI
 hand-built real-layout profile of tests/analysis/fixtures/make_real_profile.py with the measured total time.
 
 $FAKE_COMPILE_FAIL=1 makes the compiler reject the kernel; $FAKE_DEVICE_OFFSET adds a constant to every output.
+$FAKE_DEVICE_WRONG=K makes the device compute one instruction wrong: the K-th (from 0, in program order) that
+the kernel's own lines issue (not the probe helpers after nkidev's marker line) gets $FAKE_DEVICE_WRONG_DELTA
+(default 1.0) added to its destination, so a bisect must find exactly that instruction.
 """
 
 from __future__ import annotations
@@ -32,6 +35,39 @@ open(a.output, "w").write(json.dumps({"kernel": a.kernel, "target": a.target}))
 NEURON_EXPLORER = """
 import argparse, json, os, sys
 from pathlib import Path
+
+
+def inject_wrong(kernel_path, k, delta):
+    # wrap every op's semantics: count the instructions issued from the kernel's own lines, perturb the k-th
+    from nkidev.device.probes import marker_line
+    from nkidev.emulator import memory
+    from nkidev.emulator.ops import OPS
+    path = str(Path(kernel_path).resolve())
+    marker = marker_line(Path(path).read_text()) or 10**9
+    seen = [0]
+
+    def kernel_line():
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_filename != path:
+            frame = frame.f_back
+        return frame.f_lineno if frame is not None else None
+
+    def wrap(op, impl):
+        def perturbed(a, ctx, engine):
+            result = impl(a, ctx, engine)
+            line = kernel_line()
+            if line is not None and line < marker:
+                if seen[0] == k:
+                    dst = getattr(a, op.writes[0])
+                    memory.store(dst, memory.f32(dst) + delta)
+                seen[0] += 1
+            return result
+        return perturbed
+
+    for op in OPS.values():
+        if op.impl is not None:
+            op.impl = wrap(op, op.impl)
+
 p = argparse.ArgumentParser()
 p.add_argument("cmd"); p.add_argument("-n"); p.add_argument("-s"); p.add_argument("--inputs"); p.add_argument("--outputs")
 p.add_argument("--output-format"); p.add_argument("--output-dir")
@@ -52,6 +88,8 @@ if a.cmd == "capture":
     kernel = load_task(spec.path).launch(spec)
     args = arrays.load(Path(a.inputs), "arg")
     hw = calibrated_target(neff["target"], os.environ.get("FAKE_DEVICE_CALIBRATION") or "none")
+    if os.environ.get("FAKE_DEVICE_WRONG"):
+        inject_wrong(spec.path, int(os.environ["FAKE_DEVICE_WRONG"]), float(os.environ.get("FAKE_DEVICE_WRONG_DELTA", "1.0")))
     result = run(kernel, tuple(args), {}, options=EmulatorOptions(target=hw, compute=True))
     outs = result.outputs if isinstance(result.outputs, (tuple, list)) else [result.outputs]
     offset = float(os.environ.get("FAKE_DEVICE_OFFSET", "0"))

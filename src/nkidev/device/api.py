@@ -2,7 +2,9 @@
 
 from nkidev.device.api import profile_hardware, validate_hardware
 profile_hardware("kernels/mm.py::matmul", case=1, target="trn2", out="hw-prof/")   # then nkidev analyze hw-prof/
-validate_hardware("kernels/mm.py::matmul")  # device outputs vs the reference and vs the emulator, per case
+validate_hardware("kernels/mm.py::matmul")  # device outputs vs the reference and vs the emulator, per case;
+                                            # on a device/emulator mismatch, bisect to the first differing
+                                            # instruction (nkidev.device.bisect), dumps under `out`
 
 Both fail first, before any work, with err_sdk_missing when neuronx-cc or neuron-explorer is not installed.
 The captured profile is neuron-explorer's Parquet tables plus nkidev-kernel.json (the kernel, case and target,
@@ -12,6 +14,7 @@ so `nkidev calibrate` can re-simulate it) and raw/ (the NEFF, NTFF and inputs it
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -29,6 +32,7 @@ from nkidev.profile.writer import check_destination
 from nkidev.taskfile import kernel_spec, load_task
 
 DEFAULT_TOLERANCE = {"atol": 1e-2, "rtol": 1e-2}
+BISECT_ROOT = "nkidev-bisect"  # where validate --hardware writes a bisect's probes when no --out is given
 
 
 def _spec(parsed, kernel) -> str:
@@ -36,15 +40,15 @@ def _spec(parsed, kernel) -> str:
     return f"{parsed.path.resolve()}::{parsed.name or kernel.__name__}{grid}"
 
 
-def _run_on_device(sdk: Sdk, spec: str, target: str, case: tuple, work: Path, emit) -> tuple[Path, Path, list]:
-    """Compile and run one case; returns (neff, ntff, device outputs)."""
+def _run_on_device(sdk: Sdk, spec: str, target: str, case: tuple, work: Path, emit, env: dict | None = None) -> tuple[Path, Path, list]:
+    """Compile and run one case; returns (neff, ntff, device outputs). `env` is added to the tools' environment."""
     inputs, outputs = work / "inputs.npz", work / "outputs.npz"
     neff, ntff = work / "kernel.neff", work / "profile.ntff"
     arrays.save(inputs, list(case), "arg")
     emit({"event": "stage", "stage": f"compiling {spec} with neuronx-cc"})
-    run_tool(sdk.compile(spec, target, inputs, neff), work)
+    run_tool(sdk.compile(spec, target, inputs, neff), work, env)
     emit({"event": "stage", "stage": "running on the device and capturing a profile"})
-    run_tool(sdk.capture(neff, inputs, outputs, ntff), work, CAPTURE_ENV)
+    run_tool(sdk.capture(neff, inputs, outputs, ntff), work, {**CAPTURE_ENV, **(env or {})})
     for path in (neff, ntff, outputs):
         if not path.is_file():
             raise NkiError("err_hardware_run_failed", f"the SDK did not write {path.name}", "check the tool output and the device")
@@ -121,16 +125,48 @@ def _max_abs(a, b) -> float:
     return float(np.max(np.abs(a - b))) if a.shape == b.shape and a.size else (0.0 if a.shape == b.shape else float("inf"))
 
 
+def _device_runner(sdk: Sdk, kernel_name: str, grid: str, target: str, case: tuple, original: Path, emit) -> Callable[[Path], list]:
+    """variant path -> the device's outputs for `case` (the original's directory importable, as in the task)."""
+    env = {"PYTHONPATH": os.pathsep.join(p for p in (str(original.parent), os.environ.get("PYTHONPATH", "")) if p)}
+
+    def run_variant(variant: Path) -> list:
+        with tempfile.TemporaryDirectory(prefix="nkidev-hw-") as tmp:
+            return _run_on_device(sdk, f"{variant.resolve()}::{kernel_name}{grid}", target, case, Path(tmp), lambda e: None, env)[2]
+
+    return run_variant
+
+
+def _bisect(sdk, task, parsed, kernel, hw, case, index: int, tol: dict, out, max_probes, emit) -> dict:
+    from nkidev.device.bisect import bisect_case
+    from nkidev.profile.api import default_out
+
+    if parsed.grid or task.grid(kernel.__name__):
+        return {"status": "skipped", "reason": "the kernel runs an SPMD grid; the bisect probes single-program kernels"}
+    emit({"event": "stage", "stage": f"case {index}: the device differs from the emulator; bisecting"})
+    root = Path(out) if out is not None else default_out(kernel.__name__, BISECT_ROOT)
+    device = _device_runner(sdk, kernel.__name__, "", hw.name, case, parsed.path.resolve(), emit)
+    result = bisect_case(parsed.path.resolve(), kernel.__name__, case, hw, tol, device, root / f"case{index}", emit, max_probes)
+    return {"case": index, **result}
+
+
 def validate_hardware(
     spec: str,
     reference: str = "reference",
     cases: str = "cases",
     target: str | None = None,
     progress: Callable[[dict], None] | None = None,
+    bisect: bool = True,
+    out: str | None = None,
+    max_probes: int | None = None,
     **_,
 ) -> dict:
     """Run FILE::KERNEL on the device for every case; compare its outputs with the reference and with the
-    emulator's. `passed`: every case matches the reference within the task's TOLERANCE (atol/rtol)."""
+    emulator's. `passed`: every case matches the reference within the task's TOLERANCE (atol/rtol).
+
+    When the device's outputs differ from the emulator's (`bisect`), the first such case is bisected to the
+    first instruction whose output differs (`result["bisect"]`, see nkidev.device.bisect): at most about
+    log2(statements executed) + 3 more device runs (`max_probes` caps them), each probe's device and emulator
+    tiles written as .npy under `out` (default ./nkidev-bisect/KERNEL-TIME/caseN/)."""
     from nkidev.emulator.context import EmulatorOptions
     from nkidev.emulator.jit import run
 
@@ -144,6 +180,7 @@ def validate_hardware(
     tol = {**DEFAULT_TOLERANCE, **{k: v for k, v in (task.attr("TOLERANCE") or {}).items() if k in DEFAULT_TOLERANCE}}
     full = _spec(parsed, kernel)
     rows = []
+    bisected = None
     for i, case in enumerate(task.cases(cases)):
         with tempfile.TemporaryDirectory(prefix="nkidev-hw-") as tmp:
             _, _, device = _run_on_device(sdk, full, hw.name, case, Path(tmp), emit)
@@ -169,4 +206,10 @@ def validate_hardware(
             {"index": i, "passed": ok, "agrees_with_emulator": agrees, "max_abs_vs_reference": vs_ref, "max_abs_vs_emulator": vs_emu}
         )
         emit({"event": "case", "index": i, "line": f"{'PASS' if ok else 'FAIL'} on the device: case {i}, max_diff={vs_ref:.6f}"})
-    return {"kernel": full, "target": hw.name, "hardware": True, "passed": all(r["passed"] for r in rows), "cases": rows, "tolerance": tol}
+        if bisect and not agrees and bisected is None:
+            bisected = _bisect(sdk, task, parsed, kernel, hw, case, i, tol, out, max_probes, emit)
+    passed = all(r["passed"] for r in rows)
+    result = {"kernel": full, "target": hw.name, "hardware": True, "passed": passed, "cases": rows, "tolerance": tol}
+    if bisected is not None:
+        result["bisect"] = bisected
+    return result
