@@ -4,9 +4,8 @@ emulator (outputs) and cost model (time, with the constants of $FAKE_DEVICE_CALI
 hand-built real-layout profile of tests/analysis/fixtures/make_real_profile.py with the measured total time.
 
 $FAKE_COMPILE_FAIL=1 makes the compiler reject the kernel; $FAKE_DEVICE_OFFSET adds a constant to every output.
-$FAKE_DEVICE_WRONG=K makes the device compute one instruction wrong: the K-th (from 0, in program order) that
-the kernel's own lines issue (not the probe helpers after nkidev's marker line) gets $FAKE_DEVICE_WRONG_DELTA
-(default 1.0) added to its destination, so a bisect must find exactly that instruction.
+$FAKE_DEVICE_WRONG=K makes the device compute one instruction wrong (tests/device/wrong_device.py): the K-th
+that the kernel's own lines issue gets $FAKE_DEVICE_WRONG_DELTA (default 1.0) added to its destination.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import sys
 from pathlib import Path
 
 FIXTURE = Path(__file__).resolve().parents[1] / "analysis" / "fixtures" / "make_real_profile.py"
+REPO = Path(__file__).resolve().parents[2]  # the fake device imports tests.device.wrong_device from here
 
 NEURONX_CC = """
 import argparse, json, os, sys
@@ -36,37 +36,6 @@ NEURON_EXPLORER = """
 import argparse, json, os, sys
 from pathlib import Path
 
-
-def inject_wrong(kernel_path, k, delta):
-    # wrap every op's semantics: count the instructions issued from the kernel's own lines, perturb the k-th
-    from nkidev.device.probes import marker_line
-    from nkidev.emulator import memory
-    from nkidev.emulator.ops import OPS
-    path = str(Path(kernel_path).resolve())
-    marker = marker_line(Path(path).read_text()) or 10**9
-    seen = [0]
-
-    def kernel_line():
-        frame = sys._getframe(2)
-        while frame is not None and frame.f_code.co_filename != path:
-            frame = frame.f_back
-        return frame.f_lineno if frame is not None else None
-
-    def wrap(op, impl):
-        def perturbed(a, ctx, engine):
-            result = impl(a, ctx, engine)
-            line = kernel_line()
-            if line is not None and line < marker:
-                if seen[0] == k:
-                    dst = getattr(a, op.writes[0])
-                    memory.store(dst, memory.f32(dst) + delta)
-                seen[0] += 1
-            return result
-        return perturbed
-
-    for op in OPS.values():
-        if op.impl is not None:
-            op.impl = wrap(op, op.impl)
 
 p = argparse.ArgumentParser()
 p.add_argument("cmd"); p.add_argument("-n"); p.add_argument("-s"); p.add_argument("--inputs"); p.add_argument("--outputs")
@@ -89,7 +58,9 @@ if a.cmd == "capture":
     args = arrays.load(Path(a.inputs), "arg")
     hw = calibrated_target(neff["target"], os.environ.get("FAKE_DEVICE_CALIBRATION") or "none")
     if os.environ.get("FAKE_DEVICE_WRONG"):
-        inject_wrong(spec.path, int(os.environ["FAKE_DEVICE_WRONG"]), float(os.environ.get("FAKE_DEVICE_WRONG_DELTA", "1.0")))
+        from tests.device.wrong_device import wrong_instruction
+        wrong = wrong_instruction(spec.path, int(os.environ["FAKE_DEVICE_WRONG"]), float(os.environ.get("FAKE_DEVICE_WRONG_DELTA", "1.0")))
+        wrong.__enter__()  # kept referenced: the block stays open for the rest of the run
     result = run(kernel, tuple(args), {}, options=EmulatorOptions(target=hw, compute=True))
     outs = result.outputs if isinstance(result.outputs, (tuple, list)) else [result.outputs]
     offset = float(os.environ.get("FAKE_DEVICE_OFFSET", "0"))
@@ -117,7 +88,7 @@ else:
 def install(directory: Path) -> Path:
     """Write the two fake tools into `directory` (put it first on PATH)."""
     directory.mkdir(parents=True, exist_ok=True)
-    header = f"#!{sys.executable}\nFIXTURE = {str(FIXTURE)!r}\n"
+    header = f"#!{sys.executable}\nFIXTURE = {str(FIXTURE)!r}\nimport sys\nsys.path.insert(0, {str(REPO)!r})\n"
     for name, body in (("neuronx-cc", NEURONX_CC), ("neuron-explorer", NEURON_EXPLORER)):
         path = directory / name
         path.write_text(header + body)

@@ -74,10 +74,11 @@ def test_validate_hardware_compares_the_device_with_reference_and_emulator(fake_
     good = validate_hardware(f"{TINY}::double", target="trn2")
     assert good["passed"] and good["cases"][0]["agrees_with_emulator"] and good["cases"][0]["max_abs_vs_reference"] < 1e-6
     monkeypatch.setenv("FAKE_DEVICE_OFFSET", "0.5")
-    bad = validate_hardware(f"{TINY}::double", target="trn2")
+    bad = validate_hardware(f"{TINY}::double", target="trn2", bisect=False)  # the bisect has its own tests (test_bisect.py)
     case = bad["cases"][0]
     assert not bad["passed"] and not case["agrees_with_emulator"]
     assert case["max_abs_vs_reference"] == pytest.approx(0.5, abs=1e-5) and case["max_abs_vs_emulator"] == pytest.approx(0.5, abs=1e-5)
+    assert "bisect" not in bad  # bisect=False: no probe runs
 
 
 def test_a_compiler_failure_is_a_named_error_quoting_the_tool(fake_path, monkeypatch, tmp_path):

@@ -52,6 +52,20 @@ def validate_command(
             "--hardware", help="Run on a Trainium device (Neuron SDK) and compare its outputs with the reference and the emulator."
         ),
     ] = False,
+    bisect: Annotated[
+        bool,
+        typer.Option(
+            "--bisect/--no-bisect",
+            help="With --hardware: when the device differs from the emulator, find the first instruction whose output differs.",
+        ),
+    ] = True,
+    out: Annotated[
+        str | None,
+        typer.Option("--out", help="With --hardware: where the bisect writes its probes (default ./nkidev-bisect/<kernel>-<time>/)."),
+    ] = None,
+    max_probes: Annotated[
+        int | None, typer.Option("--max-probes", min=1, help="With --hardware: at most this many bisect device runs (default log2(n) + 3).")
+    ] = None,
     timeout: TimeoutOption = None,
     memory: MemoryOption = None,
     as_json: JsonOption = False,
@@ -65,7 +79,8 @@ def validate_command(
     if not spec:
         raise NkiUsageError("err_bad_task_file", "no task given", "run `nkidev validate FILE::KERNEL`")
     if hardware:
-        result = validate_on_device(spec, {"reference": reference, "cases": cases, "target": target}, cli_limits(timeout, memory), as_json)
+        options = {"reference": reference, "cases": cases, "target": target, "bisect": bisect, "out": out, "max_probes": max_probes}
+        result = validate_on_device(spec, options, cli_limits(timeout, memory), as_json)
         raise typer.Exit(exitcodes.OK if result["passed"] else exitcodes.FAILED)
     result = validate_isolated(
         spec,
@@ -118,8 +133,41 @@ def validate_on_device(spec: str, options: dict, limits, as_json: bool) -> dict:
                 "agrees with the emulator" if r["agrees_with_emulator"] else f"DIFFERS from the emulator by {r['max_abs_vs_emulator']:.6g}"
             )
             console.print(f"  case {r['index']}: max_diff vs reference {r['max_abs_vs_reference']:.6g}; {emu}", highlight=False)
+        for line in bisect_lines(result.get("bisect")):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
         console.print("All cases passed on the device." if result["passed"] else "FAILED on the device.", highlight=False)
     return result
+
+
+def _num(value) -> str:
+    return "n/a" if value is None else f"{value:.6g}"
+
+
+def bisect_lines(bisect: dict | None) -> list[str]:
+    """The bisect's outcome as text: the first differing instruction, its line and both values, the dumps."""
+    if not bisect:
+        return []
+    case = f"case {bisect.get('case', 0)}"
+    if bisect["status"] == "skipped":
+        return [f"  bisect skipped ({case}): {bisect['reason']}"]
+    lines = [f"  bisect ({case}): {bisect['device_runs']} device run(s) over {bisect['probe_points']} probe points ({bisect['mode']})"]
+    first = bisect.get("first_difference")
+    if first:
+        word = "first differing instruction" if bisect["status"] == "found" else "earliest differing instruction found"
+        ins = first["instruction"]
+        lines.append(f"  {word}: {ins['opcode']} (#{ins['id']}, {ins['engine']}) at {first['location']}, execution {first['execution']}")
+        lines.append(f"    {first['source']}")
+        if "max_abs_error" in first:
+            idx = first.get("first_differing_index")
+            at = f"; first at {idx}: device {first['device_value']:.6g}, emulator {first['emulator_value']:.6g}" if idx else ""
+            lines.append(
+                f"    {first['destination']} {first['dtype']}{first['shape']}: max abs error {first['max_abs_error']:.6g}, "
+                f"max rel error {_num(first['max_rel_error'])}, {first['differing_elements']}/{first['elements']} elements differ{at}"
+            )
+            lines.append(f"    dumps: {first['device_file']}  {first['emulator_file']}  (probe kernel {first['probe_kernel']})")
+    if bisect["status"] != "found":
+        lines.append(f"  bisect inconclusive: {bisect['reason']}")
+    return lines
 
 
 def _print_verdicts(as_json: bool) -> None:
