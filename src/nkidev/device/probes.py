@@ -2,20 +2,21 @@
 
 This is the by-hand debugging step engineers take on a device, made mechanical: allocate an extra
 `shared_hbm` tensor, `nisa.dma_copy` the tile of interest into it (through `nisa.tensor_copy` to SBUF first
-when it lives in PSUM, since DMA does not read PSUM), and return it with the kernel's outputs. That is the
-documented pattern of a standalone kernel (an `nl.ndarray(..., buffer=nl.shared_hbm)` filled by `dma_copy`
-and returned: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.execute.html,
-"Example"), so the copy runs unchanged on the device (`@nki.jit` called with NumPy arrays compiles and runs
-it standalone: .../en/latest/general/nki/api/generated/nki.jit.html) and in nkidev's emulator.
+when it lives in PSUM: DMA does not read PSUM [sources: arch-v2 "Data Movement"]), and return it after the
+kernel's outputs. That is the documented pattern of a standalone kernel's result [sources: nki-run "Example"],
+so the copy runs unchanged on the device (a `@nki.jit` kernel called with NumPy arrays compiles and runs
+standalone [sources: nki-run "jit"]) and in nkidev's emulator, and both sides' tiles can be compared as the
+simulator docs compare outputs [sources: nki-simulator "Running the Simulator"].
 
 A *site* is a simple statement inside a function of the task file that calls something and has a
 destination: the `dst=` argument, the assigned name (`t = nl.load(x)`), or the first argument of a
 function whose first parameter is `dst` (`nisa.tensor_copy(t, s)`). Instrumenting appends
-`; __nkidev_probe__(DST)` to the statement's last line and wraps the kernel's `return` values, so every
+`; __nkidev_probe__(SITE, DST)` to the statement's last line and wraps the kernel's `return` value, so every
 line keeps its number (instructions are reported at the user's lines). The helpers go after a marker line
 at the end of the file. A statement executed several times (a loop) is probed at its k-th execution by a
-Python counter, which runs while the kernel is specialized: NKI 0.7 specializes a kernel by running it as
-Python (release notes, "NKI [0.7.0] / New Features"), and nkidev's emulator runs it as Python too.
+Python counter, evaluated while the kernel is specialized: NKI 0.7 specializes a kernel by running it as
+Python [sources: nki07-tracer "New Features"], and nkidev's emulator runs it as Python too. (The 0.6 parser
+front end and the legacy `neuronxcc.nki` do not run loops as Python; legacy files are not instrumented.)
 """
 
 from __future__ import annotations
