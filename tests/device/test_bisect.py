@@ -93,6 +93,21 @@ def test_a_spent_probe_budget_is_inconclusive_and_says_so(tmp_path):
     assert "--max-probes" in result["reason"] and result["remaining_candidates"] > 1
 
 
+def test_a_device_that_only_fails_uninstrumented_is_inconclusive_with_a_note(tmp_path):
+    """All probes match and the probed runs' outputs match too: the instrumentation hid the difference."""
+    case = _case()
+    correct = wrong_device.device(-1, "chain", case)
+    result = bisect.bisect_case(CHAIN, "chain", case, "trn2", TOL, correct, tmp_path / "out", lambda e: None)
+    assert result["status"] == "inconclusive" and result["first_difference"] is None
+    assert "every probed intermediate" in result["reason"] and "changed what the device computes" in result["note"]
+    assert all(not p["differs"] and p["outputs_differ"] is False for p in result["probes"])
+
+
+def test_sites_take_one_destination_per_statement():
+    source = "def k(x, y):\n    a, b = f(x)\n    c = g(x)\n    nisa.tensor_copy(c, y)\n    nisa.iota(dst=c[0:1], expr=1)\n    h(x)\n"
+    assert [(s.line, s.dst) for s in probes.sites(source)] == [(3, "c"), (4, "c"), (5, "c[0:1]")]
+
+
 def test_a_legacy_kernel_is_skipped_with_the_reason(tmp_path):
     legacy = tmp_path / "legacy.py"
     legacy.write_text("import neuronxcc.nki as nki\n\n@nki.jit\ndef k(x):\n    return x\n")

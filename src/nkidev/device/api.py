@@ -125,13 +125,13 @@ def _max_abs(a, b) -> float:
     return float(np.max(np.abs(a - b))) if a.shape == b.shape and a.size else (0.0 if a.shape == b.shape else float("inf"))
 
 
-def _device_runner(sdk: Sdk, kernel_name: str, grid: str, target: str, case: tuple, original: Path, emit) -> Callable[[Path], list]:
+def _device_runner(sdk: Sdk, kernel_name: str, target: str, case: tuple, original: Path) -> Callable[[Path], list]:
     """variant path -> the device's outputs for `case` (the original's directory importable, as in the task)."""
     env = {"PYTHONPATH": os.pathsep.join(p for p in (str(original.parent), os.environ.get("PYTHONPATH", "")) if p)}
 
     def run_variant(variant: Path) -> list:
         with tempfile.TemporaryDirectory(prefix="nkidev-hw-") as tmp:
-            return _run_on_device(sdk, f"{variant.resolve()}::{kernel_name}{grid}", target, case, Path(tmp), lambda e: None, env)[2]
+            return _run_on_device(sdk, f"{variant.resolve()}::{kernel_name}", target, case, Path(tmp), lambda e: None, env)[2]
 
     return run_variant
 
@@ -144,8 +144,11 @@ def _bisect(sdk, task, parsed, kernel, hw, case, index: int, tol: dict, out, max
         return {"status": "skipped", "reason": "the kernel runs an SPMD grid; the bisect probes single-program kernels"}
     emit({"event": "stage", "stage": f"case {index}: the device differs from the emulator; bisecting"})
     root = Path(out) if out is not None else default_out(kernel.__name__, BISECT_ROOT)
-    device = _device_runner(sdk, kernel.__name__, "", hw.name, case, parsed.path.resolve(), emit)
-    result = bisect_case(parsed.path.resolve(), kernel.__name__, case, hw, tol, device, root / f"case{index}", emit, max_probes)
+    device = _device_runner(sdk, kernel.__name__, hw.name, case, parsed.path.resolve())
+    try:
+        result = bisect_case(parsed.path.resolve(), kernel.__name__, case, hw, tol, device, root / f"case{index}", emit, max_probes)
+    except NkiError as e:  # a probe that does not compile or run: the validation rows still stand
+        result = {"status": "failed", "reason": str(e), "error": e.name}
     return {"case": index, **result}
 
 

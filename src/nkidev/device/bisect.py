@@ -298,6 +298,12 @@ def bisect_case(
         verdict = "DIFFERS" if row["differs"] else "matches"
         emit({"event": "case", "line": f"  bisect: line {p.site.line} ({row['instruction']['opcode']}, execution {p.hit}) {verdict}"})
     summary.update(device_runs=len(probes_made), probes=probes_made, remaining_candidates=search.remaining())
+    calm = [r["point"] for r in probes_made if r.get("outputs_differ") is False]
+    if calm:
+        summary["note"] = (
+            f"with the probe of point(s) {calm} the device's outputs matched the emulator's: instrumenting the kernel changed "
+            "what the device computes (a race between engines, or a read of uninitialized memory?), so those probes prove little"
+        )
     found = next((r for r in reversed(probes_made) if r["differs"] and r["point"] == search.bad), None)
     if search.done() and found is not None:
         return {"status": "found", "first_difference": found, **summary}
@@ -312,16 +318,18 @@ def bisect_case(
 
 
 def _probe(task_path, kernel_name, case, target, task_tol, device, out_dir: Path, p: Point, k: int, lines) -> dict:
-    stem = f"probe{k:02d}-line{p.site.line}-exec{p.hit}"
+    stem = f"probe{k:02d}_line{p.site.line}_exec{p.hit}"  # an importable module name
     variant = out_dir / f"{stem}.py"
     atomic.write_bytes(variant, probes.probe_variant(task_path.read_text(), kernel_name, p.site, p.hit, str(task_path)).encode())
     emulated, _, _ = _emulate(_load(variant, task_path.parent).kernel(kernel_name), case, target)
     on_device = device(variant)
     row = _describe(p, task_path, lines)
-    if not on_device or not emulated:
-        row.update(differs=True, reason="the probe output is missing from the device's outputs")
+    if len(on_device) != len(emulated) or not emulated:
+        row.update(differs=True, reason=f"the device returned {len(on_device)} output(s), the emulator {len(emulated)}")
         return row
     row.update(compare(on_device[-1], emulated[-1], p.dtype, task_tol))
+    # the kernel's own outputs should still differ; if not, the probe changed what the device computes
+    row["outputs_differ"] = any(compare(d, e, str(np.asarray(e).dtype), task_tol)["differs"] for d, e in zip(on_device[:-1], emulated[:-1]))
     for side, values in (("device", on_device[-1]), ("emulator", emulated[-1])):
         path = out_dir / f"{stem}.{side}.npy"
         atomic.write_bytes(path, _npy(values))

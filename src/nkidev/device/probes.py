@@ -65,10 +65,11 @@ def _destination(stmt: ast.stmt) -> ast.expr | None:
     for kw in call.keywords:
         if kw.arg == "dst":
             return kw.value
+    single = (ast.Name, ast.Subscript, ast.Attribute)  # not `a, b = f()`: one destination per probe
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-        return stmt.targets[0]
+        return stmt.targets[0] if isinstance(stmt.targets[0], single) else None
     if isinstance(stmt, ast.AugAssign | ast.AnnAssign):
-        return stmt.target
+        return stmt.target if isinstance(stmt.target, single) else None
     name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
     if isinstance(stmt, ast.Expr) and call.args and not isinstance(call.args[0], ast.Starred) and _first_param_is_dst(name):
         return call.args[0]

@@ -148,8 +148,8 @@ def bisect_lines(bisect: dict | None) -> list[str]:
     if not bisect:
         return []
     case = f"case {bisect.get('case', 0)}"
-    if bisect["status"] == "skipped":
-        return [f"  bisect skipped ({case}): {bisect['reason']}"]
+    if bisect["status"] in ("skipped", "failed"):
+        return [f"  bisect {bisect['status']} ({case}): {bisect['reason']}"]
     lines = [f"  bisect ({case}): {bisect['device_runs']} device run(s) over {bisect['probe_points']} probe points ({bisect['mode']})"]
     first = bisect.get("first_difference")
     if first:
@@ -167,6 +167,8 @@ def bisect_lines(bisect: dict | None) -> list[str]:
             lines.append(f"    dumps: {first['device_file']}  {first['emulator_file']}  (probe kernel {first['probe_kernel']})")
     if bisect["status"] != "found":
         lines.append(f"  bisect inconclusive: {bisect['reason']}")
+    if bisect.get("note"):
+        lines.append(f"  note: {bisect['note']}")
     return lines
 
 
