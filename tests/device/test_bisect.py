@@ -31,11 +31,12 @@ def _case():
     return load_task(CHAIN).cases()[0]
 
 
-def _bisect(k: int, out: Path, **kw) -> tuple[dict, object]:
-    case = _case()
-    device = wrong_device.device(k, "chain", case)
-    events = []
-    result = bisect.bisect_case(CHAIN, "chain", case, "trn2", TOL, device, out, events.append, **kw)
+def _bisect(k: int, out: Path, path: Path = CHAIN, kernel: str = "chain", narrow: bool = True, **kw) -> tuple[dict, object]:
+    case = load_task(path).cases()[0]
+    device = wrong_device.device(k, kernel, case)
+    outputs = device(path) if narrow else None  # the uninstrumented run validate --hardware made
+    device.runs = 0
+    result = bisect.bisect_case(path, kernel, case, "trn2", TOL, device, out, lambda e: None, device_outputs=outputs, **kw)
     return result, device
 
 
@@ -78,6 +79,17 @@ def test_bisect_finds_exactly_the_wrong_instruction(k, tmp_path):
     assert dev[idx] - emu[idx] == pytest.approx(1.0, abs=1e-5) and first["device_value"] == pytest.approx(float(dev[idx]))
     assert Path(first["probe_kernel"]).read_text().count(probes.MARKER) == 1
     assert all(Path(p["device_file"]).parent == tmp_path / "out" for p in result["probes"])
+
+
+def test_the_differing_output_elements_narrow_the_candidates(tmp_path):
+    """Only the row tile that differs is searched: its load, its multiply and its store (3 of 6 points)."""
+    two = Path(__file__).with_name("two_tiles.py").resolve()
+    narrowed, device = _bisect(4, tmp_path / "a", two, "two_tiles")
+    everything, _ = _bisect(4, tmp_path / "b", two, "two_tiles", narrow=False)
+    for result in (narrowed, everything):
+        first = result["first_difference"]
+        assert result["status"] == "found" and (first["line"], first["execution"], first["instruction"]["id"]) == (15, 1, 4)
+    assert narrowed["candidates"] == 3 and everything["candidates"] == 6 and device.runs == narrowed["device_runs"] <= 2
 
 
 def test_program_order_search_when_there_are_too_many_points(tmp_path, monkeypatch):

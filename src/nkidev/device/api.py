@@ -136,7 +136,7 @@ def _device_runner(sdk: Sdk, kernel_name: str, target: str, case: tuple, origina
     return run_variant
 
 
-def _bisect(sdk, task, parsed, kernel, hw, case, index: int, tol: dict, out, max_probes, emit) -> dict:
+def _bisect(sdk, task, parsed, kernel, hw, case, index: int, tol: dict, out, max_probes, device_outputs: list, emit) -> dict:
     from nkidev.device.bisect import bisect_case
     from nkidev.profile.api import default_out
 
@@ -146,7 +146,8 @@ def _bisect(sdk, task, parsed, kernel, hw, case, index: int, tol: dict, out, max
     root = Path(out) if out is not None else default_out(kernel.__name__, BISECT_ROOT)
     device = _device_runner(sdk, kernel.__name__, hw.name, case, parsed.path.resolve())
     try:
-        result = bisect_case(parsed.path.resolve(), kernel.__name__, case, hw, tol, device, root / f"case{index}", emit, max_probes)
+        path = parsed.path.resolve()
+        result = bisect_case(path, kernel.__name__, case, hw, tol, device, root / f"case{index}", emit, max_probes, device_outputs)
     except NkiError as e:  # a probe that does not compile or run: the validation rows still stand
         result = {"status": "failed", "reason": str(e), "error": e.name}
     return {"case": index, **result}
@@ -210,7 +211,7 @@ def validate_hardware(
         )
         emit({"event": "case", "index": i, "line": f"{'PASS' if ok else 'FAIL'} on the device: case {i}, max_diff={vs_ref:.6f}"})
         if bisect and not agrees and bisected is None:
-            bisected = _bisect(sdk, task, parsed, kernel, hw, case, i, tol, out, max_probes, emit)
+            bisected = _bisect(sdk, task, parsed, kernel, hw, case, i, tol, out, max_probes, device, emit)
     passed = all(r["passed"] for r in rows)
     result = {"kernel": full, "target": hw.name, "hardware": True, "passed": passed, "cases": rows, "tolerance": tol}
     if bisected is not None:

@@ -106,9 +106,10 @@ def _region(access):
     return (access.buffer, (access.partition_start, access.partition_start + access.partitions), access.byte_start, access.byte_stop)
 
 
-def ancestry(trace, points: list[Point]) -> tuple[list[int], int]:
+def ancestry(trace, points: list[Point], differing: dict[int, np.ndarray] | None = None) -> tuple[list[int], int]:
     """Per point, a bitset of the points it depends on (through every instruction in between); and the bitset
-    of points the kernel's outputs depend on (themselves included)."""
+    of points the kernel's outputs depend on (themselves included). `differing` (output storage id -> sorted
+    byte offsets of the elements that differ) narrows the latter to the writers of those elements."""
     owner = {ins.id: p.index for p in points for ins in p.instructions}
     anc = [0] * len(points)
     writers: dict[int, list] = {}  # tensor id -> [(region, bits of the writer and its ancestors)]
@@ -131,12 +132,31 @@ def ancestry(trace, points: list[Point]) -> tuple[list[int], int]:
             region = _region(w)
             kept = [(reg, b) for reg, b in writers.get(w.tensor, ()) if accumulates or not _covers(region, reg)]
             writers[w.tensor] = [*kept, (region, bits)]
-    outputs = {tid for tid, rec in trace.tensors.items() if rec.kind == "output"}
     final = 0
-    for tid in outputs:
-        for _, b in writers.get(tid, ()):
-            final |= b
+    for tid in differing if differing else {tid for tid, rec in trace.tensors.items() if rec.kind == "output"}:
+        offsets = differing[tid] if differing else None
+        for region, b in writers.get(tid, ()):
+            if offsets is None or np.searchsorted(offsets, region[2]) < np.searchsorted(offsets, region[3]):
+                final |= b
     return anc, final
+
+
+def differing_bytes(device: list, emulated: list, returned: list | None, trace, task_tol: dict) -> dict[int, np.ndarray] | None:
+    """Output storage id -> byte offsets of the elements where the device's outputs differ from the emulator's
+    (None when the outputs cannot be matched to storages: then every output writer counts)."""
+    if not returned or len(returned) != len(emulated) or len(device) != len(emulated):
+        return None
+    found = {}
+    for tid, d, e in zip(returned, device, emulated):
+        if tid is None or tid not in trace.tensors:
+            return None
+        d, e = np.asarray(d), np.asarray(e)
+        if d.shape != e.shape:
+            return None
+        mask = _beyond(d.astype(np.float64), e.astype(np.float64), *tolerance_for(str(e.dtype), task_tol, e.astype(np.float64)))
+        if mask.any():
+            found[tid] = np.flatnonzero(mask) * e.dtype.itemsize
+    return found or None
 
 
 def choose(candidates: int, anc: list[int]) -> int:
@@ -155,12 +175,20 @@ def choose(candidates: int, anc: list[int]) -> int:
     return best
 
 
+MASK_MAGNITUDE = 1e20  # values this large are masks (`on_false_value=-1e30`), not data: they do not scale atol
+
+
 def tolerance_for(dtype: str, task_tol: dict, values: np.ndarray) -> tuple[float, float]:
     """The tile dtype's default tolerance (atol scaled by the values' RMS, as validate does), at least the task's."""
     base = DEFAULTS.get(dtype, EXACT if dtype.startswith(("int", "uint", "bool")) else DEFAULTS["float32"])
-    finite = values[np.isfinite(values)]
-    rms = float(np.sqrt(np.mean(finite**2))) if finite.size else 1.0
+    data = values[np.isfinite(values) & (np.abs(values) < MASK_MAGNITUDE)]
+    rms = float(np.sqrt(np.mean(data**2))) if data.size else 1.0
     return max(base[0] * max(1.0, rms), task_tol.get("atol", 0.0)), max(base[1], task_tol.get("rtol", 0.0))
+
+
+def _beyond(d: np.ndarray, e: np.ndarray, atol: float, rtol: float) -> np.ndarray:
+    """Elements outside atol + rtol * |e| (NaN matches NaN)."""
+    return ~((np.abs(d - e) <= atol + rtol * np.abs(e)) | (np.isnan(d) & np.isnan(e)))
 
 
 def compare(device, emulated, dtype: str, task_tol: dict) -> dict:
@@ -170,10 +198,8 @@ def compare(device, emulated, dtype: str, task_tol: dict) -> dict:
     if d.shape != e.shape:
         return {"differs": True, "reason": f"shape {list(d.shape)} on the device, {list(e.shape)} in the emulator"}
     atol, rtol = tolerance_for(dtype, task_tol, e)
-    diff = np.abs(d - e)
-    same_nan = np.isnan(d) & np.isnan(e)
-    bad = ~((diff <= atol + rtol * np.abs(e)) | same_nan)
-    diff = np.where(same_nan, 0.0, diff)
+    bad = _beyond(d, e, atol, rtol)
+    diff = np.where(np.isnan(d) & np.isnan(e), 0.0, np.abs(d - e))
     nonzero = np.abs(e) > 0
     out = {
         "differs": bool(bad.any()),
@@ -263,8 +289,11 @@ def bisect_case(
     out_dir: Path,
     emit: Callable[[dict], None],
     max_runs: int | None = None,
+    device_outputs: list | None = None,
 ) -> dict:
-    """Find the first probe point whose tile differs between `device(variant_path) -> outputs` and the emulator."""
+    """Find the first probe point whose tile differs between `device(variant_path) -> outputs` and the emulator.
+    `device_outputs` (the device's outputs of the uninstrumented kernel) narrows the search to the instructions
+    that the differing output elements depend on."""
     source = task_path.read_text()
     lines = source.splitlines()
     try:
@@ -275,12 +304,13 @@ def bisect_case(
         variant = Path(tmp) / task_path.name
         variant.write_text(recording)
         kernel = _load(variant, task_path.parent).kernel(kernel_name)
-        _, trace, records = _emulate(kernel, case, target)
+        emulated, trace, records = _emulate(kernel, case, target)
         points = points_of(trace, records, sites, variant)
     if not points:
         return {"status": "skipped", "reason": "no statement of the task file issued an instruction that can be probed"}
     if len(points) <= MAX_DAG_POINTS:
-        anc, final = ancestry(trace, points)
+        differing = differing_bytes(device_outputs, emulated, records.returned, trace, task_tol) if device_outputs else None
+        anc, final = ancestry(trace, points, differing)
         search, mode = Search(points, anc, final), "dependencies"
     else:
         search, mode = Search(points, None, 0), "program order"

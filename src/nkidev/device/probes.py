@@ -159,7 +159,7 @@ def _probe_edits(source: str, chosen: list[Site]) -> list[tuple[int, int, str]]:
 
 RECORDING_TAIL = f"""
 {MARKER}
-from nkidev.device.recorder import record as {PROBE}  # noqa: E402
+from nkidev.device.recorder import record as {PROBE}, returned as {RETURN}  # noqa: E402
 """
 
 DEVICE_TAIL = """
@@ -193,11 +193,10 @@ def @RETURN@(value):
 
 def recording_variant(source: str, kernel: str, filename: str = "<kernel>") -> tuple[str, list[Site]]:
     """The task file with every site reporting to nkidev.device.recorder (emulator only): which statement
-    execution issued which instructions."""
+    execution issued which instructions, and which storages the kernel returns."""
     tree = _parse(source, filename)
-    _kernel_function(tree, kernel)
     found = sites(source, filename)
-    return _apply(source, _probe_edits(source, found)) + RECORDING_TAIL, found
+    return _apply(source, _probe_edits(source, found) + _return_edits(source, tree, kernel)) + RECORDING_TAIL, found
 
 
 def probe_variant(source: str, kernel: str, site: Site, hit: int, filename: str = "<kernel>") -> str:

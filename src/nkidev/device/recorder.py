@@ -1,6 +1,8 @@
-"""The probe function of a recording variant (probes.recording_variant): each instrumented statement, as it
+"""The probe functions of a recording variant (probes.recording_variant): each instrumented statement, as it
 finishes in the emulator, notes its site and how many instructions the program had issued by then, so the
-bisect knows which instructions each statement execution issued (and the shape and dtype of its tile)."""
+bisect knows which instructions each statement execution issued (and the shape and dtype of its tile); the
+kernel's return notes which storages it returns, so a differing output element leads to the instructions
+that wrote it."""
 
 from __future__ import annotations
 
@@ -28,11 +30,24 @@ def record(site: int, tile) -> None:
         records.append(Record(site, context.current().counter[0], tuple(getattr(tile, "shape", ())), str(getattr(tile, "dtype", ""))))
 
 
+def returned(value):
+    """The kernel's return value, unchanged; notes the trace storage id of each returned tensor (None if not one)."""
+    records = getattr(_local, "records", None)
+    if records is not None:
+        values = value if isinstance(value, tuple | list) else (value,)
+        records.returned = [getattr(getattr(v, "storage", None), "id", None) for v in values]
+    return value
+
+
+class Records(list):
+    returned: list | None = None  # storage ids of the kernel's outputs, in return order
+
+
 @contextmanager
-def recording() -> Iterator[list[Record]]:
+def recording() -> Iterator[Records]:
     """Collect the records of the kernel runs inside the block (this thread only)."""
     previous = getattr(_local, "records", None)
-    _local.records = records = []
+    _local.records = records = Records()
     try:
         yield records
     finally:
