@@ -165,3 +165,12 @@ def test_the_text_report_names_instruction_line_values_and_dumps(tmp_path):
     assert "nisa.tensor_scalar(dst=a, data=a, op0=nl.multiply, operand0=1.5)" in text
     assert "max abs error 1," in text and "16384/16384 elements differ; first at [0, 0]" in text
     assert first["device_file"] in text and first["emulator_file"] in text
+
+
+def test_bisect_options_without_hardware_are_a_named_error():
+    from typer.testing import CliRunner
+
+    from nkidev.cli import app
+
+    r = CliRunner().invoke(app, ["validate", f"{TINY}::double", "--max-probes", "2", "--json"])
+    assert r.exit_code == 2 and json.loads(r.output)["error"]["name"] == "err_invalid_argument"

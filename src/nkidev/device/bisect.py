@@ -5,7 +5,8 @@ What an engineer does by hand, mechanised (`validate --hardware` runs it on a mi
    (probes.recording_variant): every statement that writes a destination reports when it finishes, so each
    execution of it (a *probe point*) gets the trace instructions it issued, in program order.
 2. Order the search by data flow. From the trace's operand regions, each point's ancestors are the points
-   whose writes reach its reads; the kernel's outputs are reached from some of them. A point that matches on
+   whose writes reach its reads; the device's differing output elements are reached from some of them (the
+   candidates; without the device's outputs, every output writer counts). A point that matches on
    the device says nothing about points it does not depend on, so the search is git bisect's over a DAG
    (pick the probe that splits the remaining candidates most evenly into its ancestors and the rest), not a
    binary search over a list. Past MAX_DAG_POINTS points it falls back to program order.
@@ -32,11 +33,15 @@ import numpy as np
 
 from nkidev import atomic
 from nkidev.device import probes, recorder
+from nkidev.emulator.context import EmulatorOptions
+from nkidev.emulator.jit import run
 from nkidev.emulator.ops import OPS
+from nkidev.taskfile import load_task
 from nkidev.validate.tolerance import DEFAULTS, EXACT
 
 MAX_DAG_POINTS = 2048  # above this the ancestor bitsets cost more than they save: search in program order
 SLACK = 3  # device runs allowed beyond log2(points): a DAG splits less evenly than a list
+MASK_MAGNITUDE = 1e20  # values this large are masks (`on_false_value=-1e30`), not data: they do not scale atol
 
 
 @dataclass
@@ -51,8 +56,6 @@ class Point:
 
 def _load(path: Path, original_dir: Path):
     """load_task on an instrumented copy, with the original's directory importable (sibling modules)."""
-    from nkidev.taskfile import load_task
-
     sys.path.insert(0, str(original_dir))
     try:
         return load_task(path)
@@ -60,10 +63,7 @@ def _load(path: Path, original_dir: Path):
         sys.path.remove(str(original_dir))
 
 
-def _emulate(kernel, case: tuple, target, records: bool = False):
-    from nkidev.emulator.context import EmulatorOptions
-    from nkidev.emulator.jit import run
-
+def _emulate(kernel, case: tuple, target) -> tuple[list, object, recorder.Records]:
     with recorder.recording() as recs:
         result = run(kernel, case, {}, options=EmulatorOptions(target=target, compute=True))
     outputs = result.outputs if isinstance(result.outputs, tuple | list) else [result.outputs]
@@ -173,9 +173,6 @@ def choose(candidates: int, anc: list[int]) -> int:
         if score > best_score:
             best, best_score = m, score
     return best
-
-
-MASK_MAGNITUDE = 1e20  # values this large are masks (`on_false_value=-1e30`), not data: they do not scale atol
 
 
 def tolerance_for(dtype: str, task_tol: dict, values: np.ndarray) -> tuple[float, float]:

@@ -78,6 +78,8 @@ def validate_command(
         return _print_verdicts(as_json)
     if not spec:
         raise NkiUsageError("err_bad_task_file", "no task given", "run `nkidev validate FILE::KERNEL`")
+    if not hardware and (out is not None or max_probes is not None or not bisect):
+        raise NkiUsageError("err_invalid_argument", "--out, --max-probes and --no-bisect go with --hardware", "add --hardware or drop them")
     if hardware:
         options = {"reference": reference, "cases": cases, "target": target, "bisect": bisect, "out": out, "max_probes": max_probes}
         result = validate_on_device(spec, options, cli_limits(timeout, memory), as_json)
