@@ -5,7 +5,8 @@
 The "device" is nkidev's emulator with one instruction computed wrong (+10 on its destination, the device of
 tests/device/wrong_device.py) at a third of the way, two thirds of the way and the next-to-last instruction
 of each example's first case; the bisect gets that device's outputs (as validate --hardware passes them) and
-must name exactly that instruction. Prints instructions, probe points, candidates after the output narrowing,
+must name exactly that instruction ("no mismatch" when the wrong value never reaches an output: then
+validate --hardware has nothing to bisect). Prints instructions, probe points, candidates after the output narrowing,
 device runs / budget and the CPU seconds of each bisect (emulator runs included).
 """
 
@@ -18,12 +19,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.device.wrong_device import device  # noqa: E402
 
-from nkidev.device.bisect import bisect_case  # noqa: E402
+from nkidev.device.bisect import bisect_case, compare  # noqa: E402
 from nkidev.emulator.jit import run  # noqa: E402
 from nkidev.taskfile import load_task  # noqa: E402
 
@@ -42,6 +45,11 @@ def one(name: str, kernel: str, k: int, case: tuple, tol: dict, out: Path) -> di
     wrong = device(k, kernel, case, delta=10.0)
     outputs = wrong(path)
     wrong.runs = 0
+    emulated = run(load_task(path).kernel(kernel), case, {}).outputs
+    emulated = list(emulated) if isinstance(emulated, tuple | list) else [emulated]
+    if not any(compare(d, e, str(np.asarray(e).dtype), tol)["differs"] for d, e in zip(outputs, emulated)):
+        # the wrong value never reaches an output (e.g. a dead destination): validate --hardware would not bisect
+        return {"example": name, "wrong_instruction": k, "status": "no mismatch", "found": None, "correct": None}
     t0 = time.process_time()
     result = bisect_case(path, kernel, case, "trn2", tol, wrong, out, lambda e: None, device_outputs=outputs)
     seconds = time.process_time() - t0
@@ -75,10 +83,13 @@ def main() -> None:
                 rows.append({"instructions": n, **one(name, kernel, k, case, tol, Path(tmp) / f"{name}-{k}")})
                 if not args.json:
                     r = rows[-1]
-                    print(
-                        f"{name:>10} {n:>5} instr  wrong #{k:<4} {r['status']:>12} found #{r['found']}  points {r['probe_points']:>4}"
-                        f"  candidates {r['candidates']:>4}  device runs {r['device_runs']}/{r['max_runs']}  {r['cpu_s']:.2f} s CPU"
+                    detail = (
+                        f"found #{r['found']}  points {r['probe_points']:>4}  candidates {r['candidates']:>4}"
+                        f"  device runs {r['device_runs']}/{r['max_runs']}  {r['cpu_s']:.2f} s CPU"
+                        if "device_runs" in r
+                        else "(the wrong value reaches no output)"
                     )
+                    print(f"{name:>10} {n:>5} instr  wrong #{k:<4} {r['status']:>12} {detail}")
     if args.json:
         print(json.dumps(rows, indent=1))
 
