@@ -68,7 +68,9 @@ def kernel_frame(depth: int = 2) -> types.FrameType | None:
     return frame
 
 
-_SITES: dict[tuple[types.CodeType, int], list] = {}  # (code, line) -> [location text, assigned name or _UNSET]
+# (code, line, file) -> [location text, assigned name or _UNSET]; the file is part of the key because code objects
+# compare equal across files (the same source loaded from two paths must report each its own path)
+_SITES: dict[tuple[types.CodeType, int, str], list] = {}
 _UNSET = object()
 
 
@@ -81,7 +83,8 @@ def _site(depth: int = 3) -> list | None:
         frame = frame.f_back
     if frame is None:
         return None
-    key = (frame.f_code, frame.f_lineno)
+    code = frame.f_code
+    key = (code, frame.f_lineno, code.co_filename)
     site = _SITES.get(key)
     if site is None:
         if len(_SITES) >= 100_000:  # code objects of reloaded task files must not pile up
