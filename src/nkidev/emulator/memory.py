@@ -56,11 +56,14 @@ def acc_view(t: NkiTensor) -> np.ndarray:
         st.acc = np.zeros(st.array.shape, dtype=bool)
     if t.dyn is not None:
         return st.acc
-    item = t._data.itemsize
-    off = (t._data.__array_interface__["data"][0] - st.ptr) // item
-    flat = st.acc.reshape(-1)
-    strides = tuple(s // item for s in t._data.strides)
-    return np.lib.stride_tricks.as_strided(flat[off:], shape=t._data.shape, strides=strides)
+    data = t._data
+    item = data.itemsize
+    off = t._off if t._off is not None else data.__array_interface__["data"][0] - st.ptr
+    strides = tuple(s // item for s in data.strides)
+    if min(strides, default=0) < 0:
+        return np.lib.stride_tricks.as_strided(st.acc.reshape(-1)[off // item :], shape=data.shape, strides=strides)
+    # the mask is one bool per element: the view's element offset and strides are the mask view's byte ones
+    return np.ndarray(data.shape, dtype=np.bool_, buffer=st.acc, offset=off // item, strides=strides)
 
 
 def scalar_or_vector(v, p: int) -> np.ndarray | np.float32:
