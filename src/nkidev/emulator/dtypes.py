@@ -189,18 +189,24 @@ def to_f32(values: np.ndarray, dt: NkiDType) -> np.ndarray:
 def fill_uninitialized(array: np.ndarray, dt: NkiDType) -> None:
     """Fill with the uninitialized sentinel (NaN, or 4 for ints) by bit pattern: several times faster
     than letting ml_dtypes convert a float NaN for every element."""
-    if dt.kind in ("float",) and dt.name != "float8_e8m0fnu":
-        bits = _NAN_BITS.get(dt.name)
-        if bits is None:
-            bits = _NAN_BITS[dt.name] = np.array(np.nan, dtype=dt.storage).view(f"u{dt.storage.itemsize}")
-        array.view(f"u{dt.storage.itemsize}").fill(bits)
-    elif dt.name == "float8_e8m0fnu":
-        array.view(np.uint8).fill(0xFF)  # e8m0's NaN encoding
-    else:
-        array.fill(4)
+    found = _SENTINELS.get(dt.name)
+    if found is None:
+        found = _SENTINELS[dt.name] = _sentinel(dt)
+    view, bits = found
+    (array.view(view) if view is not None else array).fill(bits)
 
 
-_NAN_BITS: dict[str, np.ndarray] = {}
+def _sentinel(dt: NkiDType) -> tuple[np.dtype | None, object]:
+    """(unsigned view dtype or None, the fill value): NaN's bit pattern for floats, 4 for the rest."""
+    if dt.name == "float8_e8m0fnu":
+        return _U8, np.uint8(0xFF)  # e8m0's NaN encoding
+    if dt.kind == "float":
+        view = np.dtype(f"u{dt.storage.itemsize}")
+        return view, np.array(np.nan, dtype=dt.storage).view(view)[()]
+    return None, 4
+
+
+_SENTINELS: dict[str, tuple[np.dtype | None, object]] = {}
 
 
 def _round_tf32(x: np.ndarray) -> np.ndarray:
