@@ -51,12 +51,13 @@ def _k_tiled(k_tiles: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     s = rng.standard_normal((128 * k_tiles, 64)).astype(ml_dtypes.bfloat16)
     mv = rng.standard_normal((128 * k_tiles, 256)).astype(ml_dtypes.bfloat16)
     dst = empty((64, 256), np.float32, buffer=nl.psum)
-    for k in range(k_tiles):
-        rows = slice(128 * k, 128 * (k + 1))
-        nisa.nc_matmul(dst=dst, stationary=tile(s[rows]), moving=tile(mv[rows]), accumulate=k > 0)
-    with blas.single_thread():  # as the emulator runs it (OpenBLAS's sums depend on its thread count)
+    with blas.single_thread():  # both GEMMs on one thread, as in a run (OpenBLAS's sums depend on its thread count)
+        for k in range(k_tiles):
+            rows = slice(128 * k, 128 * (k + 1))
+            nisa.nc_matmul(dst=dst, stationary=tile(s[rows]), moving=tile(mv[rows]), accumulate=k > 0)
+        got = read(dst)
         expected = s.astype(np.float32).T @ mv.astype(np.float32)
-    return read(dst), expected.astype(np.float64)
+    return got, expected.astype(np.float64)
 
 
 def test_pooled_psum_groups_of_any_depth_and_order_give_one_gemm_bits():
