@@ -46,7 +46,18 @@ def store_raw(t: NkiTensor, values: np.ndarray, oob_skip: bool = False) -> None:
 
 def store(t: NkiTensor, values: np.ndarray) -> None:
     """Write fp32 results: round to nearest even into t's dtype (ints saturate)."""
-    store_raw(t, from_f32(np.asarray(values, dtype=np.float32), t.dtype))
+    values = np.asarray(values, dtype=np.float32)
+    dt = t.dtype
+    if t.dyn is None and dt.kind == "float" and dt.name != "tfloat32" and values.size == t._data.size:
+        # cast while copying, straight into the destination: the same rounding as from_f32's astype without
+        # its intermediate array (one pass over the data instead of two)
+        if t.storage.pending is not None:
+            t.storage.flush()
+        if t.storage.acc is not None:
+            acc_view(t)[...] = False
+        np.copyto(t._data, values.reshape(t._data.shape), casting="unsafe")
+        return
+    store_raw(t, from_f32(values, dt))
 
 
 def acc_view(t: NkiTensor) -> np.ndarray:
