@@ -96,8 +96,12 @@ class Group:
 
 
 def _key(t: NkiTensor) -> tuple:
+    """The view's place in its storage: byte offset, shape, strides (one storage's groups are keyed by it)."""
     d = t._data
-    return d.__array_interface__["data"][0], d.shape, d.strides
+    off = t._off
+    if off is None:  # __array_interface__ builds a dict: done once per view
+        off = t._off = d.__array_interface__["data"][0] - t.storage.ptr
+    return off, d.shape, d.strides
 
 
 def _span(t: NkiTensor) -> tuple[int, int, int, int]:
