@@ -46,7 +46,18 @@ def store_raw(t: NkiTensor, values: np.ndarray, oob_skip: bool = False) -> None:
 
 def store(t: NkiTensor, values: np.ndarray) -> None:
     """Write fp32 results: round to nearest even into t's dtype (ints saturate)."""
-    store_raw(t, from_f32(np.asarray(values, dtype=np.float32), t.dtype))
+    values = np.asarray(values, dtype=np.float32)
+    dt = t.dtype
+    if t.dyn is None and dt.kind == "float" and dt.name != "tfloat32" and values.size == t._data.size:
+        # cast while copying, straight into the destination: the same rounding as from_f32's astype without
+        # its intermediate array (one pass over the data instead of two)
+        if t.storage.pending is not None:
+            t.storage.flush()
+        if t.storage.acc is not None:
+            acc_view(t)[...] = False
+        np.copyto(t._data, values.reshape(t._data.shape), casting="unsafe")
+        return
+    store_raw(t, from_f32(values, dt))
 
 
 def acc_view(t: NkiTensor) -> np.ndarray:
@@ -56,11 +67,14 @@ def acc_view(t: NkiTensor) -> np.ndarray:
         st.acc = np.zeros(st.array.shape, dtype=bool)
     if t.dyn is not None:
         return st.acc
-    item = t._data.itemsize
-    off = (t._data.__array_interface__["data"][0] - st.ptr) // item
-    flat = st.acc.reshape(-1)
-    strides = tuple(s // item for s in t._data.strides)
-    return np.lib.stride_tricks.as_strided(flat[off:], shape=t._data.shape, strides=strides)
+    data = t._data
+    item = data.itemsize
+    off = t._off if t._off is not None else data.__array_interface__["data"][0] - st.ptr
+    strides = tuple(s // item for s in data.strides)
+    if min(strides, default=0) < 0:
+        return np.lib.stride_tricks.as_strided(st.acc.reshape(-1)[off // item :], shape=data.shape, strides=strides)
+    # the mask is one bool per element: the view's element offset and strides are the mask view's byte ones
+    return np.ndarray(data.shape, dtype=np.bool_, buffer=st.acc, offset=off // item, strides=strides)
 
 
 def scalar_or_vector(v, p: int) -> np.ndarray | np.float32:

@@ -7,16 +7,60 @@ group only stash their (converted) operands; the group is computed as a single
 Operands are captured when the instruction executes, so later writes to their SBUF tiles
 cannot change the result. Summation order differs from tile-by-tile accumulation only by fp32
 rounding.
+
+The operand buffers are pooled per thread and sized from the last group of the same (M, N): a K-tiled loop
+opens one group per output tile, each as deep as the last, so after the first group none grows (a regrowth
+copies the buffer) and none is a fresh allocation (fresh pages fault on first touch). Splitting a group's GEMM
+over threads is not an option: OpenBLAS's per-element sums change with the shape of the call (a 128x2048x256
+half differs in ~1% of its elements from the same columns of the 128x2048x512 whole), so a group is always one
+call.
 """
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from nkidev.emulator import blas
+from nkidev.emulator.dtypes import widen_into
 from nkidev.emulator.tensor import NkiTensor, region
 
 _F32 = np.dtype(np.float32)
+
+
+class _Pool(threading.local):
+    """Per thread: free operand buffers and the depth of the last group, by (M, N)."""
+
+    def __init__(self):
+        self.free: dict[tuple[int, int], list[tuple[np.ndarray, np.ndarray]]] = {}
+        self.depth: dict[tuple[int, int], int] = {}
+
+
+_pool = _Pool()
+_KEEP = 2  # free buffer pairs kept per (M, N): enough for the groups a loop has open at once
+_MAX_SHAPES = 16  # (M, N) shapes remembered; more (unusual kernels) start over
+
+
+def _take(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    depth = _pool.depth.get((m, n), 0)
+    cap = max(k, depth, 512)
+    free = _pool.free.get((m, n))
+    while free:
+        s, mv = free.pop()
+        if s.shape[0] >= cap:
+            return s, mv
+    return np.empty((cap, m), _F32), np.empty((cap, n), _F32)
+
+
+def _give(m: int, n: int, k: int, s: np.ndarray, mv: np.ndarray) -> None:
+    if len(_pool.free) >= _MAX_SHAPES and (m, n) not in _pool.free:
+        _pool.free.clear()
+        _pool.depth.clear()
+    _pool.depth[(m, n)] = k
+    free = _pool.free.setdefault((m, n), [])
+    if len(free) < _KEEP:
+        free.append((s, mv))
 
 
 class Group:
@@ -26,9 +70,7 @@ class Group:
 
     def __init__(self, view: np.ndarray, key: tuple, span: tuple, overwrite: bool, m: int, n: int, k: int):
         self.view, self.key, self.span, self.overwrite = view, key, span, overwrite
-        cap = max(4 * k, 512)
-        self.s = np.empty((cap, m), _F32)
-        self.mv = np.empty((cap, n), _F32)
+        self.s, self.mv = _take(m, n, k)
         self.k = 0
 
     def add(self, s_raw: np.ndarray, mv_raw: np.ndarray, k: int) -> None:
@@ -37,9 +79,9 @@ class Group:
             cap = max(2 * self.s.shape[0], end)
             self.s = np.concatenate([self.s[: self.k], np.empty((cap - self.k, self.s.shape[1]), _F32)])
             self.mv = np.concatenate([self.mv[: self.k], np.empty((cap - self.k, self.mv.shape[1]), _F32)])
-        # casting while copying converts bf16/fp8 to fp32 straight into the group's buffer
-        np.copyto(self.s[self.k : end], s_raw.reshape(k, -1), casting="unsafe")
-        np.copyto(self.mv[self.k : end], mv_raw.reshape(k, -1), casting="unsafe")
+        # bf16/fp8 are widened to fp32 straight into the group's buffer
+        widen_into(self.s[self.k : end], s_raw.reshape(k, -1))
+        widen_into(self.mv[self.k : end], mv_raw.reshape(k, -1))
         self.k = end
 
     def compute(self) -> None:
@@ -49,11 +91,17 @@ class Group:
                 np.matmul(s.T, mv, out=self.view)
             else:
                 self.view += s.T @ mv
+        _give(self.s.shape[1], self.mv.shape[1], self.k, self.s, self.mv)
+        self.s = self.mv = None
 
 
 def _key(t: NkiTensor) -> tuple:
+    """The view's place in its storage: byte offset, shape, strides (one storage's groups are keyed by it)."""
     d = t._data
-    return d.__array_interface__["data"][0], d.shape, d.strides
+    off = t._off
+    if off is None:  # __array_interface__ builds a dict: done once per view
+        off = t._off = d.__array_interface__["data"][0] - t.storage.ptr
+    return off, d.shape, d.strides
 
 
 def _span(t: NkiTensor) -> tuple[int, int, int, int]:
@@ -63,6 +111,12 @@ def _span(t: NkiTensor) -> tuple[int, int, int, int]:
 
 def _overlap(a: tuple, b: tuple) -> bool:
     return a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]
+
+
+def continues(dst: NkiTensor) -> bool:
+    """Whether a group is open on exactly this view (its elements' accumulation marks are all set)."""
+    groups = dst.storage.pending
+    return bool(groups) and _key(dst) in groups
 
 
 def matmul(dst: NkiTensor, view: np.ndarray, s_raw: np.ndarray, mv_raw: np.ndarray, k: int, m: int, n: int, accumulate: bool) -> None:

@@ -85,10 +85,14 @@ def _act_attrs(a) -> dict:
 def _activate(a, ctx) -> np.ndarray:
     x = rows(a.data)
     p = x.shape[0]
-    y = x * scalar_or_vector(a.scale, p) if not (isinstance(a.scale, int | float) and a.scale == 1.0) else x
+    # a widened copy (any input but fp32 storage) is ours: scale and bias go into it instead of new arrays
+    owned = a.data.dtype.storage != np.float32 and a.data.dyn is None
+    if not (isinstance(a.scale, int | float) and a.scale == 1.0):
+        x = np.multiply(x, scalar_or_vector(a.scale, p), out=x if owned else None)
+        owned = True
     if a.bias is not None:
-        y = y + scalar_or_vector(a.bias, p)
-    return ACTIVATIONS[op_name(a.op)](y.astype(np.float32, copy=False), 0.0)
+        x = np.add(x, scalar_or_vector(a.bias, p), out=x if owned else None)
+    return ACTIVATIONS[op_name(a.op)](x.astype(np.float32, copy=False), 0.0)
 
 
 ACTIVATION = declare(

@@ -191,6 +191,12 @@ def _nc_matmul(a, ctx, engine):
     mv_raw = np.asarray(raw(a.moving))
     transpose_mode = a.is_transpose and ctx.target.features.matmul_transpose_passthrough  # bits, no arithmetic
     d = a.dst
+    direct = None if transpose_mode else _direct_view(d, m, n)
+    if direct is not None and a.accumulate is not False and psum.continues(d):
+        # the next K tile of the group open on exactly this view: every element of it was last written by a
+        # matmul of the group (any other access would have computed the group), so its mask is all set
+        psum.matmul(d, direct, s_raw, mv_raw, k, m, n, accumulate=True)
+        return
     mask = acc_view(d)
     mode = a.accumulate
     if mode is None:  # auto: accumulate where this PSUM accumulation group is open, overwrite elsewhere
@@ -201,8 +207,7 @@ def _nc_matmul(a, ctx, engine):
             f"nc_matmul accumulate=True into PSUM {d.name!r} that no matmul "
             "initialized; undefined on hardware (start the group with accumulate=False or None)",
         )
-    direct = _direct_view(d, m, n)
-    if direct is not None and not transpose_mode and mode is not None:
+    if direct is not None and mode is not None:
         psum.matmul(d, direct, s_raw, mv_raw, k, m, n, accumulate=mode)  # fp32 PSUM view: deferred, batched
     else:
         s = to_f32(s_raw, a.stationary.dtype).reshape(k, m)
