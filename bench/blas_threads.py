@@ -3,7 +3,8 @@
     python bench/blas_threads.py [--repeat 7]
 
 The shapes are the emulator's: a 128x2048x512 PSUM accumulation group up to whole-problem GEMMs. The smallest
-GEMM where all threads beat one is nkidev.emulator.blas.PARALLEL_GEMM_FLOPS (measure on a quiet machine too).
+GEMM where all threads beat one is what nkidev gives up by always using one thread (emulator/blas.py: the thread
+count changes GEMM results, so reproducible bits win).
 """
 
 from __future__ import annotations

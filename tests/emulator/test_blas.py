@@ -10,7 +10,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from nkidev.emulator import blas
 from nkidev.emulator import isa as nisa
 from nkidev.emulator import language as nl
-from nkidev.emulator.jit import jit
+from nkidev.emulator.jit import jit, simulate
 
 
 def _blas_threads() -> int:
@@ -55,7 +55,26 @@ def test_concurrent_and_nested_runs_restore_the_count_once_the_last_ends():
     assert seen == [1, 1, 1, 1]
 
 
-def test_a_medium_gemm_stays_on_one_thread():
-    with threadpool_limits(2, user_api="blas"), blas.single_thread():
-        with blas.threads_for(2.0 * 128 * 2048 * 512):
-            assert _blas_threads() == 1
+def test_matmuls_stay_on_one_thread_so_their_bits_do_not_depend_on_the_machine():
+    seen: list = []
+
+    @jit
+    def big(a, b):
+        out = nl.ndarray((512, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+        lhs = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+        rhs = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=lhs, src=a)
+        nisa.dma_copy(dst=rhs, src=b)
+        seen.append(_blas_threads())
+        nisa.nc_matmul(dst=acc, stationary=lhs, moving=rhs)
+        seen.append(_blas_threads())
+        res = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res, src=acc)
+        nisa.dma_copy(dst=out[0:128, :], src=res)
+        return out
+
+    a, b = np.ones((128, 128), np.float32), np.ones((128, 512), np.float32)
+    with threadpool_limits(2, user_api="blas"):
+        simulate(big)(a, b)
+    assert seen == [1, 1]

@@ -22,7 +22,6 @@ import threading
 
 import numpy as np
 
-from nkidev.emulator import blas
 from nkidev.emulator.dtypes import widen_into
 from nkidev.emulator.tensor import NkiTensor, region
 
@@ -86,11 +85,10 @@ class Group:
 
     def compute(self) -> None:
         s, mv = self.s[: self.k], self.mv[: self.k]
-        with blas.threads_for(2.0 * s.shape[0] * s.shape[1] * mv.shape[1]):
-            if self.overwrite:
-                np.matmul(s.T, mv, out=self.view)
-            else:
-                self.view += s.T @ mv
+        if self.overwrite:
+            np.matmul(s.T, mv, out=self.view)
+        else:
+            self.view += s.T @ mv
         _give(self.s.shape[1], self.mv.shape[1], self.k, self.s, self.mv)
         self.s = self.mv = None
 
