@@ -77,11 +77,18 @@ def _site(depth: int = 3) -> list | None:
         frame = sys._getframe(depth)
     except ValueError:  # a shallower stack than nkidev's own frames: no kernel frame
         return None
-    while frame is not None and _code_internal(frame.f_code):
+    internal = _internal
+    while frame is not None:  # _code_internal inlined: this runs for every instruction and allocation
+        code = frame.f_code
+        hit = internal.get(code)
+        if hit is None:
+            hit = _code_internal(code)
+        if not hit:
+            break
         frame = frame.f_back
     if frame is None:
         return None
-    key = (frame.f_code, frame.f_lineno)
+    key = (code, frame.f_lineno)
     site = _SITES.get(key)
     if site is None:
         if len(_SITES) >= 100_000:  # code objects of reloaded task files must not pile up
