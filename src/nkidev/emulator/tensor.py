@@ -11,7 +11,6 @@ Layer: this module imports only the layers below it (dtypes, context, location, 
 from __future__ import annotations
 
 import math
-import threading
 from enum import Enum
 from itertools import count
 
@@ -151,7 +150,7 @@ def allocate(
         per_partition = live_bytes if live_bytes is not None else (math.prod(shape[1:]) if len(shape) > 1 else 1) * dt.itemsize
         ctx.usage.check_tile(kind, shape, dt, per_partition, ctx.target)
     if fill is None and not ctx.compute:
-        array = _arena.zeros(shape, dt.storage)  # numerics are off: nothing reads the values
+        array = np.zeros(shape, dtype=dt.storage)  # numerics are off: nothing reads the values
     else:
         array = np.empty(shape, dtype=dt.storage)
         if fill is None and ctx.options.fill is not None:
@@ -176,40 +175,6 @@ def allocate(
         ctx.shared_hbm.append(storage)
         ctx.shared_count += 1
     return NkiTensor(array, storage, dt, off=0)
-
-
-class _ZeroArena:
-    """Zero-filled arrays carved out of large calloc'd blocks, for shape-only runs (whose tiles nothing writes).
-
-    np.zeros of a mid-sized tile comes from the heap and is memset on every allocation (25 us for 128 KiB,
-    more than the rest of nl.ndarray); a block above malloc's mmap threshold is mapped lazily by the OS, and
-    pages nobody touches cost neither time nor resident memory. Addresses are never reused: a block is freed
-    when the last array carved from it is, so every array reads as zeros and owns distinct bytes."""
-
-    BLOCK = 1 << 28  # 256 MiB of address space per block
-    LARGEST = 1 << 22  # bigger arrays get np.zeros of their own (they are mmapped, hence lazy, anyway)
-    ALIGN = 64
-
-    def __init__(self):
-        self.block: memoryview | None = None
-        self.used = self.BLOCK
-        self.lock = threading.Lock()  # emulations in threads (executors) share it
-
-    def zeros(self, shape: tuple, dtype: np.dtype) -> np.ndarray:
-        nbytes = math.prod(shape) * dtype.itemsize
-        if nbytes > self.LARGEST or not nbytes:
-            return np.zeros(shape, dtype=dtype)
-        with self.lock:
-            used = self.used
-            if used + nbytes > self.BLOCK:
-                self.block = memoryview(np.zeros(self.BLOCK, dtype=np.uint8))
-                used = 0
-            self.used = used + (nbytes + self.ALIGN - 1) // self.ALIGN * self.ALIGN
-            block = self.block
-        return np.ndarray(shape, dtype, block, used)
-
-
-_arena = _ZeroArena()
 
 
 def _shared_allocation(ctx, shape, dt, region, name, location) -> NkiTensor | None:
