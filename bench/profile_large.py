@@ -8,6 +8,8 @@ trace.json) and the total. The default kernel does the same work as `nkidev prof
 bench/matmul_tutorial.py::matmul_fully_optimized --case 1 --no-compute` (38,912 instructions);
 `matmul_tiled` is the tutorial's first variant, loads in the inner loop (99,328 instructions);
 `swiglu_1m` is examples/swiglu_naive.py at T=16384, D=4096, F=24576 (1,001,472 instructions).
+A change to the emulator, cost model or writer must keep the profile identical: write one with `--out` before
+and after, then `python bench/compare_profiles.py BEFORE AFTER`.
 """
 
 from __future__ import annotations

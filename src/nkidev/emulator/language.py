@@ -955,7 +955,18 @@ def _number_check(fn_name: str, name: str, value, args: dict) -> str | None:
     return None
 
 
+# Shapes that passed, with their element types ((1.0, 2) == (1, 2), but a float dim is an error): a loop
+# allocates the same shapes over and over.
+_GOOD_SHAPES: set[tuple] = set()
+
+
 def _shape_check(fn_name: str, name: str, value, args: dict) -> str | None:
+    key = (value, tuple(map(type, value))) if value.__class__ is tuple else None
+    try:
+        if key in _GOOD_SHAPES:
+            return None
+    except TypeError:  # an unhashable dim: the check below names it
+        key = None
     dims = (value,) if isinstance(value, int | np.integer) else value
     if (
         not isinstance(dims, tuple | list)
@@ -963,6 +974,8 @@ def _shape_check(fn_name: str, name: str, value, args: dict) -> str | None:
         or not builtins.all(isinstance(d, int | np.integer) and not isinstance(d, bool) and d > 0 for d in dims)
     ):
         return f"{name}={value!r} must be a tuple of positive ints"
+    if key is not None and len(_GOOD_SHAPES) < 10_000:
+        _GOOD_SHAPES.add(key)
     return None
 
 

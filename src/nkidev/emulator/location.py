@@ -79,11 +79,17 @@ def _site(depth: int = 3) -> list | None:
         frame = sys._getframe(depth)
     except ValueError:  # a shallower stack than nkidev's own frames: no kernel frame
         return None
-    while frame is not None and _code_internal(frame.f_code):
+    internal = _internal
+    while frame is not None:  # _code_internal inlined: this runs for every instruction and allocation
+        code = frame.f_code
+        hit = internal.get(code)
+        if hit is None:
+            hit = _code_internal(code)
+        if not hit:
+            break
         frame = frame.f_back
     if frame is None:
         return None
-    code = frame.f_code
     key = (code, frame.f_lineno, code.co_filename)
     site = _SITES.get(key)
     if site is None:

@@ -145,12 +145,12 @@ def allocate(
         shared = _shared_allocation(ctx, shape, dt, region, name, location)
         if shared is not None:
             return shared
-    ctx.memory.check_fits(kind, shape, dt, math.prod(shape) * np.dtype(dt.storage).itemsize, ctx.target)
+    ctx.memory.check_fits(kind, shape, dt, math.prod(shape) * dt.storage.itemsize, ctx.target)
     if kind != "hbm":
         per_partition = live_bytes if live_bytes is not None else (math.prod(shape[1:]) if len(shape) > 1 else 1) * dt.itemsize
         ctx.usage.check_tile(kind, shape, dt, per_partition, ctx.target)
     if fill is None and not ctx.compute:
-        array = np.zeros(shape, dtype=dt.storage)  # numerics are off: nothing reads the values; zeros is lazy
+        array = np.zeros(shape, dtype=dt.storage)  # numerics are off: nothing reads the values
     else:
         array = np.empty(shape, dtype=dt.storage)
         if fill is None and ctx.options.fill is not None:
@@ -841,7 +841,26 @@ def region(t: NkiTensor) -> tuple[int, int, int, int, int, int]:
     if off is None:
         off = t._off = data.__array_interface__["data"][0] - st.ptr
     shape, strides = data.shape, data.strides
-    first = 0 if st.kind == "hbm" else 1
+    hbm = st.kind == "hbm"
+    # A loop takes the same view of fresh tiles (and the same slices of its inputs) again and again: the region
+    # depends only on this key, so it is computed once per distinct key.
+    key = (off, shape, strides, item, hbm, st.pstride)
+    reg = _REGIONS.get(key)
+    if reg is not None:
+        t._reg = reg
+        return reg
+    reg = t._reg = _region(off, shape, strides, item, nbytes, hbm, st.pstride)
+    if len(_REGIONS) >= 100_000:
+        _REGIONS.clear()
+    _REGIONS[key] = reg
+    return reg
+
+
+_REGIONS: dict[tuple, tuple[int, int, int, int, int, int]] = {}
+
+
+def _region(off: int, shape: tuple, strides: tuple, item: int, nbytes: int, hbm: bool, pstride: int) -> tuple[int, int, int, int, int, int]:
+    first = 0 if hbm else 1
     run = item  # innermost contiguous run in bytes
     contiguous = True
     lo = hi = 0
@@ -858,15 +877,11 @@ def region(t: NkiTensor) -> tuple[int, int, int, int, int, int]:
             lo += step
         else:
             hi += step
-    if st.kind == "hbm":
-        reg = (0, max(1, nbytes // run), off + lo, off + hi + item, run, nbytes)
-    else:
-        pstride = st.pstride
-        p0 = off // pstride
-        f_off = off - p0 * pstride
-        reg = (p0, shape[0] if shape else 1, f_off + lo, f_off + hi + item, run, nbytes)
-    t._reg = reg
-    return reg
+    if hbm:
+        return (0, max(1, nbytes // run), off + lo, off + hi + item, run, nbytes)
+    p0 = off // pstride
+    f_off = off - p0 * pstride
+    return (p0, shape[0] if shape else 1, f_off + lo, f_off + hi + item, run, nbytes)
 
 
 def access(t: NkiTensor, role: str) -> Access:
