@@ -236,7 +236,8 @@ COPY_MODES = PerfModes(
 )
 TENSOR_TENSOR_MODES = PerfModes(
     "tensor_tensor performance mode",
-    "both inputs in SBUF and every operand of the engine's mode_dtypes: tensor_tensor_mode_rate (2x VectorE on NC-v3/v4); else other_dtype_rate",
+    "both inputs in SBUF and every operand of the engine's mode_dtypes: tensor_tensor_mode_rate (2x VectorE on NC-v3/v4); "
+    "else other_dtype_rate",
     _tensor_tensor_rate,
 )
 DOUBLE_ROW = PerfModes(
