@@ -170,8 +170,8 @@ class TransferCost:
 TRANSFER = TransferCost(
     "issue on its DMA queue (trigger_ns; hwdge_cost_ns / swdge_cost_ns for descriptor-generated DMAs), then "
     "fixed_cost_ns, then each DMA engine serving its partitions moves its share: bytes / (bytes_per_ns_per_engine "
-    "x efficiency) + descriptors x descriptor_overhead_ns (efficiency: hbm_efficiency when HBM is involved, x "
-    "the transpose efficiency for DMA transposes)"
+    "x efficiency) + descriptors x descriptor_overhead_ns x max(0, 1 - descriptor bytes / saturating_bytes_per_partition) "
+    "(efficiency: hbm_efficiency when HBM is involved, x the transpose efficiency for DMA transposes)"
 )
 
 

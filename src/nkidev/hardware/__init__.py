@@ -56,6 +56,9 @@ class TensorEngine:
     load_stationary_factor: float
     mm_init_latency_cycles: int
     transpose_engine_max: int
+    throttle_start_utilization: float  # dI/dt limit: share of full rate a burst starts at (1.0: no throttle)
+    throttle_ramp_ns: float  # time the limit takes to ramp from the start utilization to full
+    throttle_window_ns: float  # utilization below the start utilization over this window re-engages the limit
 
     @property
     def peak_flops(self) -> float:
