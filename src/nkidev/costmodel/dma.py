@@ -99,8 +99,9 @@ def descriptor_ns(desc_bytes: int, hw: Target) -> float:
 
 
 def descriptor_efficiency(desc_bytes: int, hw: Target) -> float:
-    """Share of the per-engine rate a stream of `desc_bytes`-byte descriptors reaches (1.0 = saturated)."""
-    data_ns = desc_bytes / hw.dma.bytes_per_ns_per_engine
+    """Share of the saturated rate (a DMA engine's HBM rate, bytes_per_ns_per_engine x hbm_efficiency) a stream of
+    `desc_bytes`-byte descriptors reaches, as packet_ns computes it (1.0 = saturated)."""
+    data_ns = desc_bytes / (hw.dma.bytes_per_ns_per_engine * hw.dma.hbm_efficiency)
     return data_ns / (data_ns + descriptor_ns(desc_bytes, hw))
 
 
