@@ -8,7 +8,7 @@ import math
 from nkidev.emulator.trace import Access, Instruction, TensorRecord, Trace
 from nkidev.hardware import get_target
 
-ITEM = {"bfloat16": 2, "float32": 4, "float16": 2}
+ITEM = {"bfloat16": 2, "float32": 4, "float16": 2, "float8_e4m3": 1}
 
 
 class TraceBuilder:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nkidev.costmodel.buffers import reuse_edges
-from nkidev.costmodel.dma import plan_transfer
+from nkidev.costmodel.dma import descriptor_ns, plan_transfer
 from nkidev.costmodel.intervals import merge, merged_length
 from nkidev.emulator.ops import OPS
 from nkidev.hardware import get_target
@@ -47,7 +47,7 @@ def test_small_descriptors_are_slower_per_byte():
     assert times[0] > times[1] > times[2]
     # the trn2 example of [sources: agentic-investigations "Mixed DGE kernel"]:
     # 1 KiB rows reach ~259 GB/s, 4 KiB rows ~354 GB/s (16 engines)
-    per_engine = 1024 * 8 / (8 * 1024 / 23 + 8 * hw.dma.descriptor_overhead_ns)
+    per_engine = 1024 * 8 / (8 * 1024 / 23 + 8 * descriptor_ns(1024, hw))
     assert 16 * per_engine == pytest.approx(275, rel=0.1)
 
 

@@ -4,11 +4,17 @@ A transfer (one dma_copy / dma_transpose / dma_compute / sendrecv) is issued on 
 fixed trigger-to-start latency, then each DMA engine that serves its SBUF partitions (8 partitions per
 engine, [sources: dma-overview "Performance Considerations"]) moves its share as one packet:
 
-    packet_ns = bytes_e / (bytes_per_ns_per_engine * efficiency) + descriptors_e * descriptor_overhead_ns
+    packet_ns = bytes_e / (bytes_per_ns_per_engine * efficiency) + descriptors_e * descriptor_ns(d)
+    descriptor_ns(d) = descriptor_overhead_ns * max(0, 1 - d / saturating_bytes_per_partition)
 
 `efficiency` is `hbm_efficiency` when one side is HBM (times the transpose efficiency for DMA
-transposes). A descriptor is one contiguous run: min(source run, destination run) bytes, so small
-rows pay the per-descriptor cost more often (the documented 256 B / 2 KiB / 4 KiB behaviour).
+transposes). A descriptor is one contiguous run of d = min(source run, destination run) bytes. Its
+processing cost on the DMA engine (the packet-rate limit of [sources: dma-bandwidth "Why Large Contiguous
+DMA Payloads Are Required"]) shrinks as the run grows and is gone at the documented saturating size, so
+the efficiency curve has the documented regimes: overhead-bound below 256 B (the cost per descriptor is
+nearly constant), near peak from 2 KiB, saturated from 4 KiB ([sources: dma-bandwidth "Bandwidth vs. Payload
+Size"]). The fixed trigger-to-start latency (~1,300 ns, "cross-engine") occupies no engine: the documents
+name no engine that pays it, and DMAs on other queues overlap it.
 """
 
 from __future__ import annotations
@@ -86,6 +92,19 @@ def _queue(ins, src, dst, hw: Target) -> str:
     return "qSyncData1" if dst.buffer == "hbm" else "qSyncData0"
 
 
+def descriptor_ns(desc_bytes: int, hw: Target) -> float:
+    """DMA-engine time a descriptor of `desc_bytes` contiguous bytes costs on top of moving its bytes."""
+    d = hw.dma
+    return d.descriptor_overhead_ns * max(0.0, 1.0 - desc_bytes / d.saturating_bytes_per_partition)
+
+
+def descriptor_efficiency(desc_bytes: int, hw: Target) -> float:
+    """Share of the saturated rate (a DMA engine's HBM rate, bytes_per_ns_per_engine x hbm_efficiency) a stream of
+    `desc_bytes`-byte descriptors reaches, as packet_ns computes it (1.0 = saturated)."""
+    data_ns = desc_bytes / (hw.dma.bytes_per_ns_per_engine * hw.dma.hbm_efficiency)
+    return data_ns / (data_ns + descriptor_ns(desc_bytes, hw))
+
+
 def _engines(onchip, nbytes: int, hw: Target) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """DMA engines serving the transfer and the bytes each moves."""
     d = hw.dma
@@ -133,7 +152,8 @@ def plan(ins, source: str, dest: str, variable: str, hw: Target) -> Transfer:
     if transpose:
         eff *= d.transpose_efficiency if src.buffer == "hbm" else d.transpose_onchip_efficiency
     rate = d.bytes_per_ns_per_engine * eff
-    packet_ns = tuple(b / rate + math.ceil(b / desc) * d.descriptor_overhead_ns for b in shares)
+    per_descriptor = descriptor_ns(desc, hw)
+    packet_ns = tuple(b / rate + math.ceil(b / desc) * per_descriptor for b in shares)
     queue = _queue(ins, src, dst, hw)
     issue_engine = "gpsimd" if queue == "qGpSimdDynamic" else "sync"
     issue_ns = {"qGpSimdDynamic": d.swdge_cost_ns, "qSyncHwdge0": d.hwdge_cost_ns}.get(queue, d.trigger_ns)

@@ -35,7 +35,15 @@ from nkidev import heap
 from nkidev.costmodel.buffers import reuse_edge_arrays
 from nkidev.costmodel.deps import Deps, dependencies
 from nkidev.costmodel.dma import Transfer, label, plan
-from nkidev.costmodel.durations import DMA_TRIGGER, LOAD_STATIONARY, MATMUL, dependent_latency_ns, engine_work, opcode_name
+from nkidev.costmodel.durations import (
+    DMA_TRIGGER,
+    LOAD_STATIONARY,
+    MATMUL,
+    dependent_latency_ns,
+    engine_work,
+    opcode_name,
+    tensor_refill_ns,
+)
 from nkidev.costmodel.timeline import FormValues, Packets, Rows, Timeline, Transfers
 from nkidev.emulator.ops import OPS
 from nkidev.emulator.trace import Trace
@@ -453,7 +461,7 @@ class _Run:
         mm_in_order = ls_end if ls_end > free else free
         mm_start = mm_in_order if mm_in_order > dep_ready else dep_ready
         # the PE array pipeline refills after an idle gap (MM_INIT_LATENCY); back-to-back MATMULs hide it
-        refill = self.mm_init_ns if mm_start > free or not self.mm_started[q] else 0.0
+        refill = tensor_refill_ns(mm_start - free if self.mm_started[q] else float("inf"), plan.busy[i], self.hw)
         self.mm_started[q] = True
         mm_end = mm_start + plan.busy[i] + refill
         row_start, row_end, row_wait = self.row_start, self.row_end, self.row_wait

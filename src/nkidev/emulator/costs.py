@@ -18,7 +18,6 @@ from nkidev.emulator.dtypes import DTYPES
 from nkidev.hardware import Target
 
 SIXTEEN_BIT = {"bfloat16", "float16"}
-EIGHT_BIT = {"float8_e4m3", "float8_e5m2", "float8_e4m3fn"}
 
 
 @dataclass(frozen=True)
@@ -171,8 +170,8 @@ class TransferCost:
 TRANSFER = TransferCost(
     "issue on its DMA queue (trigger_ns; hwdge_cost_ns / swdge_cost_ns for descriptor-generated DMAs), then "
     "fixed_cost_ns, then each DMA engine serving its partitions moves its share: bytes / (bytes_per_ns_per_engine "
-    "x efficiency) + descriptors x descriptor_overhead_ns (efficiency: hbm_efficiency when HBM is involved, x "
-    "the transpose efficiency for DMA transposes)"
+    "x efficiency) + descriptors x descriptor_overhead_ns x max(0, 1 - descriptor bytes / saturating_bytes_per_partition) "
+    "(efficiency: hbm_efficiency when HBM is involved, x the transpose efficiency for DMA transposes)"
 )
 
 
@@ -188,49 +187,58 @@ class PerfModes:
     rate: Callable[[Env], float]
 
 
-def _narrow(ins) -> bool:
-    ops = ins.reads + ins.writes
-    return bool(ops) and all(a.dtype in SIXTEEN_BIT | EIGHT_BIT for a in ops)
-
-
 def _contiguous(a) -> bool:
     per_partition = a.nbytes // max(1, a.partitions)
     return a.contiguous_bytes >= per_partition
 
 
-def _lane_rate(env: Env, per_cycle: int) -> float:
-    if env.ins.engine not in ("vector", "scalar", "gpsimd"):
-        return 1.0
-    return max(1.0, per_cycle / env.hw.engine(env.ins.engine).lanes)
+def _mode_engine(env: Env):
+    """The Vector/Scalar/GpSimd engine whose performance modes apply, or None (other engines have none)."""
+    return env.hw.engine(env.ins.engine) if env.ins.engine in ("vector", "scalar", "gpsimd") else None
+
+
+def _in_mode_dtypes(eng, accesses) -> bool:
+    return bool(accesses) and all(a.dtype in eng.mode_dtypes for a in accesses)
 
 
 def _copy_rate(env: Env) -> float:
-    ins = env.ins
-    if ins.engine not in ("vector", "scalar", "gpsimd") or not _narrow(ins):
+    eng = _mode_engine(env)
+    if eng is None:
         return 1.0
-    eng = env.hw.engine(ins.engine)
-    ops = ins.reads + ins.writes
-    full = all(a.buffer == "sbuf" for a in ops) and all(_contiguous(a) for a in ops)
-    return _lane_rate(env, eng.elems_per_cycle_16bit if full else eng.elems_per_cycle_other)
+    ops = env.ins.reads + env.ins.writes
+    if not _in_mode_dtypes(eng, ops):
+        return eng.other_dtype_rate
+    in_sbuf = all(a.buffer == "sbuf" for a in ops)
+    contiguous = all(_contiguous(a) for a in ops)
+    if in_sbuf and contiguous:
+        return eng.copy_mode_rate
+    if in_sbuf or contiguous:  # strided in SBUF, or contiguous with one side in PSUM
+        return eng.copy_mode_rate_partial
+    return eng.other_dtype_rate  # strided and in PSUM: no documented mode
 
 
 def _tensor_tensor_rate(env: Env) -> float:
+    eng = _mode_engine(env)
+    if eng is None:
+        return 1.0
     ins = env.ins
-    if ins.engine not in ("vector", "scalar", "gpsimd") or not _narrow(ins):
-        return 1.0
-    if not all(a.buffer == "sbuf" for a in ins.reads + ins.writes):
-        return 1.0
-    return _lane_rate(env, env.hw.engine(ins.engine).elems_per_cycle_other)
+    if _in_mode_dtypes(eng, ins.reads + ins.writes) and all(a.buffer == "sbuf" for a in ins.reads):
+        return eng.tensor_tensor_mode_rate
+    return eng.other_dtype_rate
 
 
 COPY_MODES = PerfModes(
-    "narrow copy modes",
-    "every operand 16/8-bit: elems_per_cycle_16bit / lanes (4x VectorE on NC-v3/v4, 2x ScalarE on NC-v4) when all "
-    "are in SBUF and contiguous, else elems_per_cycle_other / lanes",
+    "copy performance modes",
+    "every operand of the engine's mode_dtypes: copy_mode_rate when all are in SBUF and contiguous (4x VectorE on "
+    "NC-v3/v4, 2x ScalarE on NC-v4), copy_mode_rate_partial when strided in SBUF or contiguous with PSUM (2x VectorE); "
+    "else other_dtype_rate (1x)",
     _copy_rate,
 )
 TENSOR_TENSOR_MODES = PerfModes(
-    "narrow tensor_tensor mode", "every operand 16/8-bit and in SBUF: elems_per_cycle_other / lanes", _tensor_tensor_rate
+    "tensor_tensor performance mode",
+    "both inputs in SBUF and every operand of the engine's mode_dtypes: tensor_tensor_mode_rate (2x VectorE on NC-v3/v4); "
+    "else other_dtype_rate",
+    _tensor_tensor_rate,
 )
 DOUBLE_ROW = PerfModes(
     "double_row",

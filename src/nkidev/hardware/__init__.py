@@ -56,6 +56,9 @@ class TensorEngine:
     load_stationary_factor: float
     mm_init_latency_cycles: int
     transpose_engine_max: int
+    throttle_start_utilization: float  # dI/dt limit: share of full rate a burst starts at (1.0: no throttle)
+    throttle_ramp_ns: float  # time the limit takes to ramp from the start utilization to full
+    throttle_window_ns: float  # utilization below the start utilization over this window re-engages the limit
 
     @property
     def peak_flops(self) -> float:
@@ -65,10 +68,19 @@ class TensorEngine:
 
 @dataclass(frozen=True)
 class ComputeEngine:
+    """A Vector/Scalar/GpSimd engine. `elems_per_cycle_*` are the architecture table's data-path widths (peak
+    element throughput, read by the roofline); the `*_rate` numbers are the throughput of each documented
+    performance mode as a multiple of the per-instruction cost formulas (costs.py), per dtype class."""
+
     clock_ghz: float
     lanes: int
     elems_per_cycle_16bit: int
     elems_per_cycle_other: int
+    mode_dtypes: tuple[str, ...]  # dtypes the performance modes apply to (every operand must be one)
+    copy_mode_rate: float  # tensor_copy / tensor_scalar: mode dtypes, every operand in SBUF and contiguous
+    copy_mode_rate_partial: float  # mode dtypes, in SBUF but strided, or contiguous with one side in PSUM
+    tensor_tensor_mode_rate: float  # tensor_tensor: both inputs in SBUF, every operand a mode dtype
+    other_dtype_rate: float  # every other case (fp32, integers, ...): the formulas as written
 
 
 @dataclass(frozen=True)
