@@ -335,7 +335,6 @@ class _Run:
         self.ls_free = [0.0] * nq  # Tensor Engine: LoadStationary unit idle
         self.mm_start = [0.0] * nq  # Tensor Engine: start of the previous MATMUL
         self.mm_started = [False] * nq
-        self.mm_init_ns = hw.tensor_engine.mm_init_latency_cycles / hw.tensor_engine.clock_ghz
         nrows = plan.n_rows
         (self.row_start_np, self.row_start), (self.row_end_np, self.row_end) = _zeros(nrows), _zeros(nrows)
         self.row_wait_np, self.row_wait = _zeros(nrows)
