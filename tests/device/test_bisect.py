@@ -18,7 +18,7 @@ import pytest
 from nkidev.device import bisect, probes
 from nkidev.taskfile import load_task
 from nkidev.validate.cli import bisect_lines
-from tests.device import fake_sdk, wrong_device
+from tests.device import wrong_device
 
 CHAIN = Path(__file__).with_name("chain.py").resolve()
 TINY = Path(__file__).with_name("tiny.py").resolve()
@@ -125,15 +125,6 @@ def test_a_legacy_kernel_is_skipped_with_the_reason(tmp_path):
     legacy.write_text("import neuronxcc.nki as nki\n\n@nki.jit\ndef k(x):\n    return x\n")
     result = bisect.bisect_case(legacy, "k", (), "trn2", TOL, lambda p: [], tmp_path / "out", lambda e: None)
     assert result["status"] == "skipped" and "neuronxcc" in result["reason"] and not (tmp_path / "out").exists()
-
-
-@pytest.fixture
-def fake_path(tmp_path, monkeypatch):
-    tools = fake_sdk.install(tmp_path / "sdk-bin")
-    monkeypatch.setenv("PATH", fake_sdk.path_with(tools))
-    for var in ("NKIDEV_NEURONX_CC", "NKIDEV_NEURON_EXPLORER", "FAKE_COMPILE_FAIL", "FAKE_DEVICE_OFFSET", "FAKE_DEVICE_CALIBRATION"):
-        monkeypatch.delenv(var, raising=False)
-    return tools
 
 
 def test_validate_hardware_bisects_over_the_fake_sdk_and_prints_json(fake_path, tmp_path):

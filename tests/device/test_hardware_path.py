@@ -16,18 +16,8 @@ from nkidev.calibrate.measurements import read
 from nkidev.device.api import profile_hardware, validate_hardware
 from nkidev.errors import NkiError, NkiUsageError
 from nkidev.profile.schema import KERNEL_FILE
-from tests.device import fake_sdk
 
 TINY = Path(__file__).with_name("tiny.py")
-
-
-@pytest.fixture
-def fake_path(tmp_path, monkeypatch):
-    tools = fake_sdk.install(tmp_path / "sdk-bin")
-    monkeypatch.setenv("PATH", fake_sdk.path_with(tools))
-    for var in ("NKIDEV_NEURONX_CC", "NKIDEV_NEURON_EXPLORER", "FAKE_COMPILE_FAIL", "FAKE_DEVICE_OFFSET", "FAKE_DEVICE_CALIBRATION"):
-        monkeypatch.delenv(var, raising=False)
-    return tools
 
 
 def _no_sdk_env(tmp_path) -> dict:
