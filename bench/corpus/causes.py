@@ -1,9 +1,10 @@
 """Root-cause classification of corpus failures.
 
-category: (a) nkidev emulator gap/bug (reproducer under bench/corpus/repros/), (b) kernel needs something unavailable here
-(real hardware, the Neuron compiler, collectives), (c) harness / upstream-repo problem (nothing nkidev can fix).
-Rules are tried in order; the first whose `id` regex matches the result id and whose `msg` regex matches
-its message wins. Re-run `python bench/corpus/causes.py RESULTS.json` to re-classify a results file without re-running kernels.
+category: (a) nkidev emulator gap/bug (reproducer under bench/corpus/repros/: `PYTHONPATH=src python
+bench/corpus/repros/NAME.py` prints BUG/OK and exits 1 while the bug is present), (b) kernel needs something
+unavailable here (real hardware, the Neuron compiler, collectives), (c) harness / upstream-repo problem (nothing
+nkidev can fix). Rules are tried in order; the first whose `id` regex matches the result id and whose `msg` regex
+matches its message wins. `python bench/corpus/causes.py RESULTS.json` re-classifies a results file in place.
 """
 
 from __future__ import annotations
