@@ -1,6 +1,8 @@
 """Run one standalone corpus kernel (by spec name) on the nkidev emulator; print one CORPUS_RESULT json line.
 
-python standalone_runner.py SPEC_NAME
+CORPUS_SRC=WORK/src PYTHONPATH=src:bench/corpus/shims python bench/corpus/standalone_runner.py SPEC_NAME
+
+(harness.run_standalone starts it once per spec, with that environment.)
 """
 
 from __future__ import annotations
