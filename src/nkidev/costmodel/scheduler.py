@@ -327,8 +327,7 @@ class _Run:
         self.head = [0] * nq  # per stream: the position of its first instruction not issued yet
         self.limit = [0] * nq  # per stream: positions below it are in the reorder window (offered once ready)
         self.window = hw.engines.schedule_window
-        self.issued = bytearray(n)
-        self.issue_rank_np = np.zeros(n, dtype=np.int64)  # the order instructions were issued in
+        self.issue_rank_np = np.full(n, -1, dtype=np.int64)  # the order instructions were issued in (-1: not yet)
         self.issue_rank = memoryview(self.issue_rank_np)
         self.n_issued = 0
         self.free = [0.0] * nq  # stream free (compute: engine idle; DMA queue: last trigger issued)
@@ -409,10 +408,10 @@ class _Run:
 
     def _advance(self, q: int) -> None:
         """Move stream q's window past its issued instructions and offer those that entered it and are ready."""
-        plan, issued = self.plan, self.issued
+        plan, rank = self.plan, self.issue_rank
         members = plan.members[q]
         h, m = self.head[q], len(members)
-        while h < m and issued[members[h]]:
+        while h < m and rank[members[h]] >= 0:
             h += 1
         self.head[q] = h
         if h == m:
@@ -539,7 +538,6 @@ class _Run:
                     heapq.heappush(waiting[qc], (ls_ready[c] if kind[c] == TENSOR else dep_ready[c], c))
                     if qc != q:
                         touched.append(qc)
-        self.issued[i] = 1
         self.issue_rank[i] = self.n_issued
         self.n_issued += 1
         if members[q][head[q]] == i:
