@@ -26,6 +26,7 @@ packets in the order they become ready, whatever queue they come from. O(n log n
 from __future__ import annotations
 
 import gc
+import math
 import heapq
 from array import array
 
@@ -487,15 +488,23 @@ class _Run:
         engines = self.dma_free.get(program)
         if engines is None:
             engines = self.dma_free[program] = [0.0] * self.hw.dma.engines
-        # each DMA engine serving the transfer moves its packet when it is free (first come, first served)
-        starts = [engines[e] if engines[e] > earliest else earliest for e in t.engines]
-        ends = [s + d for s, d in zip(starts, t.packet_ns)]
-        for e, x in zip(t.engines, ends):
-            engines[e] = x
-        f = self.pk_first[k]
-        self.pk_start[f : f + len(starts)] = array("d", starts)
-        last = max(earliest, max(ends)) if ends else earliest
-        self.t_start[k] = min(starts) if starts else earliest
+        # each DMA engine serving the transfer moves its packet when it is free (first come, first served); a
+        # transfer's engines are distinct, so one pass in engine order suffices
+        pk, f = self.pk_start, self.pk_first[k]
+        first, last, j = math.inf, earliest, f
+        for e, d in zip(t.engines, t.packet_ns):
+            s = engines[e]
+            if s < earliest:
+                s = earliest
+            if s < first:
+                first = s
+            pk[j] = s
+            j += 1
+            s += d
+            engines[e] = s
+            if s > last:
+                last = s
+        self.t_start[k] = first if j > f else earliest
         self.t_end[k] = last
         self.end[i] = last
 
