@@ -255,3 +255,17 @@ def test_nc_v2_vector_and_gpsimd_share_sbuf(name, overlap):
     assert (tl.spans(1)[0][1] == 0.0) is overlap
     if not overlap:
         assert tl.spans(1)[0][1] == approx(vec_end)
+
+
+def test_written_once_tiles_and_reused_tiles_give_the_same_kinds_of_edges():
+    # x: written once, then read (its reads skip the walk); y: written twice (walked); z: read, then written
+    b = TraceBuilder()
+    src = b.tensor("src", "hbm", (128, 512), kind="input")
+    x, y, z, w = (b.tensor(n, "sbuf", (128, 512)) for n in "xyzw")
+    b.dma(b.access(x, "dst", rows=(0, 64)), b.access(src, "src", rows=(0, 64)))  # 0
+    b.add("tensor_copy", "vector", [b.access(z, "src")], [b.access(y, "dst")])  # 1: reads z before anyone writes it
+    b.add("tensor_copy", "vector", [b.access(x, "src", rows=(32, 64))], [b.access(w, "dst")])  # 2: overlaps 0
+    b.add("tensor_copy", "scalar", [b.access(x, "src", rows=(64, 128))], [b.access(y, "dst")])  # 3: misses 0; WAW on y
+    b.add("tensor_tensor", "vector", [b.access(x, "a", rows=(0, 8)), b.access(y, "b")], [b.access(z, "dst")], op="add")  # 4
+    tl = schedule(b.trace, "trn1")
+    assert tl.deps == [[], [], [0], [1], [0, 1, 3]]

@@ -12,7 +12,9 @@ pieces of one big tensor) forgets its oldest entries: those finished long before
 would not change the schedule.
 
 The rectangles are computed for every access at once from the trace's columns (NumPy); only the walk
-itself is a Python loop, fed in chunks so that no per-access Python objects pile up.
+itself is a Python loop, fed in chunks so that no per-access Python objects pile up. Storages that are
+never written, or written by one instruction before any read (most tiles of a loop body), skip the walk:
+their edges are one vectorized overlap test of each read against that write.
 """
 
 from __future__ import annotations
@@ -231,39 +233,114 @@ def dependencies(trace: Trace) -> Deps:
     stream_np = (trace.forms_column([engine_codes[f.engine] for f in forms], np.int64) << 32) | cols.program.astype(np.int64)
     stream = array("q", stream_np.tobytes())
     in_order = trace.forms_column([f.engine != "dma" for f in forms], bool) if forms else np.zeros(0, bool)
+    once = _WrittenOnce(acc)
     writers: dict[int, list[tuple[Rect, int]]] = {}
     readers: dict[int, list[tuple[Rect, int]]] = {}
     last_use = acc.last_use()  # a storage's entries are dropped after its last access: only live tiles are kept
     out_start = array("q", [0])
     out_src = array("q")
+    extra: list[np.ndarray] = []
     for lo in range(0, n, CHUNK):
         hi = min(n, lo + CHUNK)
-        a0, _ = acc.span(lo, hi)
+        a0, a1 = acc.span(lo, hi)
         c = acc.chunk(lo, hi, ("hbm", "p0", "p1", "lo", "hi", "run"))
-        tensor = c["tensor"].tolist()
-        r0, r1, c0, c1 = (c[k].tolist() for k in ("r0", "r1", "c0", "c1"))
-        starts = (acc.start[lo:hi] - a0).tolist()
-        n_reads = acc.n_reads[lo:hi].tolist()
-        n_acc = acc.n_acc[lo:hi].tolist()
-        streams = stream_np[lo:hi].tolist()
-        orders = in_order[lo:hi].tolist()
-        a1 = a0 + len(tensor)
-        done = np.flatnonzero(last_use[a0:a1])  # accesses that end their storage's life, as offsets in the chunk
+        extra.append(once.edges(a0, c))
+        keep = ~once.simple[a0:a1]  # the walk needs only the other storages' accesses
+        kept = np.flatnonzero(keep)
+        ins = once.ins[a0:a1][kept] - lo
+        reads = np.bincount(ins[~once.is_write[a0:a1][kept]], minlength=hi - lo)
+        n_acc = np.bincount(ins, minlength=hi - lo)
+        starts = np.r_[0, np.cumsum(n_acc)[:-1]]
+        tensor = c["tensor"][kept].tolist()
+        r0, r1, c0, c1 = (c[k][kept].tolist() for k in ("r0", "r1", "c0", "c1"))
+        done = np.flatnonzero(last_use[a0:a1] & keep)  # accesses that end their storage's life
         ends: dict[int, list[int]] = {}
-        owner = np.searchsorted(acc.start[lo:hi] - a0, done, side="right") - 1 + lo
-        for j, i in zip(done.tolist(), owner.tolist()):
-            ends.setdefault(i, []).append(tensor[j])
-        _walk(lo, tensor, r0, r1, c0, c1, starts, n_reads, n_acc, streams, orders, stream, writers, readers, out_start, out_src, ends)
-    return Deps(np.frombuffer(out_start, dtype=np.int64).copy(), np.frombuffer(out_src, dtype=np.int64).copy())
+        for t, i in zip(c["tensor"][done].tolist(), once.ins[a0:a1][done].tolist()):
+            ends.setdefault(i, []).append(t)
+        n_reads = reads.tolist()
+        _walk(
+            lo,
+            tensor,
+            r0,
+            r1,
+            c0,
+            c1,
+            starts.tolist(),
+            n_reads,
+            (starts + n_acc).tolist(),
+            stream_np[lo:hi].tolist(),
+            in_order[lo:hi].tolist(),
+            stream,
+            writers,
+            readers,
+            out_start,
+            out_src,
+            ends,
+        )
+    walked = Deps(np.frombuffer(out_start, dtype=np.int64).copy(), np.frombuffer(out_src, dtype=np.int64).copy())
+    return _merged(walked, np.concatenate(extra) if extra else np.zeros((0, 2), np.int64))
+
+
+class _WrittenOnce:
+    """Storages whose accesses need no walk: never written (reads of them wait for nothing, and nothing
+    writes after them), or written by one instruction before any read (each read waits for that write
+    where the rectangles overlap). Most tiles are these: allocated in a loop body, filled once, read."""
+
+    def __init__(self, acc: Accesses):
+        tensor = acc.tensor
+        n_acc = acc.n_acc
+        self.ins = np.repeat(np.arange(acc.n, dtype=np.int64), n_acc)
+        k = np.arange(len(tensor), dtype=np.int64) - np.repeat(acc.start, n_acc)
+        self.is_write = k >= np.repeat(acc.n_reads, n_acc)
+        _, dense = np.unique(tensor, return_inverse=True) if len(tensor) else (None, np.zeros(0, np.int64))
+        m = int(dense.max()) + 1 if len(dense) else 0
+        writes = np.bincount(dense[self.is_write], minlength=m)
+        write_ins = np.full(m, -1, dtype=np.int64)
+        write_ins[dense[self.is_write]] = self.ins[self.is_write]  # meaningful where there is one write
+        first_read = np.full(m, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first_read, dense[~self.is_write], self.ins[~self.is_write])
+        one = (writes == 1) & (write_ins < first_read)
+        self.dense = dense
+        self.one = one
+        self.write_ins = write_ins
+        self.simple = (writes == 0)[dense] | one[dense]
+        self.rect = np.zeros((m, 4), dtype=np.int64)  # the one write's rectangle, filled as the walk reaches it
+
+    def edges(self, a0: int, c: dict[str, np.ndarray]) -> np.ndarray:
+        """(producer, consumer) pairs of the chunk's reads of written-once storages; records the chunk's
+        writes first (a write and its reads may share a chunk)."""
+        a1 = a0 + len(c["tensor"])
+        dense = self.dense[a0:a1]
+        one = self.one[dense]
+        rect = np.stack([c["r0"], c["r1"], c["c0"], c["c1"]], axis=1)
+        w = np.flatnonzero(one & self.is_write[a0:a1])
+        self.rect[dense[w]] = rect[w]
+        r = np.flatnonzero(one & ~self.is_write[a0:a1])
+        mine, theirs = rect[r], self.rect[dense[r]]
+        hit = (mine[:, 0] < theirs[:, 1]) & (theirs[:, 0] < mine[:, 1]) & (mine[:, 2] < theirs[:, 3]) & (theirs[:, 2] < mine[:, 3])
+        r = r[hit]
+        return np.stack([self.write_ins[dense[r]], self.ins[a0:a1][r]], axis=1)
+
+
+def _merged(walked: Deps, extra: np.ndarray) -> Deps:
+    """The walk's deps plus (producer, consumer) pairs, each instruction's producers sorted and distinct."""
+    if not len(extra):
+        return walked
+    n = len(walked)
+    consumer = np.repeat(np.arange(n, dtype=np.int64), np.diff(walked.start))
+    key = np.unique(np.concatenate([consumer * n + walked.src, extra[:, 1] * n + extra[:, 0]]))
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(key // n, minlength=n), out=start[1:])
+    return Deps(start, key % n)
 
 
 def _walk(
-    base, tensor, r0, r1, c0, c1, starts, n_reads, n_acc, streams, orders, stream, writers, readers, out_start, out_src, ends
+    base, tensor, r0, r1, c0, c1, starts, n_reads, ends_at, streams, orders, stream, writers, readers, out_start, out_src, ends
 ) -> None:
     for off in range(len(starts)):
         i = base + off
         s = starts[off]
-        mid, end = s + n_reads[off], s + n_acc[off]
+        mid, end = s + n_reads[off], ends_at[off]
         found: set[int] = set()
         for j in range(s, mid):
             entries = writers.get(tensor[j])

@@ -26,8 +26,8 @@ packets in the order they become ready, whatever queue they come from. O(n log n
 from __future__ import annotations
 
 import gc
-import math
 import heapq
+import math
 from array import array
 
 import numpy as np
