@@ -237,8 +237,7 @@ def dependencies(trace: Trace) -> Deps:
     writers: dict[int, list[tuple[Rect, int]]] = {}
     readers: dict[int, list[tuple[Rect, int]]] = {}
     last_use = acc.last_use()  # a storage's entries are dropped after its last access: only live tiles are kept
-    out_start = array("q", [0])
-    out_src = array("q")
+    out_cons, out_src = array("q"), array("q")
     extra: list[np.ndarray] = []
     for lo in range(0, n, CHUNK):
         hi = min(n, lo + CHUNK)
@@ -247,38 +246,24 @@ def dependencies(trace: Trace) -> Deps:
         extra.append(once.edges(a0, c))
         keep = ~once.simple[a0:a1]  # the walk needs only the other storages' accesses
         kept = np.flatnonzero(keep)
-        ins = once.ins[a0:a1][kept] - lo
-        reads = np.bincount(ins[~once.is_write[a0:a1][kept]], minlength=hi - lo)
-        n_acc = np.bincount(ins, minlength=hi - lo)
-        starts = np.r_[0, np.cumsum(n_acc)[:-1]]
+        ins = once.ins[a0:a1][kept]
+        walked = ins[np.r_[True, ins[1:] != ins[:-1]]] if len(ins) else ins  # the instructions with an access to walk
+        slot = np.searchsorted(walked, ins)
+        n_reads = np.bincount(slot[~once.is_write[a0:a1][kept]], minlength=len(walked))
+        n_acc = np.bincount(slot, minlength=len(walked))
+        starts = np.r_[0, np.cumsum(n_acc)[:-1]].astype(np.int64)
         tensor = c["tensor"][kept].tolist()
         r0, r1, c0, c1 = (c[k][kept].tolist() for k in ("r0", "r1", "c0", "c1"))
         done = np.flatnonzero(last_use[a0:a1] & keep)  # accesses that end their storage's life
         ends: dict[int, list[int]] = {}
         for t, i in zip(c["tensor"][done].tolist(), once.ins[a0:a1][done].tolist()):
             ends.setdefault(i, []).append(t)
-        n_reads = reads.tolist()
-        _walk(
-            lo,
-            tensor,
-            r0,
-            r1,
-            c0,
-            c1,
-            starts.tolist(),
-            n_reads,
-            (starts + n_acc).tolist(),
-            stream_np[lo:hi].tolist(),
-            in_order[lo:hi].tolist(),
-            stream,
-            writers,
-            readers,
-            out_start,
-            out_src,
-            ends,
-        )
-    walked = Deps(np.frombuffer(out_start, dtype=np.int64).copy(), np.frombuffer(out_src, dtype=np.int64).copy())
-    return _merged(walked, np.concatenate(extra) if extra else np.zeros((0, 2), np.int64))
+        accesses = (tensor, r0, r1, c0, c1)
+        spans = (walked.tolist(), starts.tolist(), (starts + n_reads).tolist(), (starts + n_acc).tolist())
+        engines = (stream_np[walked].tolist(), in_order[walked].tolist(), stream)
+        _walk(accesses, spans, engines, writers, readers, ends, out_cons, out_src)
+    pairs = np.stack([np.frombuffer(out_src, dtype=np.int64), np.frombuffer(out_cons, dtype=np.int64)], axis=1)
+    return _csr(n, np.concatenate([pairs, *extra]))
 
 
 class _WrittenOnce:
@@ -322,25 +307,24 @@ class _WrittenOnce:
         return np.stack([self.write_ins[dense[r]], self.ins[a0:a1][r]], axis=1)
 
 
-def _merged(walked: Deps, extra: np.ndarray) -> Deps:
-    """The walk's deps plus (producer, consumer) pairs, each instruction's producers sorted and distinct."""
-    if not len(extra):
-        return walked
-    n = len(walked)
-    consumer = np.repeat(np.arange(n, dtype=np.int64), np.diff(walked.start))
-    key = np.unique(np.concatenate([consumer * n + walked.src, extra[:, 1] * n + extra[:, 0]]))
+def _csr(n: int, pairs: np.ndarray) -> Deps:
+    """Deps of n instructions from (producer, consumer) pairs: each instruction's producers sorted and distinct."""
+    key = np.sort(pairs[:, 1] * n + pairs[:, 0])
+    if len(key):
+        key = key[np.r_[True, key[1:] != key[:-1]]]
     start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(key // n, minlength=n), out=start[1:])
     return Deps(start, key % n)
 
 
-def _walk(
-    base, tensor, r0, r1, c0, c1, starts, n_reads, ends_at, streams, orders, stream, writers, readers, out_start, out_src, ends
-) -> None:
-    for off in range(len(starts)):
-        i = base + off
-        s = starts[off]
-        mid, end = s + n_reads[off], ends_at[off]
+def _walk(accesses, spans, engines, writers, readers, ends, out_cons, out_src) -> None:
+    """Walk instructions in program order over their accesses (reads, then writes) of the storages tracked
+    in `writers` and `readers`, appending each instruction's producers to (out_cons, out_src)."""
+    tensor, r0, r1, c0, c1 = accesses
+    positions, starts, mids, stops = spans
+    streams, orders, stream = engines
+    for off, i in enumerate(positions):
+        s, mid, end = starts[off], mids[off], stops[off]
         found: set[int] = set()
         for j in range(s, mid):
             entries = writers.get(tensor[j])
@@ -377,8 +361,8 @@ def _walk(
                 _remember(readers, tid, (r0[j], r1[j], c0[j], c1[j]), i, replace_last=same)
         found.discard(i)
         if found:
-            out_src.extend(sorted(found))
-        out_start.append(len(out_src))
+            out_src.extend(found)
+            out_cons.extend([i] * len(found))
         for tid in ends.get(i, ()):
             writers.pop(tid, None)
             readers.pop(tid, None)
