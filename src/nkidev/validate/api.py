@@ -45,6 +45,7 @@ def validate(
     allow: Iterable[str] = (),
     label: str | None = None,
     progress: Callable[[dict], None] | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> ValidationResult:
     """Check `kernel` against `reference` on every case, with the anti-cheat checks on.
 
@@ -58,6 +59,8 @@ def validate(
     {"event": "case_start", "index": i, "stage": ...}, then {"event": "case", "index": i, "case": CaseResult.to_dict(),
     "line": the case's PASS/FAIL line} as soon as case i is decided (the CLI streams these; the sandbox forwards them).
     Safe to call from several threads at once (per-thread emulator state, captures and tripwires).
+    shard: (k, n) checks only the cases whose index is k modulo n (one of n parallel workers: `parallel.py`);
+    the result then says which warnings and notes each case added (`by_case`), so the parts merge in case order.
 
     Raises NkiUsageError for malformed input, NkiError (err_kernel_raised or the kernel's rule error) when the
     kernel raises, and NkiError err_reference_failed when the reference raises or returns NaN/Inf.
@@ -87,21 +90,35 @@ def validate(
     emit({"event": "start", "kernel": label, "cases": len(cases_), "stage": f"checking the source of {label}"})
     static, notes = _static(setup)
     variants = [seed_cases(cases_fn, cases_, s + 1) for s in range(seeds)]
-    results, warnings = [], []
+    results, warnings, by_case = [], [], {}
+    mine = range(len(cases_)) if shard is None else range(check_shard(shard)[0], len(cases_), shard[1])
     # nkidev's own NaN/overflow arithmetic is reported as verdicts, not warnings; references and metrics run with
     # one BLAS thread like the emulator (why: emulator/blas.py)
     with np.errstate(all="ignore"), blas.single_thread():
-        for i, case in enumerate(cases_):
+        for i in mine:
+            case = cases_[i]
+            warned, noted = len(warnings), len(notes)
             stage = f"checking case {i + 1} of {len(cases_)}" + (f" (shape {first_shape(case)})" if first_shape(case) else "")
             emit({"event": "case_start", "index": i, "stage": stage})
             result = check_case(setup, i, case, [v[0][i] for v in variants], [v[1] for v in variants], warnings, notes)
             result.findings[:0] = [replace(f, case=None) for f in static]
             _allow_findings(result.findings, setup.allow)
             results.append(result)
+            by_case[i] = (warnings[warned:], notes[noted:])
             emit({"event": "case", "index": i, "case": result.to_dict(), "line": case_line(result.to_dict()), "stage": stage})
     cheats = _unique([f for r in results for f in r.findings if f.verdict.startswith("cheat_")])
     out = ValidationResult(label, target.name, results, cheats, list(dict.fromkeys(warnings)), notes)
+    if shard is not None:
+        out.by_case = by_case
     return _apply_allow(out, setup.allow)
+
+
+def check_shard(shard) -> tuple[int, int]:
+    """(k, n): worker k of n, 0 <= k < n."""
+    ok = isinstance(shard, tuple | list) and len(shard) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in shard)
+    if not ok or not 0 <= shard[0] < shard[1]:
+        raise NkiUsageError("err_invalid_argument", f"shard={shard!r}", "pass shard=(k, n) with 0 <= k < n")
+    return int(shard[0]), int(shard[1])
 
 
 MAX_SEEDS = 100
@@ -159,8 +176,15 @@ def _validate_task(spec, reference, cases, target, seeds, progress, options) -> 
 
 
 def validate_task_data(spec: str, progress: Callable[[dict], None] | None = None, **options) -> dict:
-    """`validate_task(...).to_dict()`: the plain-data form the sandbox returns (the CLI's and MCP's entry point)."""
-    return validate_task(spec, progress=progress, **options).to_dict()
+    """`validate_task(...).to_dict()`: the plain-data form the sandbox returns (the CLI's and MCP's entry point).
+    With `shard=[k, n]` the dict also has "by_case": each checked case's index, warnings and notes."""
+    if options.get("shard") is not None:
+        options["shard"] = tuple(options["shard"])
+    result = validate_task(spec, progress=progress, **options)
+    out = result.to_dict()
+    if result.by_case is not None:
+        out["by_case"] = [{"index": i, "warnings": w, "notes": n} for i, (w, n) in sorted(result.by_case.items())]
+    return out
 
 
 def validate_source(

@@ -66,6 +66,15 @@ def validate_command(
     max_probes: Annotated[
         int | None, typer.Option("--max-probes", min=1, help="With --hardware: at most this many bisect device runs (default log2(n) + 3).")
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            max=64,
+            help="Split the cases over this many isolated processes running at once (each with the --timeout and --memory limits).",
+        ),
+    ] = 1,
     timeout: TimeoutOption = None,
     memory: MemoryOption = None,
     as_json: JsonOption = False,
@@ -78,6 +87,8 @@ def validate_command(
         return _print_verdicts(as_json)
     if not spec:
         raise NkiUsageError("err_bad_task_file", "no task given", "run `nkidev validate FILE::KERNEL`")
+    if hardware and workers != 1:
+        raise NkiUsageError("err_invalid_argument", "--workers goes without --hardware", "drop --workers (the device runs cases in turn)")
     if not hardware and (out is not None or max_probes is not None or not bisect):
         raise NkiUsageError("err_invalid_argument", "--out, --max-probes and --no-bisect go with --hardware", "add --hardware or drop them")
     if hardware:
@@ -99,18 +110,27 @@ def validate_command(
         },
         cli_limits(timeout, memory),
         as_json,
+        workers,
     )
     raise typer.Exit(exitcodes.OK if result["passed"] else exitcodes.FAILED)
 
 
-def validate_isolated(spec: str, options: dict, limits, as_json: bool) -> dict:
-    """Run validate_task in the sandbox, streaming each case's line as it is decided; print the rest at the end."""
-    from nkidev.cli_progress import output_notes, run_isolated
+def validate_isolated(spec: str, options: dict, limits, as_json: bool, workers: int = 1) -> dict:
+    """Run validate_task in the sandbox (in `workers` children at once), streaming each case's line as it is
+    decided; print the rest at the end."""
+    from nkidev.cli_progress import Progress, output_notes, run_isolated
     from nkidev.validate.report import tail_lines
 
-    function = "nkidev.validate.api:validate_task_data"
-    result, job = run_isolated(f"validate {spec}", function, {"spec": spec, **options}, limits, as_json, label=spec, warm=True)
-    result["notes"] = result["notes"] + output_notes(job.stdout, job.stderr)
+    if workers > 1:
+        from nkidev.validate.parallel import validate_parallel
+
+        with Progress(as_json, f"validate {spec}") as progress:
+            result, outputs = validate_parallel(spec, options, limits, workers, progress.event, warm=True)
+        result["notes"] = result["notes"] + list(dict.fromkeys(n for out, err in outputs for n in output_notes(out, err)))
+    else:
+        function = "nkidev.validate.api:validate_task_data"
+        result, job = run_isolated(f"validate {spec}", function, {"spec": spec, **options}, limits, as_json, label=spec, warm=True)
+        result["notes"] = result["notes"] + output_notes(job.stdout, job.stderr)
     if as_json:
         print_json(result)
     else:

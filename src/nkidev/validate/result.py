@@ -133,6 +133,7 @@ class ValidationResult:
     cheats: list[Finding]  # every cheat_* finding (each also listed on its case when it has one)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the harness could not check, and why
+    by_case: dict[int, tuple[list[str], list[str]]] | None = None  # a shard's run: (warnings, notes) each case added
 
     @property
     def passed(self) -> bool:
