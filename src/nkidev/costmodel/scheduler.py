@@ -151,6 +151,8 @@ class _Plan:
         self.transfer_index[dma] = np.arange(len(dma))
         self.transfer_of = _as_array(self.transfer_index, "q")  # the event loop's copy
         self.transfer_plan = [self.plans[c] for c in self.plan_code.tolist()]
+        lockstep = [_lockstep(t) for t in self.plans]
+        self.transfer_lockstep = [lockstep[c] for c in self.plan_code.tolist()]
         self.n_transfers = len(dma)
 
     def _streams_and_rows(self, trace: Trace, form: np.ndarray, kind: np.ndarray) -> None:
@@ -278,6 +280,14 @@ def _barrier_groups(trace: Trace) -> dict[int, list[int]]:
         seen[(opcode, program)] = k + 1
         groups.setdefault((opcode, k), []).append(i)
     return {i: members for members in groups.values() if len(members) > 1 for i in members}
+
+
+def _lockstep(t: Transfer) -> tuple[int, int, float] | None:
+    """(first engine, end engine, packet time) when the transfer's packets are equal and its engines a range."""
+    e = t.engines
+    if not e or e != tuple(range(e[0], e[0] + len(e))) or any(d != t.packet_ns[0] for d in t.packet_ns):
+        return None
+    return e[0], e[0] + len(e), t.packet_ns[0]
 
 
 def schedule(trace: Trace, target: Target | str | None = None) -> Timeline:
@@ -488,9 +498,22 @@ class _Run:
         engines = self.dma_free.get(program)
         if engines is None:
             engines = self.dma_free[program] = [0.0] * self.hw.dma.engines
+        pk, f = self.pk_start, self.pk_first[k]
+        same = self.plan.transfer_lockstep[k]
+        if same is not None:  # equal packets on a range of engines: when those are all free by then, or all free
+            e0, e1, d = same  # at the same time (engines kept in step by such transfers), every packet starts together
+            busy = engines[e0:e1]
+            latest = max(busy)
+            if latest <= earliest or min(busy) == latest:
+                s = earliest if latest <= earliest else latest
+                pk[f : f + e1 - e0] = array("d", (s,)) * (e1 - e0)
+                end = s + d
+                engines[e0:e1] = [end] * (e1 - e0)
+                self.t_start[k] = s
+                self.t_end[k] = self.end[i] = end
+                return
         # each DMA engine serving the transfer moves its packet when it is free (first come, first served); a
         # transfer's engines are distinct, so one pass in engine order suffices
-        pk, f = self.pk_start, self.pk_first[k]
         first, last, j = math.inf, earliest, f
         for e, d in zip(t.engines, t.packet_ns):
             s = engines[e]
