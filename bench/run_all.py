@@ -102,7 +102,11 @@ GOALS = (
     Goal(
         "validate_softmax",
         "nkidev validate examples/softmax.py::softmax_kernel",
-        (Metric("wall_s", "bundled softmax validate (4 cases x 3 seeds), in process, wall", "s", 1.0),),
+        (
+            Metric("wall_s", "bundled softmax validate (4 cases x 3 seeds), in process, wall", "s", 1.0),
+            Metric("cli_s", "  the same as `nkidev validate` (an isolated child), wall", "s", None),
+            Metric("cli_workers2_s", "  with `--workers 2` (two children)", "s", None),
+        ),
     ),
     Goal(
         "analyze_1m",
@@ -248,7 +252,13 @@ def measure_validate_softmax() -> dict:
     result = validate_task(spec)
     wall = time.perf_counter() - t
     assert result.passed, "softmax must validate"
-    return {"wall_s": wall}
+    nkidev = str(Path(sys.executable).with_name("nkidev"))
+    cli = [nkidev, "validate", spec, "--json"]
+    return {
+        "wall_s": wall,
+        "cli_s": _min_wall(cli, dict(os.environ), 1),
+        "cli_workers2_s": _min_wall([*cli, "--workers", "2"], dict(os.environ), 1),
+    }
 
 
 def measure_analyze_1m() -> dict:
