@@ -134,6 +134,22 @@ def plan_transfer(ins: Instruction, trace: Trace, hw: Target) -> Transfer:
     return plan(ins, _label(src, trace), _label(dst, trace), rec.name if rec is not None else "", hw)
 
 
+def plan_key(ins, source: str, dest: str, variable: str) -> tuple:
+    """Everything `plan` reads: instructions with equal keys have equal transfers (a loop over tiles at
+    different offsets of a tensor has one)."""
+    layouts = tuple((a.buffer, a.nbytes, a.contiguous_bytes, a.partition_start, a.partitions) for a in (*ins.reads, ins.writes[0]))
+    return (
+        ins.opcode,
+        ins.attrs.get("dge_mode", "unknown"),
+        bool(ins.attrs.get("transpose")),
+        len(ins.reads),
+        layouts,
+        source,
+        dest,
+        variable,
+    )
+
+
 def plan(ins, source: str, dest: str, variable: str, hw: Target) -> Transfer:
     """The transfer of a DMA instruction (a row or a trace Form: its layouts are all this reads) whose HBM
     side is the tensor `variable`, labelled `source` -> `dest`."""

@@ -35,7 +35,7 @@ import numpy as np
 from nkidev import heap
 from nkidev.costmodel.buffers import reuse_edge_arrays
 from nkidev.costmodel.deps import Deps, dependencies
-from nkidev.costmodel.dma import Transfer, label, plan
+from nkidev.costmodel.dma import Transfer, label, plan, plan_key
 from nkidev.costmodel.durations import (
     DMA_TRIGGER,
     LOAD_STATIONARY,
@@ -139,14 +139,18 @@ class _Plan:
         renumber[order] = np.arange(len(order))
         self.plan_code = renumber[inverse.reshape(-1)] if len(dma) else np.zeros(0, np.int64)
         self.plans: list[Transfer] = []
+        same: dict[tuple, Transfer] = {}
         for u in uniq[order]:
             f = forms[int(u[0])]
             src = f.reads[0] if f.reads else f.writes[0]
             dst = f.writes[0]
             s_kind = strings[u[1]] if u[1] >= 0 else "internal"
             d_kind = strings[u[2]] if u[2] >= 0 else "internal"
-            variable = strings[u[3]] if u[3] >= 0 else ""
-            self.plans.append(plan(f, label(src.buffer, s_kind), label(dst.buffer, d_kind), variable, hw))
+            names = (label(src.buffer, s_kind), label(dst.buffer, d_kind), strings[u[3]] if u[3] >= 0 else "")
+            key = plan_key(f, *names)
+            if key not in same:
+                same[key] = plan(f, *names, hw)
+            self.plans.append(same[key])
         self.transfer_index = np.full(self.n, -1, dtype=np.int64)
         self.transfer_index[dma] = np.arange(len(dma))
         self.transfer_of = _as_array(self.transfer_index, "q")  # the event loop's copy

@@ -4,8 +4,9 @@ single child would have returned.
 Worker k checks the cases whose index is k modulo n (`validate(shard=(k, n))`), each in its own isolated
 process with the same time and memory limits as a single run (so N workers may use N times the memory).
 Every worker loads the task file, builds all cases and scans the kernel's source; only the per-case work is
-split (so a `cases()` that draws unseeded random numbers gives each worker its own draws, as two runs would). Case lines stream as each worker decides them, so they may arrive out of index order; the merged
-result lists cases in index order, with cheats, warnings and notes in the order one process would give.
+split (so a `cases()` that draws unseeded random numbers gives each worker its own draws, as two runs would).
+Case lines stream as each worker decides them, so they may arrive out of index order; the merged result lists
+cases in index order, with cheats, warnings and notes in the order one process would give.
 If workers fail, the error is the one a single process would have hit first: that of the lowest case.
 """
 
