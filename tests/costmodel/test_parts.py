@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nkidev.costmodel.buffers import reuse_edges
-from nkidev.costmodel.dma import descriptor_ns, plan_transfer
+from nkidev.costmodel.dma import descriptor_ns, plan, plan_key, plan_transfer
 from nkidev.costmodel.intervals import merge, merged_length
 from nkidev.emulator.ops import OPS
 from nkidev.hardware import get_target
@@ -30,6 +30,21 @@ def test_dma_plan_descriptor_size_and_engines():
     assert plan.engines == tuple(range(16)) and set(plan.packet_bytes) == {8 * 1024}
     assert (plan.queue, plan.source, plan.dest, plan.op, plan.variable) == ("qSyncIO0", "[[INPUT]]", "[[SB]]", "read", "x")
     assert plan.hbm_read == 128 * 1024 and plan.hbm_write == 0
+
+
+def test_dma_plans_are_shared_by_tiles_at_other_offsets_only():
+    b = TraceBuilder()
+    x = b.tensor("x", "hbm", (128, 4096), kind="input")
+    t = b.tensor("t", "sbuf", (128, 512))
+    first = b.dma(b.access(t, "dst"), b.access(x, "src", cols=(0, 512)))
+    later = b.dma(b.access(t, "dst"), b.access(x, "src", cols=(2048, 2560)))  # same sizes, another offset
+    half = b.dma(b.access(t, "dst", rows=(0, 64)), b.access(x, "src", rows=(0, 64), cols=(0, 512)))  # 64 partitions
+    ins = b.trace.instructions
+    names = ("[[INPUT]]", "[[SB]]", "x")
+    assert plan_key(ins[first], *names) == plan_key(ins[later], *names) != plan_key(ins[half], *names)
+    assert plan_key(ins[first], *names) != plan_key(ins[first], "[[INPUT]]", "[[SB]]", "y")  # the profile's label
+    hw = get_target("trn2")
+    assert plan(ins[first], *names, hw) == plan(ins[later], *names, hw) != plan(ins[half], *names, hw)
 
 
 def test_small_descriptors_are_slower_per_byte():
