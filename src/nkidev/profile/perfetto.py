@@ -4,6 +4,11 @@ One process per NeuronCore; tracks: Tensor (MATMUL), Tensor LDWEIGHTS (LoadStati
 background of the previous MATMUL, so it gets its own track), Vector, Scalar, GpSimd, Sync, one track
 per DMA queue (more lanes when transfers overlap) and one per DMA engine (its packets). Slices carry
 the opcode as name and the kernel source line, nki.isa call and operands in args.
+
+The events are built from the table columns a chunk of rows at a time, with Arrow string kernels: no Python
+object per event. The text is what `json.dumps(event, separators=(",", ":"))` gives each event dict (floats as
+`repr`, strings as `json.dumps`), so trace.json stays the same bytes whichever way it is built
+(tests/profile/test_perfetto.py compares it with a per-event builder).
 """
 
 from __future__ import annotations
@@ -13,151 +18,331 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 MAX_PACKET_EVENTS = 200_000  # above this the per-engine packet tracks are left out (the Parquet keeps them)
 MAX_LANES = 16
 _ENGINE_TRACKS = ("Tensor", "Tensor LDWEIGHTS", "Vector", "Scalar", "GpSimd", "Sync")
+CHUNK = 65_536  # events built and written at a time
+
+# json.dumps writes these characters of a string as they are (ensure_ascii escapes everything else)
+_PLAIN = r"^[ !#-\[\]-~]*$"
+# the text after the decimal point of repr(ns / 1000.0), by ns % 1000: ".5" for 500, ".0" for 0
+_FRACTION = pa.array(["." + (f"{r:03d}".rstrip("0") or "0") for r in range(1000)], pa.string())
+# below this |ns|, repr(ns / 1000.0) is the exact decimal (the doubles there are closer than 1e-3 apart)
+_EXACT_NS = 10**15
 
 
 class _Tracks:
-    """(core, track name) -> tid, with metadata events naming and ordering them (in the output's event list,
-    where the first slice of the track is)."""
+    """(core, track name) -> tid; a new track's metadata events (naming and ordering it) wait in `new` until
+    the caller writes them, just before the track's first slice."""
 
-    def __init__(self, out):
-        self.out = out
+    def __init__(self):
         self.tids: dict[tuple[int, str], int] = {}
         self.cores: set[int] = set()
+        self.new: list[str] = []
 
     def tid(self, core: int, name: str) -> int:
         key = (core, name)
         if key not in self.tids:
             if core not in self.cores:
                 self.cores.add(core)
-                self.out.add({"name": "process_name", "ph": "M", "pid": core, "args": {"name": f"NeuronCore {core}"}})
-                self.out.add({"name": "process_sort_index", "ph": "M", "pid": core, "args": {"sort_index": core}})
+                self._meta({"name": "process_name", "ph": "M", "pid": core, "args": {"name": f"NeuronCore {core}"}})
+                self._meta({"name": "process_sort_index", "ph": "M", "pid": core, "args": {"sort_index": core}})
             tid = len(self.tids) + 1
             self.tids[key] = tid
-            self.out.add({"name": "thread_name", "ph": "M", "pid": core, "tid": tid, "args": {"name": name}})
-            self.out.add({"name": "thread_sort_index", "ph": "M", "pid": core, "tid": tid, "args": {"sort_index": tid}})
+            self._meta({"name": "thread_name", "ph": "M", "pid": core, "tid": tid, "args": {"name": name}})
+            self._meta({"name": "thread_sort_index", "ph": "M", "pid": core, "tid": tid, "args": {"sort_index": tid}})
         return self.tids[key]
 
+    def _meta(self, event: dict) -> None:
+        self.new.append(json.dumps(event, separators=(",", ":")))
 
-CHUNK = 65_536  # events built and encoded at a time
+    def take_new(self) -> list[str]:
+        new, self.new = self.new, []
+        return new
+
+    def of_rows(self, core: np.ndarray, code: np.ndarray, names: list[str]) -> tuple[np.ndarray, list[tuple[int, list[str]]]]:
+        """The tid of each row's track (core, names[code]), tracks numbered in order of first use, and the
+        metadata events of the tracks these rows use first, each with the row they go before."""
+        if not len(code):
+            return np.zeros(0, np.int64), []
+        key = core.astype(np.int64) * len(names) + code
+        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        tid = np.empty(len(uniq), dtype=np.int64)
+        inserts = []
+        for j in np.argsort(first, kind="stable").tolist():
+            c, n = divmod(int(uniq[j]), len(names))
+            tid[j] = self.tid(c, names[n])
+            if self.new:
+                inserts.append((int(first[j]), self.take_new()))
+        return tid[inverse.reshape(-1)], inserts
+
+
+class _Output:
+    """trace.json written as it is built: `{"traceEvents":[...],...}`; events arrive as Arrow string arrays,
+    each value one event with a leading comma."""
+
+    def __init__(self, f):
+        self.f = f
+        self.first = True
+        f.write(b'{"traceEvents":[')
+
+    def _write(self, data) -> None:
+        if self.first and len(data):
+            data = data[1:]  # the first event has no comma before it
+            self.first = False
+        self.f.write(data)
+
+    def meta(self, events: list[str]) -> None:
+        for text in events:
+            self._write(("," + text).encode())
+
+    def events(self, texts: pa.Array, inserts: list[tuple[int, list[str]]] = ()) -> None:
+        """Write the events `texts`, with each (row, metadata events) of `inserts` before that row."""
+        if not len(texts):
+            for _, meta in inserts:
+                self.meta(meta)
+            return
+        offsets = np.frombuffer(texts.buffers()[1], dtype=np.int32)[texts.offset : texts.offset + len(texts) + 1]
+        data = memoryview(texts.buffers()[2])
+        lo = 0
+        for row, meta in [*inserts, (len(texts), [])]:
+            if row > lo:
+                self._write(data[offsets[lo] : offsets[row]])
+            self.meta(meta)
+            lo = max(lo, row)
+
+    def close(self, title: str) -> None:
+        self.f.write(('],"displayTimeUnit":"ns","otherData":' + json.dumps({"title": title}, separators=(",", ":")) + "}").encode())
 
 
 def _chunks(table, names: list[str], rows=None):
-    """Dicts of column lists for consecutive pieces of `table` (a pa.Table or LazyTable), optionally in the
+    """Dicts of Arrow columns for consecutive pieces of `table` (a pa.Table or LazyTable), optionally in the
     order of `rows`."""
     n = table.num_rows if rows is None else len(rows)
     for lo in range(0, n, CHUNK):
-        if rows is None:
-            idx = np.arange(lo, min(n, lo + CHUNK), dtype=np.int64)
-        else:
-            idx = rows[lo : lo + CHUNK]
-        part = table.take(pa.array(idx)).select(names) if isinstance(table, pa.Table) else table.take(idx, names)
-        yield {name: part.column(name).to_pylist() for name in names}
+        idx = np.arange(lo, min(n, lo + CHUNK), dtype=np.int64) if rows is None else rows[lo : lo + CHUNK]
+        part = table.select(names).take(pa.array(idx)) if isinstance(table, pa.Table) else table.take(idx, names)
+        yield {name: part.column(name).combine_chunks() for name in names}
 
 
-class _Json:
-    """JSON text of values, cached: a profile repeats a few thousand distinct strings millions of times."""
-
-    def __init__(self):
-        self.cache: dict = {}
-
-    def __call__(self, value) -> str:
-        text = self.cache.get(value)
-        if text is None:
-            text = self.cache[value] = json.dumps(value)
-        return text
+def _ints(values: pa.Array) -> np.ndarray:
+    """An integer column as int64 (nulls as 0, as the per-event builder's `value or 0`)."""
+    return values.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
-# Each event is one f-string with the layout json.dumps(..., separators=(",", ":")) gives the equivalent dict
-# (floats and ints as repr, strings through json.dumps), so trace.json is the same text it always was, written
-# several times faster than building dicts to encode.
+def _int_text(values) -> pa.Array:
+    """str() of each integer; null -> null (JSON)."""
+    arr = values if isinstance(values, pa.Array) else pa.array(values, pa.int64())
+    return pc.cast(arr, pa.string()).fill_null("null")
+
+
+def _us(ns: np.ndarray) -> pa.Array:
+    """repr(n / 1000.0) of each integer n (ns -> µs as JSON), without a Python float per value."""
+    n = np.asarray(ns, dtype=np.int64)
+    if not len(n):
+        return pa.array([], pa.string())
+    magnitude = np.abs(n)
+    if int(magnitude.max()) >= _EXACT_NS:
+        return pa.array([repr(v / 1000.0) for v in n.tolist()], pa.string())
+    whole, rest = np.divmod(magnitude, 1000)
+    text = pc.binary_join_element_wise(pc.cast(pa.array(whole), pa.string()), _FRACTION.take(pa.array(rest)), "")
+    negative = n < 0
+    if negative.any():
+        text = pc.if_else(pa.array(negative), pc.binary_join_element_wise("-", text, ""), text)
+    return text
+
+
+def _quoted(values: pa.Array) -> pa.Array:
+    """json.dumps of each string (null -> null), computed once per distinct value."""
+    enc = values.cast(pa.string()).dictionary_encode()
+    distinct = enc.dictionary
+    if pc.all(pc.match_substring_regex(distinct, _PLAIN)).as_py() is not False:
+        text = pc.binary_join_element_wise('"', distinct, '"', "")
+    else:
+        text = pa.array([json.dumps(v) for v in distinct.to_pylist()], pa.string())
+    return text.take(enc.indices).fill_null("null")
+
+
+def _pair_text(a: pa.Array, b: pa.Array, fmt) -> pa.Array:
+    """json.dumps(fmt(x, y)) for each row's (x, y) (None for nulls), computed once per distinct pair."""
+    ea, eb = a.dictionary_encode(), b.dictionary_encode()
+    va, vb = ea.dictionary.to_pylist() + [None], eb.dictionary.to_pylist() + [None]
+    ca = ea.indices.fill_null(len(va) - 1).to_numpy(zero_copy_only=False).astype(np.int64)
+    cb = eb.indices.fill_null(len(vb) - 1).to_numpy(zero_copy_only=False).astype(np.int64)
+    uniq, inverse = np.unique(ca * len(vb) + cb, return_inverse=True)
+    texts = [json.dumps(fmt(va[k // len(vb)], vb[k % len(vb)])) for k in uniq.tolist()]
+    return pa.array(texts, pa.string()).take(pa.array(inverse.reshape(-1)))
+
+
+def _join(*parts) -> pa.Array:
+    """Each row's parts (Arrow string arrays and str constants) joined; constants are passed as arrays, which
+    Arrow's kernel joins about twice as fast as broadcast scalars."""
+    n = next(len(p) for p in parts if not isinstance(p, str))
+    return pc.binary_join_element_wise(*(_repeat(p, n) if isinstance(p, str) else p for p in parts), "")
+
+
+def _repeat(text: str, n: int) -> pa.Array:
+    """A string array of `n` copies of `text`, made from its buffers."""
+    data = text.encode()
+    offsets = np.arange(0, (n + 1) * len(data), len(data) or 1, dtype=np.int32)[: n + 1] if data else np.zeros(n + 1, np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data * n))
 
 
 def _instruction_events(ins, tracks: _Tracks, out: _Output) -> None:
     names = ["id", "engine", "opcode", "start_ts", "duration_ns", "pcore_idx", "compiler_opcode", "nki_source_location", "operands"]
     names += ["evt_wait_time_ns", "bir_id"]
-    js = _Json()
     for c in _chunks(ins, names):
-        events = out.events
-        ids, engines, opcodes, starts, durs = c["id"], c["engine"], c["opcode"], c["start_ts"], c["duration_ns"]
-        cores, nki, src, ops = c["pcore_idx"], c["compiler_opcode"], c["nki_source_location"], c["operands"]
-        wait, bir = c["evt_wait_time_ns"], c["bir_id"]
-        for k in range(len(ids)):
-            engine, opcode = engines[k], opcodes[k]
-            if opcode == "DMA_TRIGGER" and engine != "GpSimd":
-                continue  # static/hardware DGE triggers are drawn as their DMA queue's transfers
-            track = "Tensor LDWEIGHTS" if opcode == "LDWEIGHTS" else engine
-            core = cores[k] or 0
-            tid = tracks.tid(core, track)
-            w = wait[k]
-            events.append(
-                f'{{"name":{js(opcode)},"cat":{js(engine)},"ph":"X","ts":{starts[k] / 1000.0!r},"dur":{durs[k] / 1000.0!r},'
-                f'"pid":{core},"tid":{tid},"args":{{"id":{ids[k]},"nki":{js(nki[k])},"source":{js(src[k])},'
-                f'"operands":{js(ops[k])},"wait_ns":{"null" if w is None else w},"bir_id":{js(bir[k])}}}}}'
-            )
-        out.flush()
+        engine, opcode = c["engine"], c["opcode"]
+        # static/hardware DGE triggers are drawn as their DMA queue's transfers
+        trigger = pc.fill_null(pc.and_(pc.equal(opcode, "DMA_TRIGGER"), pc.not_equal(engine, "GpSimd")), False)
+        keep = pc.invert(trigger)
+        c = {k: v.filter(keep) for k, v in c.items()}
+        engine, opcode = c["engine"], c["opcode"]
+        core = _ints(c["pcore_idx"])
+        track = pc.if_else(pc.fill_null(pc.equal(opcode, "LDWEIGHTS"), False), "Tensor LDWEIGHTS", engine)
+        enc = track.dictionary_encode()
+        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        tid, inserts = tracks.of_rows(core, codes, [str(x) for x in enc.dictionary.to_pylist()])
+        text = _join(
+            ',{"name":',
+            _quoted(opcode),
+            ',"cat":',
+            _quoted(engine),
+            ',"ph":"X","ts":',
+            _us(_ints(c["start_ts"])),
+            ',"dur":',
+            _us(_ints(c["duration_ns"])),
+            ',"pid":',
+            _int_text(core),
+            ',"tid":',
+            _int_text(tid),
+            ',"args":{"id":',
+            _int_text(c["id"]),
+            ',"nki":',
+            _quoted(c["compiler_opcode"]),
+            ',"source":',
+            _quoted(c["nki_source_location"]),
+            ',"operands":',
+            _quoted(c["operands"]),
+            ',"wait_ns":',
+            _int_text(c["evt_wait_time_ns"]),
+            ',"bir_id":',
+            _quoted(c["bir_id"]),
+            "}}",
+        )
+        out.events(text, inserts)
+
+
+def _lanes(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """The lane of each transfer (rows in start order) on its queue's track: the first lane free at its start,
+    a new one (up to MAX_LANES) when none is, else the one that frees first. A queue whose transfers never
+    overlap keeps lane 0 (checked with NumPy; the exact walk runs only for queues that overlap)."""
+    lane = np.zeros(len(start), dtype=np.int64)
+    by_group = np.argsort(group, kind="stable")
+    bounds = np.flatnonzero(np.diff(group[by_group])) + 1
+    for rows in np.split(by_group, bounds):
+        s, e = start[rows], end[rows]
+        if len(rows) < 2 or (s[1:] >= np.maximum.accumulate(e[:-1])).all():
+            continue
+        ends: list[int] = []
+        out = []
+        for begin, finish in zip(s.tolist(), e.tolist()):
+            if ends and ends[0] <= begin:
+                k = 0
+            else:
+                k = next((j for j, x in enumerate(ends) if x <= begin), None)
+                if k is None:
+                    k = len(ends) if len(ends) < MAX_LANES else min(range(len(ends)), key=ends.__getitem__)
+                    if k == len(ends):
+                        ends.append(0)
+            ends[k] = finish
+            out.append(k)
+        lane[rows] = out
+    return lane
 
 
 def _transfer_events(dpa, tracks: _Tracks, out: _Output, sources: np.ndarray, locations: list) -> None:
     names = ["id", "start_ts", "end_ts", "pcore_idx", "queue_name", "variable", "op", "transfer_bytes", "source", "dest"]
     names += ["trigger"]
     starts = _column(dpa, "start_ts")
-    order = np.argsort(starts, kind="stable")  # sorted(range(n), key=start): stable too
-    lanes: dict[tuple[int, str], list[int]] = {}
-    where_text = [json.dumps(x) for x in locations] + ["null"]  # sources code -1 -> null
-    texts: dict[tuple, str] = {}  # (op, variable) and (source, dest) -> their JSON
+    order = np.argsort(starts, kind="stable")
+    # the lane of each transfer on its queue's track depends on all earlier ones: placed first, for the whole table
+    cols = list(_chunks(dpa, ["end_ts", "pcore_idx", "queue_name"], order))
+    end = np.concatenate([_ints(c["end_ts"]) for c in cols]) if cols else np.zeros(0, np.int64)
+    core = np.concatenate([_ints(c["pcore_idx"]) for c in cols]) if cols else np.zeros(0, np.int64)
+    queue = pa.chunked_array([c["queue_name"] for c in cols], pa.string()).combine_chunks().dictionary_encode() if cols else None
+    del cols
+    if queue is None:
+        return
+    queues = [str(q) for q in queue.dictionary.to_pylist()]
+    q_code = queue.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    start = starts[order].astype(np.int64)
+    lane = _lanes(start, end, core * max(len(queues), 1) + q_code)
+    track_names = [q if k == 0 else f"{q} #{k}" for q in queues for k in range(MAX_LANES)]
+    where_text = pa.array([json.dumps(x) for x in locations] + ["null"], pa.string())  # sources code -1 -> null
     done = 0
     for c in _chunks(dpa, names, order):
-        events = out.events
-        ids, st, en, cores, queues = c["id"], c["start_ts"], c["end_ts"], c["pcore_idx"], c["queue_name"]
-        ops, variables, src_mem, dst_mem = c["op"], c["variable"], c["source"], c["dest"]
-        nbytes, trigger = c["transfer_bytes"], c["trigger"]
-        where = sources[order[done : done + len(ids)]].tolist()
-        for k in range(len(ids)):
-            core = cores[k] or 0
-            start, end = st[k], en[k]
-            ends = lanes.setdefault((core, queues[k]), [])
-            if ends and ends[0] <= start:
-                lane = 0
-            else:
-                lane = next((j for j, e in enumerate(ends) if e <= start), None)
-                if lane is None:
-                    lane = len(ends) if len(ends) < MAX_LANES else min(range(len(ends)), key=ends.__getitem__)
-                    if lane == len(ends):
-                        ends.append(0)
-            ends[lane] = end
-            tid = tracks.tid(core, queues[k] if lane == 0 else f"{queues[k]} #{lane}")
-            key = (ops[k], variables[k])
-            label = texts.get(key) or texts.setdefault(key, json.dumps(f"{key[0]} {key[1]}"))
-            key = (src_mem[k], dst_mem[k], None)
-            path = texts.get(key) or texts.setdefault(key, json.dumps(f"{key[0]} -> {key[1]}"))
-            t = trigger[k] or 0
-            events.append(
-                f'{{"name":{label},"cat":"DMA","ph":"X","ts":{start / 1000.0!r},"dur":{(end - start) / 1000.0!r},"pid":{core},'
-                f'"tid":{tid},"args":{{"dma_id":{ids[k]},"bytes":{nbytes[k]},"path":{path},'
-                f'"source":{where_text[where[k]]},"triggered_at_us":{t / 1000.0!r}}}}}'
-            )
-        done += len(ids)
-        out.flush()
+        n = len(c["id"])
+        sl = slice(done, done + n)
+        tid, inserts = tracks.of_rows(core[sl], q_code[sl] * MAX_LANES + lane[sl], track_names)
+        label = _pair_text(c["op"], c["variable"], lambda op, var: f"{op} {var}")
+        path = _pair_text(c["source"], c["dest"], lambda src, dst: f"{src} -> {dst}")
+        where = sources[order[sl]]
+        text = _join(
+            ',{"name":',
+            label,
+            ',"cat":"DMA","ph":"X","ts":',
+            _us(start[sl]),
+            ',"dur":',
+            _us(end[sl] - start[sl]),
+            ',"pid":',
+            _int_text(core[sl]),
+            ',"tid":',
+            _int_text(tid),
+            ',"args":{"dma_id":',
+            _int_text(c["id"]),
+            ',"bytes":',
+            _int_text(c["transfer_bytes"]),
+            ',"path":',
+            path,
+            ',"source":',
+            where_text.take(pa.array(np.where(where < 0, len(where_text) - 1, where))),
+            ',"triggered_at_us":',
+            _us(_ints(c["trigger"])),
+            "}}",
+        )
+        out.events(text, inserts)
+        done += n
 
 
 def _packet_events(pk, tracks: _Tracks, out: _Output) -> None:
     names = ["start_ts", "duration_ns", "pcore_idx", "engine_idx", "variable", "transfer_bytes", "packet_aggregation_id"]
-    js = _Json()
     for c in _chunks(pk, names):
-        events = out.events
-        for k in range(len(c["start_ts"])):
-            core = c["pcore_idx"][k] or 0
-            tid = tracks.tid(core, f"DMA engine {c['engine_idx'][k]:02d}")
-            events.append(
-                f'{{"name":{js(c["variable"][k] or "packet")},"cat":"DMA packet","ph":"X","ts":{c["start_ts"][k] / 1000.0!r},'
-                f'"dur":{c["duration_ns"][k] / 1000.0!r},"pid":{core},"tid":{tid},'
-                f'"args":{{"bytes":{c["transfer_bytes"][k]},"dma_id":{c["packet_aggregation_id"][k]}}}}}'
-            )
-        out.flush()
+        engine = _ints(c["engine_idx"])
+        engines, code = np.unique(engine, return_inverse=True)
+        tid, inserts = tracks.of_rows(_ints(c["pcore_idx"]), code.reshape(-1), [f"DMA engine {e:02d}" for e in engines.tolist()])
+        variable = c["variable"]
+        named = pc.if_else(pc.fill_null(pc.not_equal(variable, ""), False), variable, "packet")
+        text = _join(
+            ',{"name":',
+            _quoted(named),
+            ',"cat":"DMA packet","ph":"X","ts":',
+            _us(_ints(c["start_ts"])),
+            ',"dur":',
+            _us(_ints(c["duration_ns"])),
+            ',"pid":',
+            _int_text(_ints(c["pcore_idx"])),
+            ',"tid":',
+            _int_text(tid),
+            ',"args":{"bytes":',
+            _int_text(c["transfer_bytes"]),
+            ',"dma_id":',
+            _int_text(c["packet_aggregation_id"]),
+            "}}",
+        )
+        out.events(text, inserts)
 
 
 def _column(table, name: str) -> np.ndarray:
@@ -165,40 +350,17 @@ def _column(table, name: str) -> np.ndarray:
     return col.to_numpy(zero_copy_only=False) if len(col) else np.zeros(0, np.int64)
 
 
-class _Output:
-    """trace.json written as it is built: `{"traceEvents":[...],...}`, a chunk of events (JSON texts) at a time."""
-
-    def __init__(self, f):
-        self.f = f
-        self.events: list[str] = []
-        self.first = True
-        f.write('{"traceEvents":[')
-
-    def add(self, event: dict) -> None:
-        self.events.append(json.dumps(event, separators=(",", ":")))
-
-    def flush(self) -> None:
-        if self.events:
-            text = ",".join(self.events)
-            self.f.write(text if self.first else "," + text)
-            self.first = False
-            self.events = []
-
-    def close(self, title: str) -> None:
-        self.flush()
-        self.f.write('],"displayTimeUnit":"ns","otherData":' + json.dumps({"title": title}, separators=(",", ":")) + "}")
-
-
 def write_trace(path: Path, tables: dict, title: str) -> bool:
     """Write trace.json; returns False when the packet tracks were left out (too many packets)."""
     ins = tables["Instruction"]
-    with open(path, "w") as f:
+    with open(path, "wb") as f:
         out = _Output(f)
-        tracks = _Tracks(out)
+        tracks = _Tracks()
         cores = np.unique(np.nan_to_num(_column(ins, "pcore_idx").astype(np.float64))).astype(np.int64).tolist() if ins.num_rows else []
         for core in sorted(cores) or [0]:
             for name in _ENGINE_TRACKS:
                 tracks.tid(core or 0, name)
+        out.meta(tracks.take_new())
         _instruction_events(ins, tracks, out)
         dpa, flow = tables["DmaPacketAggregated"], tables["Flow"]
         # the source line of each transfer: the location of the instruction row that triggered it

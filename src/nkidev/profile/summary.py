@@ -44,10 +44,10 @@ def _col(table, name: str) -> np.ndarray:
             out.append(chunk)
             continue
         chunk = _arrow(chunk)
-        if not pa.types.is_string(chunk.type):
+        if not (pa.types.is_string(chunk.type) or pa.types.is_dictionary(chunk.type)):
             out.append(chunk.to_numpy(zero_copy_only=False))
             continue
-        codes = chunk.dictionary_encode()
+        codes = chunk.dictionary_encode()  # a dictionary array (LazyTable pieces of strings) is its own
         values = np.array(codes.dictionary.to_pylist() + [None], dtype=object)
         out.append(values[codes.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)])
     return np.concatenate(out) if out else np.array([], dtype=object)

@@ -107,6 +107,14 @@ class LazyTable:
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
 
 
+def gather(values: pa.Array, codes: pa.Array) -> pa.Array:
+    """`values.take(codes)`; for strings a dictionary array over `values` instead (no copy of the text: readers
+    that count or compare strings use the codes, and `LazyTable.take` casts it to the schema's plain string)."""
+    if pa.types.is_string(values.type):
+        return pa.DictionaryArray.from_arrays(codes.cast(pa.int32()), values)
+    return values.take(codes)
+
+
 def ns(values) -> np.ndarray:
     """Float ns -> int64 ns (rounded)."""
     return np.rint(np.asarray(values, dtype=np.float64)).astype(np.int64)
@@ -329,7 +337,7 @@ class _InstructionRows:
         wanted = set(names)
         take = pa.array(self.cls[r])
         for name in wanted & self.class_values.keys():
-            out[name] = self.class_values[name].take(take)
+            out[name] = gather(self.class_values[name], take)
         if wanted & {"dma_trigger_start_ts", "dma_trigger_end_ts", "dma_wait_time_ns"}:
             k = self.transfer[r]
             dma = k >= 0
@@ -347,17 +355,17 @@ class _InstructionRows:
             "pcore_idx": lambda: cols.program[i],
             "id": lambda: r,
             "pc": lambda: np.asarray(rows.pc)[r],
-            "compiler_opcode": lambda: self.nki.take(pa.array(cols.form[i])),
+            "compiler_opcode": lambda: gather(self.nki, pa.array(cols.form[i])),
             "compiler_pc": lambda: ids,
             "bir_id": lambda: pa.array(ids).cast(pa.string()),
             "raw_bir_id": lambda: ids,
             "bir_instruction_name": lambda: pc.binary_join_element_wise(
                 self.nki.take(pa.array(cols.form[i])), pa.array(ids).cast(pa.string()), "-"
             ),
-            "kernel_instruction_name": lambda: self.nki.take(pa.array(cols.form[i])),
+            "kernel_instruction_name": lambda: gather(self.nki, pa.array(cols.form[i])),
             "evt_wait_time_ns": lambda: ns(rows.wait[r]),
-            "nki_source_location": lambda: self.locations.take(pa.array(cols.location[i])),
-            "bir_debug_info_source_location": lambda: self.locations.take(pa.array(cols.location[i])),
+            "nki_source_location": lambda: gather(self.locations, pa.array(cols.location[i])),
+            "bir_debug_info_source_location": lambda: gather(self.locations, pa.array(cols.location[i])),
             "spill_save_bytes": lambda: np.zeros(len(r), dtype=np.int64),
             "spill_reload_bytes": lambda: np.zeros(len(r), dtype=np.int64),
             "weight_queue_bytes": lambda: np.zeros(len(r), dtype=np.int64),
@@ -461,7 +469,7 @@ class _Transfers:
 
     def build_dpa(self, r: np.ndarray, names: Sequence[str]) -> dict:
         take = pa.array(self.code[r])
-        out = {name: self.per_plan[name].take(take) for name in names if name in self.per_plan}
+        out = {name: gather(self.per_plan[name], take) for name in names if name in self.per_plan}
         start, end = self.start[r], self.end[r]
         nbytes = np.asarray(self.per_plan["transfer_bytes"].take(take)) if "throughput" in names else None
         simple = {
@@ -506,8 +514,11 @@ class _Packets:
         pk, tr = self.pk, self.tr
         t = np.asarray(pk.transfer[r], dtype=np.int64)
         take = pa.array(tr.code[t]) if len(t) else pa.array([], pa.int64())
-        engine, nbytes, end = pk.at(r)
-        start, end = ns(pk.start[r]), ns(end)
+        wanted = set(names)
+        start = ns(pk.start[r])
+        if wanted & {"end_ts", "duration_ns", "engine_idx", "read_bytes", "write_bytes", "transfer_bytes", "throughput"}:
+            engine, nbytes, end = pk.at(r)  # computed from the plans: only when asked for
+            end = ns(end)
         simple = {
             "start_ts": lambda: start,
             "end_ts": lambda: end,
@@ -520,14 +531,14 @@ class _Packets:
             "write_bytes": lambda: nbytes,
             "transfer_bytes": lambda: nbytes,
             "throughput": lambda: nbytes / np.maximum(end - start, 1) * 1e9,
-            "queue_type": lambda: tr.per_plan["queue_type"].take(take),
-            "variable": lambda: tr.per_plan["variable"].take(take),
-            "queue_name": lambda: tr.per_plan["queue_name"].take(take),
+            "queue_type": lambda: gather(tr.per_plan["queue_type"], take),
+            "variable": lambda: gather(tr.per_plan["variable"], take),
+            "queue_name": lambda: gather(tr.per_plan["queue_name"], take),
             "pcore_idx": lambda: tr.program[t],
             "queue_idx": lambda: np.asarray(tr.per_plan["queue_idx"].take(take), dtype=np.int64),
             "crc": lambda: np.zeros(len(r), dtype=np.int64),
         }
-        return {name: simple[name]() for name in set(names) & simple.keys()}
+        return {name: simple[name]() for name in wanted & simple.keys()}
 
 
 def transfer_tables(tl: Timeline) -> dict[str, LazyTable]:
@@ -636,8 +647,9 @@ def dma_queues_table(tl: Timeline) -> pa.Table:
     plans = tr.plans if tr.plans is not None else tr.plan
     code = tr.plan_code if tr.plan_code is not None else np.arange(len(tr))
     programs = tl.trace.columns().program.astype(np.int64)[np.asarray(tr.ins, dtype=np.int64)]
-    pairs = np.unique(np.stack([programs, code], axis=1), axis=0) if len(tr) else np.zeros((0, 2), np.int64)
-    used = sorted({(int(p), plans[int(c)].queue) for p, c in pairs})
+    n_plans = max(len(plans), 1)
+    pairs = np.unique(programs * n_plans + code) if len(tr) else np.zeros(0, np.int64)  # one int per (core, plan)
+    used = sorted({(p, plans[c].queue) for p, c in (divmod(int(k), n_plans) for k in pairs)})
     return to_table(
         "DmaQueuesInfo",
         {
