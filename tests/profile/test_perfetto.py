@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from nkidev.errors import NkiUsageError
 from nkidev.profile import perfetto, schema
 from nkidev.profile.api import profile
 from nkidev.profile.tables import to_table
@@ -155,3 +156,29 @@ def test_microseconds_are_python_float_repr():
     assert perfetto._us(ns).to_pylist() == [repr(v / 1000.0) for v in ns.tolist()]
     big = np.array([10**15, 2**62, -(2**61)], dtype=np.int64)  # past the exact range: repr itself
     assert perfetto._us(big).to_pylist() == [repr(v / 1000.0) for v in big.tolist()]
+
+
+def test_trace_modes(tmp_path, monkeypatch):
+    monkeypatch.setattr(perfetto, "MAX_PACKET_EVENTS", 10)  # the kernel has more packets than this
+    runs = {
+        mode: profile(K.matmul, *CASES[1], target="trn2", out=tmp_path / mode, compute=False, trace=mode) for mode in perfetto.TRACE_MODES
+    }
+    warnings = {}
+    for mode, r in runs.items():
+        rows = pq.read_table(Path(r.profile_dir) / "Warning.parquet").to_pydict()
+        warnings[mode] = [m for c, m in zip(rows["category"], rows["message"]) if c == "Trace"]
+
+    def packet_events(mode):
+        events = json.loads((Path(runs[mode].profile_dir) / schema.TRACE_FILE).read_text())["traceEvents"]
+        return sum(e.get("cat") == "DMA packet" for e in events)
+
+    packets = pq.read_metadata(Path(runs["auto"].profile_dir) / "DmaPacket.parquet").num_rows
+    assert packets > 10
+    assert packet_events("auto") == 0 and "leaves out the per-engine DMA packet tracks" in warnings["auto"][0]
+    assert packet_events("full") == packets and warnings["full"] == []
+    assert not (Path(runs["none"].profile_dir) / schema.TRACE_FILE).exists() and "--trace none" in warnings["none"][0]
+    assert len({r.total_time_ns for r in runs.values()}) == 1
+    with pytest.raises(NkiUsageError) as e:
+        profile(K.matmul, *CASES[1], target="trn2", out=tmp_path / "bad", compute=False, trace="some")
+    assert e.value.name == "err_invalid_argument" and "--trace" in str(e.value)
+    assert not (tmp_path / "bad").exists()

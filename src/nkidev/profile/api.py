@@ -25,6 +25,7 @@ from nkidev.emulator.location import is_internal, raised_in_nkidev
 from nkidev.errors import NkiError, NkiUsageError
 from nkidev.hardware import Target
 from nkidev.hardware.calibration import calibrated_target
+from nkidev.profile.perfetto import check_trace_mode
 from nkidev.profile.summary import kernel_time_ns
 from nkidev.profile.writer import build_tables, check_destination, write_profile
 from nkidev.taskfile import kernel_spec, load_task
@@ -80,6 +81,7 @@ def profile(
     progress: Callable[[dict], None] | None = None,
     calibration: str | None = None,
     kernel_info: dict | None = None,
+    trace: str = "auto",
     **kwargs,
 ) -> ProfileResult:
     """Run `kernel(*args, **kwargs)` on the emulator, predict its timeline on `target` and write a profile
@@ -87,12 +89,15 @@ def profile(
     (large shapes); `force=True` replaces an existing `out` if it is an nkidev profile; `kernel[2]` profiles an
     SPMD/LNC2 launch. `calibration`: a calibration file applied to the target ("default": the bundled one,
     "none": none; unset: $NKIDEV_CALIBRATION or the user config). `kernel_info` is stored as nkidev-kernel.json
-    (what `nkidev calibrate` re-simulates). Raises NkiUsageError for bad input (err_output_exists, err_not_writable before the kernel
-    runs) and NkiError (a named rule error, err_kernel_raised, or err_internal for an nkidev bug)."""
+    (what `nkidev calibrate` re-simulates). `trace`: what trace.json holds ("auto": the DMA packet tracks only
+    up to 200,000 packets, "full": always, "none": no trace.json). Raises NkiUsageError for bad input
+    (err_output_exists, err_not_writable, err_invalid_argument before the kernel runs) and NkiError (a named
+    rule error, err_kernel_raised, or err_internal for an nkidev bug)."""
     from nkidev.emulator.context import EmulatorOptions
     from nkidev.emulator.jit import as_kernel, run
 
     hw = calibrated_target(target, calibration)  # err_unknown_target / err_bad_calibration_file before any work
+    check_trace_mode(trace)
     k = as_kernel(kernel)
     dest = check_destination(out if out is not None else default_out(k.__name__), force)
     emit = progress or (lambda event: None)
@@ -107,8 +112,9 @@ def profile(
     timeline = schedule(result.trace, hw)
     notes = [] if compute else [("Simulation", "numerics skipped (--no-compute): outputs were not computed")]
     emit({"event": "stage", "stage": f"writing {dest}"})
-    tables = build_tables(timeline, notes)
-    write_profile(dest, tables, f"{k.__name__} on {hw.name} (nkidev cost model)", force=force, target=hw, kernel=kernel_info)
+    tables = build_tables(timeline, notes, trace)
+    title = f"{k.__name__} on {hw.name} (nkidev cost model)"
+    write_profile(dest, tables, title, force=force, target=hw, kernel=kernel_info, trace=trace)
     return _result(dest, k.__name__, timeline, tables, compute)
 
 
@@ -122,16 +128,19 @@ def profile_task(
     progress: Callable[[dict], None] | None = None,
     nki_version: str | None = None,
     calibration: str | None = None,
+    trace: str = "auto",
 ) -> ProfileResult:
     """Profile FILE::KERNEL (or FILE::KERNEL[grid], or with the task file's GRID) on input case `case` of `cases()`,
-    checked against `nki_version` (default: the task's NKI_VERSION, else $NKIDEV_NKI_VERSION, else the newest)."""
+    checked against `nki_version` (default: the task's NKI_VERSION, else $NKIDEV_NKI_VERSION, else the newest).
+    `trace`: what trace.json holds, as in `profile`."""
     with versions.scope(nki_version):
-        return _profile_task(spec, case, target, out, compute, force, progress, calibration)
+        return _profile_task(spec, case, target, out, compute, force, progress, calibration, trace)
 
 
-def _profile_task(spec, case, target, out, compute, force, progress, calibration=None) -> ProfileResult:
+def _profile_task(spec, case, target, out, compute, force, progress, calibration=None, trace="auto") -> ProfileResult:
     parsed = kernel_spec(spec)
     hw = calibrated_target(target, calibration)
+    check_trace_mode(trace)
     if out is not None:
         check_destination(out, force)
     if not isinstance(case, int) or isinstance(case, bool) or case < 0:
@@ -148,7 +157,9 @@ def _profile_task(spec, case, target, out, compute, force, progress, calibration
     if hw.calibration:
         info["calibration"] = hw.calibration
     with task.version_scope():
-        return profile(kernel, *cases[case], target=hw, out=out, compute=compute, force=force, progress=progress, kernel_info=info)
+        return profile(
+            kernel, *cases[case], target=hw, out=out, compute=compute, force=force, progress=progress, kernel_info=info, trace=trace
+        )
 
 
 def profile_task_data(spec: str, progress: Callable[[dict], None] | None = None, **options) -> dict:

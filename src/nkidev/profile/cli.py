@@ -50,6 +50,15 @@ def profile(
     nki_version: NkiVersionOption = None,
     calibration: CalibrationOption = None,
     no_compute: Annotated[bool, typer.Option("--no-compute", help="Skip the numerics, build only the trace (large shapes).")] = False,
+    trace: Annotated[
+        str,
+        typer.Option(
+            "--trace",
+            help="What trace.json (Perfetto) holds: auto = every track, the per-engine DMA packet tracks only up to 200,000 "
+            "packets; full = the packet tracks at any count (a million packets add ~130 MB); none = no trace.json. "
+            "The Parquet tables always have every event.",
+        ),
+    ] = "auto",
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing --out directory (only one that holds an nkidev profile).")
     ] = False,
@@ -66,10 +75,12 @@ def profile(
     The task file and the kernel run in an isolated child process stopped by --timeout / --memory; --out is
     checked (exists, writable) before the kernel runs."""
     from nkidev.cli_progress import run_isolated
+    from nkidev.profile.perfetto import check_trace_mode
     from nkidev.profile.writer import check_destination
     from nkidev.sandbox.limits import cli_limits
 
     limits = cli_limits(timeout, memory)
+    check_trace_mode(trace)
     if out is not None:
         check_destination(out, force)  # fail before starting anything
     options = {
@@ -80,6 +91,8 @@ def profile(
         "compute": not no_compute,
         "nki_version": nki_version,
     }
+    if trace != "auto":
+        options["trace"] = trace
     if calibration is not None:
         options["calibration"] = calibration
     function = "nkidev.profile.api:profile_task_data"

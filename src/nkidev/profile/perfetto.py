@@ -20,7 +20,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nkidev.errors import NkiUsageError
+
 MAX_PACKET_EVENTS = 200_000  # above this the per-engine packet tracks are left out (the Parquet keeps them)
+# what trace.json holds (`nkidev profile --trace`): every track, the packet tracks at any count, or no file
+TRACE_MODES = {
+    "auto": f"every track; the per-engine DMA packet tracks only up to {MAX_PACKET_EVENTS:,} packets",
+    "full": "every track, the DMA packet tracks at any count (a million packets add ~130 MB)",
+    "none": "no trace.json (the Parquet tables have every event)",
+}
 MAX_LANES = 16
 _ENGINE_TRACKS = ("Tensor", "Tensor LDWEIGHTS", "Vector", "Scalar", "GpSimd", "Sync")
 CHUNK = 65_536  # events built and written at a time
@@ -350,8 +358,21 @@ def _column(table, name: str) -> np.ndarray:
     return col.to_numpy(zero_copy_only=False) if len(col) else np.zeros(0, np.int64)
 
 
-def write_trace(path: Path, tables: dict, title: str) -> bool:
-    """Write trace.json; returns False when the packet tracks were left out (too many packets)."""
+def check_trace_mode(mode: str) -> str:
+    """`mode` if it is one of TRACE_MODES, else err_invalid_argument."""
+    if mode not in TRACE_MODES:
+        raise NkiUsageError("err_invalid_argument", f"--trace {mode!r}", f"pass --trace {' | '.join(TRACE_MODES)}")
+    return mode
+
+
+def with_packet_tracks(mode: str, packets: int) -> bool:
+    """Whether trace.json in `mode` draws the per-engine DMA packet tracks of `packets` packets."""
+    return mode == "full" or (mode == "auto" and packets <= MAX_PACKET_EVENTS)
+
+
+def write_trace(path: Path, tables: dict, title: str, mode: str = "auto") -> bool:
+    """Write trace.json (`mode`: "auto" or "full", see TRACE_MODES); returns False when the packet tracks
+    were left out."""
     ins = tables["Instruction"]
     with open(path, "wb") as f:
         out = _Output(f)
@@ -369,7 +390,7 @@ def write_trace(path: Path, tables: dict, title: str) -> bool:
             trigger[_column(flow, "out_id")] = _column(flow, "in_id")
         loc = _locations(ins, trigger)
         _transfer_events(dpa, tracks, out, *loc)
-        with_packets = tables["DmaPacket"].num_rows <= MAX_PACKET_EVENTS
+        with_packets = with_packet_tracks(mode, tables["DmaPacket"].num_rows)
         if with_packets:
             _packet_events(tables["DmaPacket"], tracks, out)
         out.close(title)

@@ -27,11 +27,12 @@ from nkidev.costmodel.timeline import Timeline
 from nkidev.errors import NkiUsageError
 from nkidev.hardware import Target
 from nkidev.profile import schema, summary, tables
-from nkidev.profile.perfetto import MAX_PACKET_EVENTS, write_trace
+from nkidev.profile.perfetto import check_trace_mode, with_packet_tracks, write_trace
 
 
-def build_tables(tl: Timeline, notes: list[tuple[str, str]] = ()) -> dict[str, pa.Table | tables.LazyTable]:
-    """All profile tables for one timeline (`notes`: extra Warning rows, (category, message)). The big ones
+def build_tables(tl: Timeline, notes: list[tuple[str, str]] = (), trace: str = "auto") -> dict[str, pa.Table | tables.LazyTable]:
+    """All profile tables for one timeline (`notes`: extra Warning rows, (category, message); `trace`: what
+    trace.json will hold, perfetto.TRACE_MODES, for the Warning rows that say what it leaves out). The big ones
     (Instruction, DmaPacketAggregated, DmaPacket, Flow) are `tables.LazyTable`s: built chunk by chunk when
     written or read (`.to_table()` materializes one)."""
     out = {"Instruction": tables.instruction_table(tl)}
@@ -52,7 +53,9 @@ def build_tables(tl: Timeline, notes: list[tuple[str, str]] = ()) -> dict[str, p
         )
     ]
     warnings += list(notes)
-    if len(tl.packets) > MAX_PACKET_EVENTS:
+    if check_trace_mode(trace) == "none":
+        warnings.append(("Trace", "no trace.json was written (--trace none); the Parquet tables have every event"))
+    elif len(tl.packets) and not with_packet_tracks(trace, len(tl.packets)):
         warnings.append(
             ("Trace", f"trace.json leaves out the per-engine DMA packet tracks ({len(tl.packets)} packets); DmaPacket.parquet has them all")
         )
@@ -135,11 +138,18 @@ def recover(path: Path) -> None:
 
 
 def write_profile(
-    path: Path, tables_: dict[str, pa.Table], title: str, force: bool = False, target: Target | None = None, kernel: dict | None = None
+    path: Path,
+    tables_: dict[str, pa.Table],
+    title: str,
+    force: bool = False,
+    target: Target | None = None,
+    kernel: dict | None = None,
+    trace: str = "auto",
 ) -> None:
-    """Write `<Table>.parquet` files, trace.json, (given `target`) hardware.json, the full hardware spec the
-    cost model used, and (given `kernel`) nkidev-kernel.json, what was profiled, into `path` (an existing `path`
-    is replaced only if `force` and it is an nkidev profile)."""
+    """Write `<Table>.parquet` files, trace.json (what `trace` says: perfetto.TRACE_MODES), (given `target`)
+    hardware.json, the full hardware spec the cost model used, and (given `kernel`) nkidev-kernel.json, what was
+    profiled, into `path` (an existing `path` is replaced only if `force` and it is an nkidev profile)."""
+    check_trace_mode(trace)
     path = check_destination(path, force)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_name(path, "new")
@@ -148,7 +158,8 @@ def write_profile(
         for name, table in tables_.items():
             _write_table(table, tmp / f"{name}.parquet")
             crash_point(f"table {name}")
-        write_trace(tmp / schema.TRACE_FILE, tables_, title)
+        if trace != "none":
+            write_trace(tmp / schema.TRACE_FILE, tables_, title, trace)
         if target is not None:
             (tmp / schema.HARDWARE_FILE).write_text(json.dumps(dataclasses.asdict(target), indent=1))
         if kernel is not None:
