@@ -127,12 +127,15 @@ class _Output:
 
 def _chunks(table, names: list[str], rows=None):
     """Dicts of Arrow columns for consecutive pieces of `table` (a pa.Table or LazyTable), optionally in the
-    order of `rows`."""
+    order of `rows`. A LazyTable's strings may come as dictionary arrays."""
     n = table.num_rows if rows is None else len(rows)
     for lo in range(0, n, CHUNK):
         idx = np.arange(lo, min(n, lo + CHUNK), dtype=np.int64) if rows is None else rows[lo : lo + CHUNK]
-        part = table.select(names).take(pa.array(idx)) if isinstance(table, pa.Table) else table.take(idx, names)
-        yield {name: part.column(name).combine_chunks() for name in names}
+        if isinstance(table, pa.Table):
+            part = table.select(names).take(pa.array(idx))
+            yield {name: part.column(name).combine_chunks() for name in names}
+        else:
+            yield {name: v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v for name, v in table.arrays(idx, names).items()}
 
 
 def _ints(values: pa.Array) -> np.ndarray:
@@ -163,8 +166,8 @@ def _us(ns: np.ndarray) -> pa.Array:
 
 
 def _quoted(values: pa.Array) -> pa.Array:
-    """json.dumps of each string (null -> null), computed once per distinct value."""
-    enc = values.cast(pa.string()).dictionary_encode()
+    """json.dumps of each string (null -> null), computed once per distinct value (per dictionary entry)."""
+    enc = values if pa.types.is_dictionary(values.type) else values.cast(pa.string()).dictionary_encode()
     distinct = enc.dictionary
     if pc.all(pc.match_substring_regex(distinct, _PLAIN)).as_py() is not False:
         text = pc.binary_join_element_wise('"', distinct, '"', "")
@@ -202,6 +205,7 @@ def _instruction_events(ins, tracks: _Tracks, out: _Output) -> None:
     names = ["id", "engine", "opcode", "start_ts", "duration_ns", "pcore_idx", "compiler_opcode", "nki_source_location", "operands"]
     names += ["evt_wait_time_ns", "bir_id"]
     for c in _chunks(ins, names):
+        c["engine"], c["opcode"] = c["engine"].cast(pa.string()), c["opcode"].cast(pa.string())
         engine, opcode = c["engine"], c["opcode"]
         # static/hardware DGE triggers are drawn as their DMA queue's transfers
         trigger = pc.fill_null(pc.and_(pc.equal(opcode, "DMA_TRIGGER"), pc.not_equal(engine, "GpSimd")), False)
@@ -278,12 +282,12 @@ def _transfer_events(dpa, tracks: _Tracks, out: _Output, sources: np.ndarray, lo
     order = np.argsort(starts, kind="stable")
     # the lane of each transfer on its queue's track depends on all earlier ones: placed first, for the whole table
     cols = list(_chunks(dpa, ["end_ts", "pcore_idx", "queue_name"], order))
-    end = np.concatenate([_ints(c["end_ts"]) for c in cols]) if cols else np.zeros(0, np.int64)
-    core = np.concatenate([_ints(c["pcore_idx"]) for c in cols]) if cols else np.zeros(0, np.int64)
-    queue = pa.chunked_array([c["queue_name"] for c in cols], pa.string()).combine_chunks().dictionary_encode() if cols else None
-    del cols
-    if queue is None:
+    if not cols:
         return
+    end = np.concatenate([_ints(c["end_ts"]) for c in cols])
+    core = np.concatenate([_ints(c["pcore_idx"]) for c in cols])
+    queue = pa.chunked_array([c["queue_name"].cast(pa.string()) for c in cols], pa.string()).combine_chunks().dictionary_encode()
+    del cols
     queues = [str(q) for q in queue.dictionary.to_pylist()]
     q_code = queue.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     start = starts[order].astype(np.int64)
@@ -331,7 +335,7 @@ def _packet_events(pk, tracks: _Tracks, out: _Output) -> None:
         engine = _ints(c["engine_idx"])
         engines, code = np.unique(engine, return_inverse=True)
         tid, inserts = tracks.of_rows(_ints(c["pcore_idx"]), code.reshape(-1), [f"DMA engine {e:02d}" for e in engines.tolist()])
-        variable = c["variable"]
+        variable = c["variable"].cast(pa.string())
         named = pc.if_else(pc.fill_null(pc.not_equal(variable, ""), False), variable, "packet")
         text = _join(
             ',{"name":',

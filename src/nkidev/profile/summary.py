@@ -35,22 +35,20 @@ def _arrow(chunk) -> pa.Array:
     return pa.array(chunk) if isinstance(chunk, np.ndarray) else chunk.combine_chunks() if isinstance(chunk, pa.ChunkedArray) else chunk
 
 
-def _col(table, name: str) -> np.ndarray:
-    """A column as a NumPy array; strings as an object array sharing one str per distinct value (a packet
-    table has millions of rows and a handful of queue names)."""
-    out = []
-    for chunk in _pieces(table, name):
-        if isinstance(chunk, np.ndarray):
-            out.append(chunk)
-            continue
-        chunk = _arrow(chunk)
-        if not (pa.types.is_string(chunk.type) or pa.types.is_dictionary(chunk.type)):
-            out.append(chunk.to_numpy(zero_copy_only=False))
-            continue
-        codes = chunk.dictionary_encode()  # a dictionary array (LazyTable pieces of strings) is its own
-        values = np.array(codes.dictionary.to_pylist() + [None], dtype=object)
-        out.append(values[codes.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)])
-    return np.concatenate(out) if out else np.array([], dtype=object)
+class _Strings:
+    """A string column as int32 codes into its values (a packet table has millions of rows and a handful of
+    queue names): comparisons and groupings on integers, not on millions of Python strings."""
+
+    def __init__(self, table, name: str):
+        self.codes, self.values = _codes(table, name)
+        self._code = {v: c for c, v in enumerate(self.values)}
+
+    def eq(self, value: str) -> np.ndarray:
+        return self.codes == self._code.get(value, -1)
+
+    def present(self) -> list:
+        """The values that occur (a LazyTable's dictionary may hold others)."""
+        return [self.values[c] for c in np.unique(self.codes).tolist()]
 
 
 def _num(table, name: str) -> np.ndarray:
@@ -84,19 +82,19 @@ def kernel_time_ns(tables: dict[str, pa.Table]) -> float:
 def summary_table(tables: dict[str, pa.Table], hw: Target, total: float) -> pa.Table:
     ins, pk, dpa, info = tables["Instruction"], tables["DmaPacket"], tables["DmaPacketAggregated"], tables["TensorInfo"]
     seconds = total / 1e9
-    engine, opcode = _col(ins, "engine"), _col(ins, "opcode")
+    engine, opcode = _Strings(ins, "engine"), _Strings(ins, "opcode")
     start, end = _num(ins, "start_ts"), _num(ins, "end_ts")
     dur = end - start
-    matmul = (engine == "Tensor") & (opcode == "MATMUL")
-    transpose = matmul & (_col(ins, "tensor_instruction_type") == "TRANSPOSE")
+    matmul = engine.eq("Tensor") & opcode.eq("MATMUL")
+    transpose = matmul & _Strings(ins, "tensor_instruction_type").eq("TRANSPOSE")
     raw, adjusted = _num(ins, "raw_flops"), _num(ins, "adjusted_flops")
     hw_flops, hw_adj = raw[matmul].sum(), adjusted[matmul].sum()
     tr_flops, tr_adj = raw[transpose].sum(), adjusted[transpose].sum()
     hbm_read, hbm_write = _num(ins, "hbm_read_bytes").sum(), _num(ins, "hbm_write_bytes").sum()
     peak = hw.tensor_engine.peak_flops
     bw = hw.dma.ddr_bandwidth_bytes_per_s
-    types, sizes = _col(info, "type"), _num(info, "size")
-    inputs, outputs = sizes[types == schema.TENSOR_IN].sum(), sizes[types == schema.TENSOR_OUT].sum()
+    types, sizes = _Strings(info, "type"), _num(info, "size")
+    inputs, outputs = sizes[types.eq(schema.TENSOR_IN)].sum(), sizes[types.eq(schema.TENSOR_OUT)].sum()
     row: dict[str, float | int | None] = {
         "total_time": seconds,
         "total_exec_time": seconds,
@@ -137,11 +135,11 @@ def summary_table(tables: dict[str, pa.Table], hw: Target, total: float) -> pa.T
     ):
         row[name] = int(_num(ins, name).sum())
     row["psum_read_sbuf_write_count"] = int((_num(ins, "psum_read_sbuf_write_bytes") > 0).sum())
-    activate = opcode == "ACTIVATE"
+    activate = opcode.eq("ACTIVATE")
     row["activate_instruction_time"] = dur[activate].sum() / 1e9
     row["activate_instruction_count"] = int(activate.sum())
     for low, cap in ENGINE_NAMES.items():
-        mask = engine == cap
+        mask = engine.eq(cap)
         active = merged_length(start[mask], end[mask]) / 1e9
         row[f"{low}_engine_instruction_time"] = dur[mask].sum() / 1e9
         row[f"{low}_engine_active_time"] = active
@@ -173,19 +171,27 @@ _CC_FIELDS = (
 
 
 def _codes(table, name: str) -> tuple[np.ndarray, list]:
-    """A string column as int32 codes and the distinct values (None included when present)."""
-    values: list = []
+    """A string column as int32 codes and the distinct values (None included when present; from a LazyTable's
+    dictionary arrays, values that do not occur may be listed too)."""
     index: dict = {}
     out = np.empty(table.num_rows, dtype=np.int32)
     k = 0
     for chunk in _pieces(table, name):
-        enc = _arrow(chunk).dictionary_encode()
-        local = enc.dictionary.to_pylist() + [None]
+        codes, local = _chunk_codes(chunk)
         remap = np.array([index.setdefault(v, len(index)) for v in local], dtype=np.int32)
-        out[k : k + len(chunk)] = remap[enc.indices.fill_null(len(local) - 1).to_numpy(zero_copy_only=False)]
-        k += len(chunk)
-    values = list(index)
-    return out, values
+        out[k : k + len(codes)] = remap[codes]
+        k += len(codes)
+    return out, list(index)
+
+
+def _chunk_codes(chunk) -> tuple[np.ndarray, list]:
+    """One chunk of strings as codes into its distinct values (None last: the code of nulls)."""
+    arr = _arrow(chunk)
+    enc = arr if pa.types.is_dictionary(arr.type) else arr.cast(pa.string()).dictionary_encode()
+    entries = enc.dictionary.cast(pa.string()).dictionary_encode()  # a dictionary's entries may repeat
+    distinct = entries.dictionary.to_pylist() + [None]
+    of_entry = np.append(entries.indices.fill_null(len(distinct) - 1).to_numpy(zero_copy_only=False), len(distinct) - 1)
+    return of_entry[enc.indices.fill_null(len(of_entry) - 1).to_numpy(zero_copy_only=False)], distinct
 
 
 _BLOCK = 1 << 20
@@ -220,11 +226,11 @@ def _dma_fields(pk, dpa, seconds: float, hw: Target) -> tuple[dict, tuple[np.nda
         "dma_transfer_average_bytes": total_bytes / count if count else None,
         "dma_packet_time": sum(float((p_end[k : k + _BLOCK] - p_start[k : k + _BLOCK]).sum()) for k in range(0, len(p_end), _BLOCK)) / 1e9,
         "dma_transfer_time": (_num(dpa, "end_ts") - _num(dpa, "start_ts")).sum() / 1e9,
-        "dma_queue_count": len(set(_col(dpa, "queue_name").tolist())),
+        "dma_queue_count": len(_Strings(dpa, "queue_name").present()),
     }
     code_of = {v: c for c, v in enumerate(kinds)}
     groups = {
-        "static": np.isin(codes, [code_of[q] for q in STATIC_QUEUES if q in code_of]),
+        "static": np.isin(np.arange(len(kinds)), [code_of[q] for q in STATIC_QUEUES if q in code_of])[codes],  # per code, then row
         "software_dynamic": codes == code_of.get("software_dynamic", -1),
         "hardware_dynamic": codes == code_of.get("hardware_dynamic", -1),
     }
@@ -260,12 +266,14 @@ _SUMMARY_FIELDS = set(schema.column_names("Summary"))
 
 
 def opcode_summary_table(ins: pa.Table, total: float) -> pa.Table:
-    engine, opcode = _col(ins, "engine"), _col(ins, "opcode")
+    engine, opcode = _Strings(ins, "engine"), _Strings(ins, "opcode")
     start, end = _num(ins, "start_ts"), _num(ins, "end_ts")
-    keys = sorted(set(zip(engine.tolist(), opcode.tolist())))
+    pair = engine.codes.astype(np.int64) * max(len(opcode.values), 1) + opcode.codes
+    used = [divmod(int(k), max(len(opcode.values), 1)) for k in np.unique(pair)]
+    keys = sorted((engine.values[e], opcode.values[o], e * max(len(opcode.values), 1) + o) for e, o in used)
     cols: dict[str, list] = {n: [] for n in schema.column_names("OpcodeSummary")}
-    for e, o in keys:
-        mask = (engine == e) & (opcode == o)
+    for e, o, key in keys:
+        mask = pair == key
         active = merged_length(start[mask], end[mask])
         cols["engine"].append(e)
         cols["opcode"].append(o)

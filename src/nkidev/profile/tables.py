@@ -68,20 +68,28 @@ class LazyTable:
 
     def take(self, rows, names: Sequence[str] | None = None) -> pa.Table:
         """The given rows (row numbers) and columns, as a pa.Table with this table's column types."""
-        rows = np.asarray(rows, dtype=np.int64)
         names = list(names) if names is not None else self.column_names
-        cols = self._build(rows, names)
         fields = [self.schema.field(n) for n in names]
-        arrays = []
-        for f in fields:
-            v = cols.get(f.name)
+        arrays = self.arrays(rows, names)
+        columns = [v if v.type == f.type else v.cast(f.type) for v, f in zip(arrays.values(), fields)]
+        return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+    def arrays(self, rows, names: Sequence[str]) -> dict[str, pa.Array]:
+        """The given rows of columns `names` as Arrow arrays of the column types, except that strings the builder
+        gathers from a few distinct values stay dictionary arrays (for readers that work per distinct value)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = self._build(rows, list(names))
+        out = {}
+        for name in names:
+            f = self.schema.field(name)
+            v = cols.get(name)
             if v is None:
-                arrays.append(pa.nulls(len(rows), f.type))
+                out[name] = pa.nulls(len(rows), f.type)
             elif isinstance(v, pa.Array | pa.ChunkedArray):
-                arrays.append(v if v.type == f.type else v.cast(f.type))
+                out[name] = v if v.type == f.type or pa.types.is_dictionary(v.type) else v.cast(f.type)
             else:
-                arrays.append(pa.array(v, type=f.type))
-        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+                out[name] = pa.array(v, type=f.type)
+        return out
 
     def batches(self, chunk: int = CHUNK, names: Sequence[str] | None = None) -> Iterator[pa.Table]:
         for lo in range(0, self.num_rows, chunk):
