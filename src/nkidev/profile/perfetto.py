@@ -171,20 +171,29 @@ def _quoted(values: pa.Array) -> pa.Array:
     distinct = enc.dictionary
     if pc.all(pc.match_substring_regex(distinct, _PLAIN)).as_py() is not False:
         text = pc.binary_join_element_wise('"', distinct, '"', "")
-    else:
-        text = pa.array([json.dumps(v) for v in distinct.to_pylist()], pa.string())
+    else:  # json.dumps once per distinct value (a dictionary's entries may repeat)
+        entries = distinct.cast(pa.string()).dictionary_encode()
+        text = pa.array([json.dumps(v) for v in entries.dictionary.to_pylist()], pa.string()).take(entries.indices)
     return text.take(enc.indices).fill_null("null")
 
 
 def _pair_text(a: pa.Array, b: pa.Array, fmt) -> pa.Array:
     """json.dumps(fmt(x, y)) for each row's (x, y) (None for nulls), computed once per distinct pair."""
-    ea, eb = a.dictionary_encode(), b.dictionary_encode()
-    va, vb = ea.dictionary.to_pylist() + [None], eb.dictionary.to_pylist() + [None]
-    ca = ea.indices.fill_null(len(va) - 1).to_numpy(zero_copy_only=False).astype(np.int64)
-    cb = eb.indices.fill_null(len(vb) - 1).to_numpy(zero_copy_only=False).astype(np.int64)
+    ca, va = _value_codes(a)
+    cb, vb = _value_codes(b)
     uniq, inverse = np.unique(ca * len(vb) + cb, return_inverse=True)
     texts = [json.dumps(fmt(va[k // len(vb)], vb[k % len(vb)])) for k in uniq.tolist()]
     return pa.array(texts, pa.string()).take(pa.array(inverse.reshape(-1)))
+
+
+def _value_codes(values: pa.Array) -> tuple[np.ndarray, list]:
+    """Codes of each row's string into the distinct values (None last, for nulls). A dictionary array's entries
+    may repeat (one per row class): they are mapped to distinct values first."""
+    enc = values if pa.types.is_dictionary(values.type) else values.cast(pa.string()).dictionary_encode()
+    entries = enc.dictionary.cast(pa.string()).dictionary_encode()
+    distinct = entries.dictionary.to_pylist() + [None]
+    of_entry = np.append(entries.indices.fill_null(len(distinct) - 1).to_numpy(zero_copy_only=False), len(distinct) - 1).astype(np.int64)
+    return of_entry[enc.indices.fill_null(len(of_entry) - 1).to_numpy(zero_copy_only=False)], distinct
 
 
 def _join(*parts) -> pa.Array:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 
-from nkidev.costmodel.intervals import merge_blocked, merged_length
+from nkidev.costmodel.intervals import merge, merge_blocked, merged_length
 from nkidev.hardware import Target
 from nkidev.profile import schema
 from nkidev.profile.tables import ENGINE_NAMES, to_table
@@ -70,7 +70,11 @@ def total_ns(tables: dict[str, pa.Table]) -> float:
     """The kernel time nkidev writes as Summary.total_time: from the kernel start (0, the first instruction) to
     the last end of any instruction or DMA packet, in the integer ns of the tables. `nkidev profile` prints it
     (kernel_time_ns) and `nkidev analyze` reads it back (analysis/prepare.sql), so both agree."""
-    ends = [int(_num(tables[t], "end_ts").max()) for t in ("Instruction", "DmaPacket") if tables[t].num_rows]
+    ends = [
+        int(max(float(np.nan_to_num(_numbers(c)).max()) for c in _pieces(tables[t], "end_ts") if len(c)))
+        for t in ("Instruction", "DmaPacket")
+        if tables[t].num_rows
+    ]
     return float(max(ends, default=0))
 
 
@@ -194,27 +198,42 @@ def _chunk_codes(chunk) -> tuple[np.ndarray, list]:
     return of_entry[enc.indices.fill_null(len(of_entry) - 1).to_numpy(zero_copy_only=False)], distinct
 
 
-_BLOCK = 1 << 20
+def _packet_pass(pk) -> tuple[list, dict]:
+    """One pass over the packets, a chunk at a time (no column of millions of rows is held): per queue type,
+    its packet count, bytes, and merged intervals; and the summed packet time (`(queue types, per type, time)`).
+    The union of the per-chunk unions is the union; the sums are of integers, exact in float64 in any order."""
+    index: dict = {}
+    per: dict[int, dict] = {}
+    time_ns = 0.0
+    pieces = zip(*(_pieces(pk, name) for name in ("start_ts", "end_ts", "queue_type", "transfer_bytes")))
+    for start, end, kind, nbytes in pieces:
+        s, e, b = (np.nan_to_num(_numbers(c)) for c in (start, end, nbytes))
+        codes, local = _chunk_codes(kind)
+        codes = np.array([index.setdefault(v, len(index)) for v in local], dtype=np.int64)[codes]
+        time_ns += float((e - s).sum())
+        for c in np.unique(codes).tolist():
+            mask = codes == c
+            acc = per.setdefault(c, {"count": 0, "bytes": 0.0, "starts": [], "ends": []})
+            ms, me = merge(s[mask], e[mask])
+            acc["count"] += int(mask.sum())
+            acc["bytes"] += float(b[mask].sum())
+            acc["starts"].append(ms)
+            acc["ends"].append(me)
+    return list(index), per, time_ns
 
 
-def _masked_sums(table, name: str, masks: list) -> list[float]:
-    """Sums of a numeric column over each mask (None: every row), reading the column a chunk at a time."""
-    sums = [0.0] * len(masks)
-    k = 0
-    for chunk in _pieces(table, name):
-        v = _numbers(chunk)
-        for j, m in enumerate(masks):
-            sums[j] += float(v.sum() if m is None else v[m[k : k + len(v)]].sum())
-        k += len(v)
-    return sums
+def _union(per: dict, codes) -> tuple[np.ndarray, np.ndarray]:
+    """Merged intervals of the packets of the queue types `codes`."""
+    starts = [x for c in codes if c in per for x in per[c]["starts"]]
+    ends = [x for c in codes if c in per for x in per[c]["ends"]]
+    return merge_blocked(np.concatenate(starts), np.concatenate(ends)) if starts else (np.zeros(0), np.zeros(0))
 
 
 def _dma_fields(pk, dpa, seconds: float, hw: Target) -> tuple[dict, tuple[np.ndarray, np.ndarray]]:
     """The DMA fields of Summary, and the merged packet intervals (for the total active time)."""
-    p_start, p_end = _num(pk, "start_ts"), _num(pk, "end_ts")
-    merged = merge_blocked(p_start, p_end)
+    kinds, per, packet_ns = _packet_pass(pk)
+    merged = _union(per, range(len(kinds)))
     active = float((merged[1] - merged[0]).sum()) / 1e9
-    codes, kinds = _codes(pk, "queue_type")
     count = dpa.num_rows
     total_bytes = _num(dpa, "transfer_bytes").sum()
     out = {
@@ -224,41 +243,34 @@ def _dma_fields(pk, dpa, seconds: float, hw: Target) -> tuple[dict, tuple[np.nda
         "dma_transfer_count": count,
         "dma_transfer_total_bytes": int(total_bytes),
         "dma_transfer_average_bytes": total_bytes / count if count else None,
-        "dma_packet_time": sum(float((p_end[k : k + _BLOCK] - p_start[k : k + _BLOCK]).sum()) for k in range(0, len(p_end), _BLOCK)) / 1e9,
+        "dma_packet_time": packet_ns / 1e9,
         "dma_transfer_time": (_num(dpa, "end_ts") - _num(dpa, "start_ts")).sum() / 1e9,
         "dma_queue_count": len(_Strings(dpa, "queue_name").present()),
     }
     code_of = {v: c for c, v in enumerate(kinds)}
+    static = [code_of[q] for q in STATIC_QUEUES if q in code_of]
     groups = {
-        "static": np.isin(np.arange(len(kinds)), [code_of[q] for q in STATIC_QUEUES if q in code_of])[codes],  # per code, then row
-        "software_dynamic": codes == code_of.get("software_dynamic", -1),
-        "hardware_dynamic": codes == code_of.get("hardware_dynamic", -1),
+        "static": static,
+        "software_dynamic": [code_of["software_dynamic"]] if "software_dynamic" in code_of else [],
+        "hardware_dynamic": [code_of["hardware_dynamic"]] if "hardware_dynamic" in code_of else [],
+        "dynamic": [c for c in range(len(kinds)) if c not in static],
     }
-    del codes
-    # byte totals a chunk at a time (integers: float64 sums are exact in any order)
     n_packets = pk.num_rows
-    totals = _masked_sums(pk, "transfer_bytes", [None, *groups.values(), ~groups["static"]])
-    all_bytes = totals[0]
-    sizes = dict(zip([*groups, "dynamic"], totals[1:]))
-
-    def union(mask) -> float:  # seconds; all or nothing needs no masked copy of millions of packets
-        if mask.all():
-            return active
-        return merged_length(p_start[mask], p_end[mask]) / 1e9 if mask.any() else 0.0
-
-    for name, mask in groups.items():  # the schema keeps a subset of these per group
-        t = union(mask)
+    all_bytes = sum(p["bytes"] for p in per.values())
+    for name, codes in groups.items():  # the schema keeps a subset of these per group
+        packets = sum(per[c]["count"] for c in codes if c in per)
+        size = sum(per[c]["bytes"] for c in codes if c in per)
+        if packets == n_packets:  # all or nothing needs no second merge of millions of packets
+            t = active
+        else:
+            ms, me = _union(per, codes)
+            t = float((me - ms).sum()) / 1e9 if packets else 0.0
         out[f"{name}_dma_active_time"] = t
         out[f"{name}_dma_active_time_percent"] = _pct(t, active)
-        out[f"{name}_dma_packet_count"] = int(mask.sum())
-        size = sizes[name]
+        out[f"{name}_dma_packet_count"] = packets
         out[f"{name}_dma_size"] = int(size)
-        out[f"{name}_dma_packet_percent"] = _pct(mask.sum(), n_packets)
+        out[f"{name}_dma_packet_percent"] = _pct(packets, n_packets)
         out[f"{name}_dma_size_percent"] = _pct(size, all_bytes)
-    dynamic = ~groups["static"]
-    out["dynamic_dma_active_time_percent"] = _pct(union(dynamic), active)
-    out["dynamic_dma_packet_percent"] = _pct(dynamic.sum(), n_packets)
-    out["dynamic_dma_size_percent"] = _pct(sizes["dynamic"], all_bytes)
     return {k: v for k, v in out.items() if k in _SUMMARY_FIELDS}, merged
 
 
