@@ -196,6 +196,26 @@ def _value_codes(values: pa.Array) -> tuple[np.ndarray, list]:
     return of_entry[enc.indices.fill_null(len(of_entry) - 1).to_numpy(zero_copy_only=False)], distinct
 
 
+def _combination_text(columns: list[pa.Array], fmt) -> pa.Array:
+    """fmt(*values) of each row's values of `columns` (None for nulls), computed once per distinct combination."""
+    coded = [_value_codes(col) for col in columns]
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    for codes, values in coded:
+        key = np.unique(key * len(values) + codes, return_inverse=True)[1].reshape(-1)  # renumbered: never overflows
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    texts = [fmt(*(values[codes[r]] for codes, values in coded)) for r in first.tolist()]
+    return pa.array(texts, pa.string()).take(pa.array(inverse.reshape(-1)))
+
+
+def _string_parts(values: pa.Array) -> list:
+    """`_join` parts writing json.dumps of each string: quotes around the text itself when no value needs
+    escaping (no hashing of a column of distinct values), else the per-value texts."""
+    if not pa.types.is_dictionary(values.type) and values.null_count == 0 and len(values):
+        if pc.all(pc.match_substring_regex(values, _PLAIN)).as_py():
+            return ['"', values.cast(pa.string()), '"']
+    return [_quoted(values)]
+
+
 def _join(*parts) -> pa.Array:
     """Each row's parts (Arrow string arrays and str constants) joined; constants are passed as arrays, which
     Arrow's kernel joins about twice as fast as broadcast scalars."""
@@ -226,12 +246,15 @@ def _instruction_events(ins, tracks: _Tracks, out: _Output) -> None:
         enc = track.dictionary_encode()
         codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         tid, inserts = tracks.of_rows(core, codes, [str(x) for x in enc.dictionary.to_pylist()])
+        # the parts that follow from the row's class come as one text per distinct combination
+        head = _combination_text([opcode, engine], lambda o, e: f'{{"name":{json.dumps(o)},"cat":{json.dumps(e)},"ph":"X","ts":')
+        args = _combination_text(
+            [c["compiler_opcode"], c["nki_source_location"], c["operands"]],
+            lambda nki, src, ops: f',"nki":{json.dumps(nki)},"source":{json.dumps(src)},"operands":{json.dumps(ops)},"wait_ns":',
+        )
         text = _join(
-            ',{"name":',
-            _quoted(opcode),
-            ',"cat":',
-            _quoted(engine),
-            ',"ph":"X","ts":',
+            ",",
+            head,
             _us(_ints(c["start_ts"])),
             ',"dur":',
             _us(_ints(c["duration_ns"])),
@@ -241,16 +264,10 @@ def _instruction_events(ins, tracks: _Tracks, out: _Output) -> None:
             _int_text(tid),
             ',"args":{"id":',
             _int_text(c["id"]),
-            ',"nki":',
-            _quoted(c["compiler_opcode"]),
-            ',"source":',
-            _quoted(c["nki_source_location"]),
-            ',"operands":',
-            _quoted(c["operands"]),
-            ',"wait_ns":',
+            args,
             _int_text(c["evt_wait_time_ns"]),
             ',"bir_id":',
-            _quoted(c["bir_id"]),
+            *_string_parts(c["bir_id"]),
             "}}",
         )
         out.events(text, inserts)
