@@ -177,15 +177,6 @@ def _quoted(values: pa.Array) -> pa.Array:
     return text.take(enc.indices).fill_null("null")
 
 
-def _pair_text(a: pa.Array, b: pa.Array, fmt) -> pa.Array:
-    """json.dumps(fmt(x, y)) for each row's (x, y) (None for nulls), computed once per distinct pair."""
-    ca, va = _value_codes(a)
-    cb, vb = _value_codes(b)
-    uniq, inverse = np.unique(ca * len(vb) + cb, return_inverse=True)
-    texts = [json.dumps(fmt(va[k // len(vb)], vb[k % len(vb)])) for k in uniq.tolist()]
-    return pa.array(texts, pa.string()).take(pa.array(inverse.reshape(-1)))
-
-
 def _value_codes(values: pa.Array) -> tuple[np.ndarray, list]:
     """Codes of each row's string into the distinct values (None last, for nulls). A dictionary array's entries
     may repeat (one per row class): they are mapped to distinct values first."""
@@ -325,8 +316,8 @@ def _transfer_events(dpa, tracks: _Tracks, out: _Output, sources: np.ndarray, lo
         n = len(c["id"])
         sl = slice(done, done + n)
         tid, inserts = tracks.of_rows(core[sl], q_code[sl] * MAX_LANES + lane[sl], track_names)
-        label = _pair_text(c["op"], c["variable"], lambda op, var: f"{op} {var}")
-        path = _pair_text(c["source"], c["dest"], lambda src, dst: f"{src} -> {dst}")
+        label = _combination_text([c["op"], c["variable"]], lambda op, var: json.dumps(f"{op} {var}"))
+        path = _combination_text([c["source"], c["dest"]], lambda src, dst: json.dumps(f"{src} -> {dst}"))
         where = sources[order[sl]]
         text = _join(
             ',{"name":',
