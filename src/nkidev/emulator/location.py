@@ -71,6 +71,9 @@ def kernel_frame(depth: int = 2) -> types.FrameType | None:
 # (code, line, file) -> [location text, assigned name or _UNSET]; the file is part of the key because code objects
 # compare equal across files (the same source loaded from two paths must report each its own path)
 _SITES: dict[tuple[types.CodeType, int, str], list] = {}
+# (code, bytecode offset, file) -> the same site lists: `frame.f_lineno` scans the code's line table on every read
+# (a third of a cached lookup), `f_lasti` is a plain field, and one offset always belongs to one line
+_BY_OFFSET: dict[tuple[types.CodeType, int, str], list] = {}
 _UNSET = object()
 
 
@@ -90,12 +93,17 @@ def _site(depth: int = 3) -> list | None:
         frame = frame.f_back
     if frame is None:
         return None
-    key = (code, frame.f_lineno, code.co_filename)
-    site = _SITES.get(key)
+    key = (code, frame.f_lasti, code.co_filename)
+    site = _BY_OFFSET.get(key)
     if site is None:
-        if len(_SITES) >= 100_000:  # code objects of reloaded task files must not pile up
+        if len(_BY_OFFSET) >= 100_000:  # code objects of reloaded task files must not pile up
+            _BY_OFFSET.clear()
             _SITES.clear()
-        site = _SITES[key] = [f"{frame.f_code.co_filename}:{frame.f_lineno}", _UNSET]
+        line = (code, frame.f_lineno, code.co_filename)
+        site = _SITES.get(line)
+        if site is None:
+            site = _SITES[line] = [f"{code.co_filename}:{frame.f_lineno}", _UNSET]
+        _BY_OFFSET[key] = site
     return site
 
 

@@ -149,8 +149,8 @@ def allocate(
     if kind != "hbm":
         per_partition = live_bytes if live_bytes is not None else (math.prod(shape[1:]) if len(shape) > 1 else 1) * dt.itemsize
         ctx.usage.check_tile(kind, shape, dt, per_partition, ctx.target)
-    if fill is None and not ctx.compute:
-        array = np.zeros(shape, dtype=dt.storage)  # numerics are off: nothing reads the values
+    if fill is None and not ctx.compute:  # numerics are off: nothing reads the values, and no instruction writes them
+        array = _shared_zeros(shape, dt.storage) if kind != "hbm" else np.zeros(shape, dtype=dt.storage)
     else:
         array = np.empty(shape, dtype=dt.storage)
         if fill is None and ctx.options.fill is not None:
@@ -175,6 +175,24 @@ def allocate(
         ctx.shared_hbm.append(storage)
         ctx.shared_count += 1
     return NkiTensor(array, storage, dt, off=0)
+
+
+# Shape-only runs (compute=False) allocate a tile per loop iteration and never touch its values: a fresh np.zeros
+# each time would clear the memory of the tile freed just before (malloc reuses it), which was a third of such a
+# run. On-chip tiles are instead read-only views of one zero buffer, as large as the largest tile so far (at most
+# one SBUF, so the address space it takes is bounded by the target, not the kernel). Views keep their own strides
+# and byte offsets relative to their storage, which is all the trace reads; an impl writing one would fail loudly.
+_ZEROS: list[np.ndarray] = []
+
+
+def _shared_zeros(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    nbytes = math.prod(shape) * dtype.itemsize
+    buf = _ZEROS[0] if _ZEROS else None
+    if buf is None or buf.size < nbytes:
+        buf = np.zeros(max(nbytes, 1 << 20), np.uint8)  # untouched pages: address space, no resident memory
+        buf.flags.writeable = False
+        _ZEROS[:] = [buf]  # tiles of the previous buffer keep it alive until they are freed
+    return buf[:nbytes].view(dtype).reshape(shape)
 
 
 def _shared_allocation(ctx, shape, dt, region, name, location) -> NkiTensor | None:
