@@ -11,6 +11,7 @@ Which generations have an op is hardware data: `[features] missing_instructions`
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from nkidev.emulator.instruction import NkiInstruction
 from nkidev.emulator.location import kernel_location
 from nkidev.emulator.rules import OPERAND_RULES, Rule
 from nkidev.emulator.spmd import shared
-from nkidev.emulator.tensor import TI_GROUP, NkiTensor, check_access, layout, region
+from nkidev.emulator.tensor import TI_GROUP, NkiTensor, check_access, layout, view_code
 from nkidev.emulator.trace import Form, Instruction, intern_form
 from nkidev.errors import KernelRuleError, NkiNotSupportedError
 from nkidev.hardware import Target, get_target, target_names
@@ -65,7 +66,10 @@ class OpDef:
     flops: Callable | None = None  # (args) -> int
     emulated: bool = True
     namespace: str = "isa"  # the module its public function lives in: nki.isa, or nki.collectives
-    checked: dict = field(default_factory=dict, repr=False)  # (target code, signature) -> [engine, form]: see dispatch
+    checked: dict = field(default_factory=dict, repr=False)  # signature (target code first) -> [engine, form]: see dispatch
+    # per argument of the public function, in order: its default when immutable (signature() keys it as None),
+    # else a marker no argument is
+    arg_defaults: tuple = field(default=(), repr=False)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -190,15 +194,15 @@ def dispatch(op: OpDef, a: SimpleNamespace):
     ids_r: list[int] = []
     ids_w: list[int] = []
     storages: list = []
-    key = signature(op, a, ids_r, ids_w, storages)
+    key = signature(op, a, ctx.target_code, ids_r, ids_w, storages)
     cache = op.checked
-    entry = cache.get((ctx.target_code, key)) if key is not None else None
+    entry = cache.get(key) if key is not None else None
     if entry is None:
         entry = _checked(op, a, ctx)
         if key is not None:
             if len(cache) >= MAX_CACHED:
                 cache.clear()
-            cache[(ctx.target_code, key)] = entry
+            cache[key] = entry
     engine = entry[0]
     # What depends on more than the signature runs on every call: the SPMD baton and race checks, the lifetime
     # stamps of on-chip storages (liveness), written marks, and the trace record.
@@ -353,20 +357,32 @@ _ATOMS = {int, bool, str, type(None), FunctionType, BuiltinFunctionType, np.ufun
 _FLOATS = {float, np.float32, np.float64}
 
 
-def signature(op: OpDef, a, ids_r: list, ids_w: list, storages: list) -> tuple | None:
-    """The call's operand signature (None: uncacheable); appends the storage ids of its operands, reads and
-    writes, in the order the trace records them, and their storages in argument order (complete only when
-    the call is cacheable)."""
-    key = []
+def signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list, storages: list) -> tuple | None:
+    """The call's operand signature on a target (None: uncacheable); appends the storage ids of its operands,
+    reads and writes, in the order the trace records them, and their storages in argument order (complete only
+    when the call is cacheable)."""
+    args = a.__dict__
+    defaults = op.arg_defaults
+    if len(args) != len(defaults):  # not called through the public function
+        return None
+    key = [target_code]
     writes = op.writes
-    for name, v in a.__dict__.items():
+    # Arguments left at their (immutable) default are the common case: the default object itself is passed, and
+    # None (which no other argument's key is) stands for it. Tiles are view codes (negative ints, see
+    # tensor.view_code), Enum members their id (positive), other atoms (class, value) tuples.
+    for (name, v), default in zip(args.items(), defaults):
+        if v is default:
+            key.append(None)
+            continue
         c = v.__class__
         if c is NkiTensor:
-            d = v._data
-            if v.dyn is not None or v.bad is not None or not d.size:  # checked (and resolved) when accessed
+            code = v._code
+            if code is None:
+                code = view_code(v)
+            if not code:  # checked (and resolved) when accessed
                 return None
+            key.append(code)
             st = v.storage
-            key.append((st.kind, v.dtype.name, d.shape, d.strides, v._reg or region(v)))
             (ids_w if name in writes else ids_r).append(st.id)
             storages.append(st)
         elif c in _ATOMS:
@@ -379,9 +395,14 @@ def signature(op: OpDef, a, ids_r: list, ids_w: list, storages: list) -> tuple |
             if v and v[0].__class__ is NkiTensor:
                 ids = ids_w if name in writes else ids_r
                 for t in v:
-                    if t.__class__ is not NkiTensor or t.dyn is not None or t.bad is not None or not t._data.size:
+                    if t.__class__ is not NkiTensor:
                         return None
-                    key.append((t.storage.kind, t.dtype.name, t._data.shape, t._data.strides, t._reg or region(t)))
+                    code = t._code
+                    if code is None:
+                        code = view_code(t)
+                    if not code:
+                        return None
+                    key.append(code)
                     ids.append(t.storage.id)
                     storages.append(t.storage)
             else:
@@ -392,6 +413,17 @@ def signature(op: OpDef, a, ids_r: list, ids_w: list, storages: list) -> tuple |
         else:
             return None
     return tuple(key)
+
+
+_NO_DEFAULT = object()  # a parameter without a default, or with a mutable one: no argument is this object
+
+
+def _immutable_default(value):
+    """A default value an argument can be identical to and still mean the same (`signature` keys it as None)."""
+    c = value.__class__
+    if c in _ATOMS or c in _FLOATS or isinstance(value, Enum) or (c is tuple and _plain(value) is not None):
+        return value
+    return _NO_DEFAULT
 
 
 def _plain(v) -> tuple | None:
@@ -455,6 +487,7 @@ def public_function(op: OpDef, namespace: dict) -> Callable:
     scope = dict(namespace, _dispatch=dispatch, _op=op, _NS=SimpleNamespace)
     exec(compile(src, f"<nki.{op.namespace}.{op.name}>", "exec"), scope)  # noqa: S102 - generated from our own table
     fn = scope[op.name]
+    op.arg_defaults = tuple(_immutable_default(p.default) for p in inspect.signature(fn).parameters.values())
     fn.__module__ = f"nki.{op.namespace}"
     fn.__qualname__ = op.name
     fn.__doc__ = op_doc(op)

@@ -129,28 +129,32 @@ def allocate(
     `live_bytes`: on-chip bytes per partition the allocation keeps live, when less than its size (the legacy
     API's block dimensions, of which the compiler keeps only some copies live)."""
     ctx = _ctx.current()
-    region = to_region(buffer)
-    dt = to_nki_dtype(dtype)
-    shape = _check_shape(shape)
-    kind = _KIND_OF[id(region)]
-    if kind != "hbm":
-        limit = ctx.target.sbuf.partitions
-        if shape[0] > limit:
-            raise rule_error(
-                "err_num_partition_exceed_arch_limit",
-                f"{kind.upper()} tile {shape} has {shape[0]} partitions, the limit is {limit}",
-                f"split the partition dim into tiles of {limit} (nl.tile_size.pmax) and loop over them",
-            )
+    cacheable = live_bytes is None and dtype.__class__ is NkiDType and buffer.__class__ is MemoryRegion and shape.__class__ is tuple
+    checked = None
+    if cacheable:
+        key = (shape, id(dtype), id(buffer), ctx.target_code, ctx.usage.check)
+        checked = _CHECKED.get(key)
+        if checked is not None and checked.dtype is not dtype:  # a dtype object freed and another made at its address
+            checked = None
+    fresh = checked is None
+    if fresh:
+        checked = _check_arguments(ctx, shape, dtype, buffer)
+    region, dt, shape, kind = checked.region, checked.dtype, checked.shape, checked.kind
     if region is MemoryRegion.shared_hbm and ctx.shared_hbm is not None and ctx.grid != (1,):
         shared = _shared_allocation(ctx, shape, dt, region, name, location)
         if shared is not None:
             return shared
-    ctx.memory.check_fits(kind, shape, dt, math.prod(shape) * dt.storage.itemsize, ctx.target)
-    if kind != "hbm":
-        per_partition = live_bytes if live_bytes is not None else (math.prod(shape[1:]) if len(shape) > 1 else 1) * dt.itemsize
-        ctx.usage.check_tile(kind, shape, dt, per_partition, ctx.target)
+    ctx.memory.check_fits(kind, shape, dt, checked.nbytes, ctx.target)
+    if fresh:
+        if kind != "hbm":
+            per_partition = live_bytes if live_bytes is not None else (math.prod(shape[1:]) if len(shape) > 1 else 1) * dt.itemsize
+            ctx.usage.check_tile(kind, shape, dt, per_partition, ctx.target)
+        if cacheable:
+            if len(_CHECKED) >= 10_000:
+                _CHECKED.clear()
+            _CHECKED[key] = checked
     if fill is None and not ctx.compute:  # numerics are off: nothing reads the values, and no instruction writes them
-        array = _shared_zeros(shape, dt.storage) if kind != "hbm" else np.zeros(shape, dtype=dt.storage)
+        array = checked.zeros() if kind != "hbm" else np.zeros(shape, dtype=dt.storage)
     else:
         array = np.empty(shape, dtype=dt.storage)
         if fill is None and ctx.options.fill is not None:
@@ -177,6 +181,45 @@ def allocate(
     return NkiTensor(array, storage, dt, off=0)
 
 
+class _Checked:
+    """An allocation's arguments that passed every check that depends on them alone (not on what is live), with
+    what they imply: a loop allocates the same tile again and again, and checks it once per target."""
+
+    __slots__ = ("region", "dtype", "shape", "kind", "nbytes", "_zeros")
+
+    def __init__(self, region: MemoryRegion, dtype: NkiDType, shape: tuple[int, ...], kind: str, nbytes: int):
+        self.region, self.dtype, self.shape, self.kind, self.nbytes = region, dtype, shape, kind, nbytes
+        self._zeros = None
+
+    def zeros(self) -> np.ndarray:
+        """A read-only zero array of this shape (one object, shared by every shape-only tile of it)."""
+        if self._zeros is None:
+            self._zeros = _shared_zeros(self.shape, self.dtype.storage)
+        return self._zeros
+
+
+# (shape, id(dtype), id(buffer), target code, capacity checks on) -> _Checked: arguments that passed the argument
+# checks and Occupancy.check_tile (which depends on the shape, the target and whether capacity is checked)
+_CHECKED: dict[tuple, _Checked] = {}
+
+
+def _check_arguments(ctx, shape, dtype, buffer) -> _Checked:
+    """The checks of an allocation's arguments that come before any limit, in the order they report."""
+    region = to_region(buffer)
+    dt = to_nki_dtype(dtype)
+    shape = _check_shape(shape)
+    kind = _KIND_OF[id(region)]
+    if kind != "hbm":
+        limit = ctx.target.sbuf.partitions
+        if shape[0] > limit:
+            raise rule_error(
+                "err_num_partition_exceed_arch_limit",
+                f"{kind.upper()} tile {shape} has {shape[0]} partitions, the limit is {limit}",
+                f"split the partition dim into tiles of {limit} (nl.tile_size.pmax) and loop over them",
+            )
+    return _Checked(region, dt, shape, kind, math.prod(shape) * dt.storage.itemsize)
+
+
 # Shape-only runs (compute=False) allocate a tile per loop iteration and never touch its values: a fresh np.zeros
 # each time would clear the memory of the tile freed just before (malloc reuses it), which was a third of such a
 # run. On-chip tiles are instead read-only views of one zero buffer, as large as the largest tile so far (at most
@@ -189,7 +232,8 @@ def _shared_zeros(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     nbytes = math.prod(shape) * dtype.itemsize
     buf = _ZEROS[0] if _ZEROS else None
     if buf is None or buf.size < nbytes:
-        buf = np.zeros(max(nbytes, 1 << 20), np.uint8)  # untouched pages: address space, no resident memory
+        # doubling: the buffers cached views keep alive sum to at most twice the last one
+        buf = np.zeros(max(nbytes, 1 << 20, 2 * buf.size if buf is not None else 0), np.uint8)  # untouched pages: no resident memory
         buf.flags.writeable = False
         _ZEROS[:] = [buf]  # tiles of the previous buffer keep it alive until they are freed
     return buf[:nbytes].view(dtype).reshape(shape)
@@ -292,7 +336,7 @@ def _index_value(index) -> np.ndarray:
 class NkiTensor:
     """A view of an NKI tensor in HBM, SBUF or PSUM (first dim of on-chip tensors = partition dim)."""
 
-    __slots__ = ("_data", "storage", "dtype", "dyn", "_reg", "bad", "_off")
+    __slots__ = ("_data", "storage", "dtype", "dyn", "_reg", "bad", "_off", "_code")
     __array_priority__ = 100  # make `ndarray + tensor` defer to our operators
 
     def __init__(
@@ -317,6 +361,7 @@ class NkiTensor:
         # byte offset of the view's first element in its storage, when known without asking NumPy for the data
         # address (slicing computes it; __array_interface__ costs more than the rest of region())
         self._off = off
+        self._code = None  # view_code(), computed once
 
     # --- attributes -----------------------------------------------------------------
     @property
@@ -875,6 +920,37 @@ def region(t: NkiTensor) -> tuple[int, int, int, int, int, int]:
 
 
 _REGIONS: dict[tuple, tuple[int, int, int, int, int, int]] = {}
+
+
+def view_code(t: NkiTensor) -> int:
+    """A negative int naming everything an instruction's rules and trace record can read of a plain view (its
+    memory, dtype, shape, strides and region: equal codes, equal facts), or 0 for a view checked or resolved
+    only when accessed (run-time addressed, out of bounds or empty: see check_access). Cached on the view.
+    Codes are never reused (the table is forgotten when it grows too large, the counter is not), so a code
+    remembered by a rule cache can never name another view's facts."""
+    code = t._code
+    if code is not None:
+        return code
+    data = t._data
+    if t.dyn is not None or t.bad is not None or not data.size:
+        t._code = 0
+        return 0
+    st = t.storage
+    off = t._off
+    if off is None:
+        off = t._off = data.__array_interface__["data"][0] - st.ptr
+    key = (st.kind, t.dtype.name, data.shape, data.strides, data.itemsize, off, st.pstride)
+    code = _VIEW_CODES.get(key)  # the key holds every input of region(): one code, one region
+    if code is None:
+        if len(_VIEW_CODES) >= 100_000:
+            _VIEW_CODES.clear()
+        code = _VIEW_CODES[key] = next(_view_codes)
+    t._code = code
+    return code
+
+
+_VIEW_CODES: dict[tuple, int] = {}
+_view_codes = count(-1, -1)
 
 
 def _region(off: int, shape: tuple, strides: tuple, item: int, nbytes: int, hbm: bool, pstride: int) -> tuple[int, int, int, int, int, int]:
