@@ -961,6 +961,12 @@ _GOOD_SHAPES: set[tuple] = set()
 
 
 def _shape_check(fn_name: str, name: str, value, args: dict) -> str | None:
+    if value.__class__ is tuple:  # the common case: a tuple of positive ints (not bools), checked inline
+        for d in value:
+            if d.__class__ is not int or d <= 0:
+                break
+        else:
+            return None if value else f"{name}={value!r} must be a tuple of positive ints"
     key = (value, tuple(map(type, value))) if value.__class__ is tuple else None
     try:
         if key in _GOOD_SHAPES:
@@ -989,6 +995,8 @@ _ARGUMENT_CHECKS = {
     "fill_value": _number_check,
 }
 
+_NEEDS_ARGS = frozenset({_axis_check})  # checks that read the call's other arguments (the `args` dict)
+
 
 def _guard(fn):
     """`fn` with its arguments checked by name first (positional ones mapped through its signature)."""
@@ -998,6 +1006,9 @@ def _guard(fn):
         return fn
     names = [p.name for p in params]
     fn_name = fn.__name__
+    exact = _guard_exact(fn, checked)
+    if exact is not None:
+        return exact
 
     @_functools.wraps(fn)
     def guarded(*args, **kwargs):
@@ -1011,6 +1022,41 @@ def _guard(fn):
         return fn(*args, **kwargs)
 
     return guarded
+
+
+def _guard_exact(fn, checked: dict):
+    """_guard for a function whose checked parameters are all required and read no other argument (nl.ndarray's
+    shape: a loop allocates a tile per iteration): a function with fn's own parameters and defaults, generated,
+    so a call packs no *args/**kwargs. None when fn's signature does not allow it."""
+    params = list(_inspect.signature(fn).parameters.values())
+    if any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params) or _NEEDS_ARGS.intersection(checked.values()):
+        return None
+    if any(p.default is not p.empty for p in params if p.name in checked):  # checked only when given: needs the general guard
+        return None
+    scope = {"_fn": fn, "_fn_name": fn.__name__, "_rule_error": rule_error}
+    head, call, keyword_only = [], [], False
+    for i, p in enumerate(params):
+        if p.kind is p.KEYWORD_ONLY and not keyword_only:
+            head.append("*")
+            keyword_only = True
+        if p.default is p.empty:
+            head.append(p.name)
+        else:
+            scope[f"_default{i}"] = p.default
+            head.append(f"{p.name}=_default{i}")
+        call.append(p.name if p.kind is p.POSITIONAL_OR_KEYWORD else f"{p.name}={p.name}")
+    body = []
+    for name, check in checked.items():
+        scope[f"_check_{name}"] = check
+        body += [
+            f"    problem = _check_{name}(_fn_name, {name!r}, {name}, None)",  # None: not in _NEEDS_ARGS
+            "    if problem:",
+            '        raise _rule_error("err_invalid_argument", f"nl.{_fn_name}: {problem}", "pass the kind of value named here")',
+        ]
+    src = "\n".join([f"def {fn.__name__}({', '.join(head)}):", *body, f"    return _fn({', '.join(call)})", ""])
+    # "<nki." file names are nkidev's own frames for kernel_location (the error names the kernel line)
+    exec(compile(src, f"<nki.language.{fn.__name__}>", "exec"), scope)  # noqa: S102 - generated from fn's own signature
+    return _functools.wraps(fn)(scope[fn.__name__])
 
 
 def _guard_module() -> None:

@@ -15,7 +15,10 @@ from nkidev.errors import KernelRuleError
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _EXAMPLES = _PKG + "examples" + os.sep
-_internal: dict[types.CodeType, bool] = {}
+# Caches keyed by id(code): hashing a code object hashes its bytecode and constants (thousands of machine
+# instructions, twice per instruction emulated). Each value holds its code object, so while an entry exists no
+# other code object can have that id.
+_internal: dict[int, tuple[types.CodeType, bool]] = {}  # id(code) -> (code, nkidev's own?)
 
 
 def is_internal(filename: str) -> bool:
@@ -55,10 +58,10 @@ def raised_in_nkidev(exc: BaseException) -> bool:
 
 
 def _code_internal(code: types.CodeType) -> bool:
-    hit = _internal.get(code)
+    hit = _internal.get(id(code))
     if hit is None:
-        hit = _internal[code] = is_internal(code.co_filename)
-    return hit
+        hit = _internal[id(code)] = (code, is_internal(code.co_filename))
+    return hit[1]
 
 
 def kernel_frame(depth: int = 2) -> types.FrameType | None:
@@ -71,9 +74,9 @@ def kernel_frame(depth: int = 2) -> types.FrameType | None:
 # (code, line, file) -> [location text, assigned name or _UNSET]; the file is part of the key because code objects
 # compare equal across files (the same source loaded from two paths must report each its own path)
 _SITES: dict[tuple[types.CodeType, int, str], list] = {}
-# (code, bytecode offset, file) -> the same site lists: `frame.f_lineno` scans the code's line table on every read
-# (a third of a cached lookup), `f_lasti` is a plain field, and one offset always belongs to one line
-_BY_OFFSET: dict[tuple[types.CodeType, int, str], list] = {}
+# (id(code), bytecode offset) -> (code, the site list of its line): `frame.f_lineno` scans the code's line table on
+# every read, `f_lasti` is a plain field, and one offset always belongs to one line
+_BY_OFFSET: dict[tuple[int, int], tuple[types.CodeType, list]] = {}
 _UNSET = object()
 
 
@@ -85,17 +88,18 @@ def _site(depth: int = 3) -> list | None:
     internal = _internal
     while frame is not None:  # _code_internal inlined: this runs for every instruction and allocation
         code = frame.f_code
-        hit = internal.get(code)
+        hit = internal.get(id(code))
         if hit is None:
-            hit = _code_internal(code)
-        if not hit:
+            _code_internal(code)
+            hit = internal[id(code)]
+        if not hit[1]:
             break
         frame = frame.f_back
     if frame is None:
         return None
-    key = (code, frame.f_lasti, code.co_filename)
-    site = _BY_OFFSET.get(key)
-    if site is None:
+    key = (id(code), frame.f_lasti)
+    entry = _BY_OFFSET.get(key)
+    if entry is None:
         if len(_BY_OFFSET) >= 100_000:  # code objects of reloaded task files must not pile up
             _BY_OFFSET.clear()
             _SITES.clear()
@@ -103,8 +107,8 @@ def _site(depth: int = 3) -> list | None:
         site = _SITES.get(line)
         if site is None:
             site = _SITES[line] = [f"{code.co_filename}:{frame.f_lineno}", _UNSET]
-        _BY_OFFSET[key] = site
-    return site
+        entry = _BY_OFFSET[key] = (code, site)
+    return entry[1]
 
 
 def kernel_location(skip: int = 0) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -70,6 +71,7 @@ class OpDef:
     # per argument of the public function, in order: its default when immutable (signature() keys it as None),
     # else a marker no argument is
     arg_defaults: tuple = field(default=(), repr=False)
+    plan: object = field(default=None, repr=False)  # SignaturePlan, made with the public function
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -361,6 +363,47 @@ def signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list, storages
     """The call's operand signature on a target (None: uncacheable); appends the storage ids of its operands,
     reads and writes, in the order the trace records them, and their storages in argument order (complete only
     when the call is cacheable)."""
+    plan = op.plan
+    if plan is not None and plan.defaults(a):
+        key = _tiles_signature(plan, a, target_code, ids_r, ids_w, storages)
+        if key is not None:
+            return key
+        ids_r.clear()
+        ids_w.clear()
+        storages.clear()
+    return _general_signature(op, a, target_code, ids_r, ids_w, storages)
+
+
+def _tiles_signature(plan: SignaturePlan, a, target_code: int, ids_r: list, ids_w: list, storages: list) -> tuple | None:
+    """The signature of a call whose every argument outside the operand slots is its default (the common case,
+    checked in C by `plan.defaults`): the slots alone, after a marker (a str: no general signature has one
+    there). None when a slot holds an indirect, out-of-bounds or empty view or a list of tiles: the general
+    signature decides."""
+    key = [target_code, "tiles"]
+    args = a.__dict__
+    for name, write, default in plan.tiles:
+        v = args[name]
+        if v.__class__ is NkiTensor:
+            code = v._code
+            if code is None:
+                code = view_code(v)
+            if not code:
+                return None
+            key.append(code)
+            st = v.storage
+            (ids_w if write else ids_r).append(st.id)
+            storages.append(st)
+        elif v is default:
+            key.append(None)
+        else:
+            value = _value_key(v)  # an operand slot that is no tensor: tensor_tensor's op=, tensor_scalar's operand0=
+            if value is None:
+                return None
+            key.append(value)
+    return tuple(key)
+
+
+def _general_signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list, storages: list) -> tuple | None:
     args = a.__dict__
     defaults = op.arg_defaults
     if len(args) != len(defaults):  # not called through the public function
@@ -418,12 +461,59 @@ def signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list, storages
 _NO_DEFAULT = object()  # a parameter without a default, or with a mutable one: no argument is this object
 
 
+@dataclass(frozen=True)
+class SignaturePlan:
+    """How `signature` reads an op's call fast: `defaults(a)` is True when every parameter that is not an operand
+    slot holds its (immutable) default object; `tiles` = (name, written?, default) of the operand slots (tile,
+    written and required parameters), in argument order."""
+
+    defaults: Callable
+    tiles: tuple[tuple[str, bool, object], ...]
+
+
+def signature_plan(op: OpDef, fn: Callable) -> SignaturePlan | None:
+    params = list(inspect.signature(fn).parameters.values())
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return None
+    # operand slots: the tile parameters, the written ones, and the required ones (dma_copy's HBM-or-tile dst/src)
+    slots = {p.name for p in params if p.name in op.tiles or p.name in op.writes or p.default is p.empty}
+    tiles = tuple((p.name, p.name in op.writes, _immutable_default(p.default)) for p in params if p.name in slots)
+    others = [p for p in params if p.name not in slots]
+    names = tuple(p.name for p in others)
+    defaults = tuple(_immutable_default(p.default) for p in others)
+    if not names:
+        return SignaturePlan(lambda a: True, tiles)
+    get = operator.attrgetter(*names) if len(names) > 1 else operator.attrgetter(names[0], names[0])
+    expected = defaults if len(names) > 1 else defaults * 2
+    is_ = operator.is_
+
+    def all_default(a) -> bool:
+        return all(map(is_, get(a), expected))  # C loops: no bytecode per argument
+
+    return SignaturePlan(all_default, tiles)
+
+
 def _immutable_default(value):
     """A default value an argument can be identical to and still mean the same (`signature` keys it as None)."""
     c = value.__class__
     if c in _ATOMS or c in _FLOATS or isinstance(value, Enum) or (c is tuple and _plain(value) is not None):
         return value
     return _NO_DEFAULT
+
+
+def _value_key(v):
+    """The key of one argument that is not a tile, as _general_signature makes it (None: uncacheable)."""
+    c = v.__class__
+    if c in _ATOMS:
+        return (c, v)
+    if c in _FLOATS:
+        return (c, v, math.copysign(1.0, v))
+    if isinstance(v, Enum):
+        return id(v)
+    if c is tuple or (c is list and not (v and v[0].__class__ is NkiTensor)):
+        inner = _plain(v)
+        return None if inner is None else (c, inner)
+    return None
 
 
 def _plain(v) -> tuple | None:
@@ -488,6 +578,7 @@ def public_function(op: OpDef, namespace: dict) -> Callable:
     exec(compile(src, f"<nki.{op.namespace}.{op.name}>", "exec"), scope)  # noqa: S102 - generated from our own table
     fn = scope[op.name]
     op.arg_defaults = tuple(_immutable_default(p.default) for p in inspect.signature(fn).parameters.values())
+    op.plan = signature_plan(op, fn)
     fn.__module__ = f"nki.{op.namespace}"
     fn.__qualname__ = op.name
     fn.__doc__ = op_doc(op)

@@ -36,6 +36,7 @@ class MemoryRegion(Enum):
 
 _KIND = {MemoryRegion.sbuf: "sbuf", MemoryRegion.psum: "psum", MemoryRegion.private_hbm: "hbm", MemoryRegion.shared_hbm: "hbm"}
 _KIND_OF = {id(region): kind for region, kind in _KIND.items()}  # by identity: Enum.__hash__ is Python code
+_SHARED_HBM = MemoryRegion.shared_hbm  # attribute reads on an Enum class go through EnumType.__getattr__
 
 
 def to_region(buffer) -> MemoryRegion:
@@ -78,19 +79,31 @@ class Storage:
         "__weakref__",
     )
 
-    def __init__(self, array: np.ndarray, dtype: NkiDType, region: MemoryRegion, name: str, role: str, location: str | None):
+    def __init__(
+        self,
+        array: np.ndarray,
+        dtype: NkiDType,
+        region: MemoryRegion,
+        name: str,
+        role: str,
+        location: str | None,
+        checked: _Checked | None = None,
+    ):
         self.id = next(_ids)
         self.region = region
-        self.kind = _KIND_OF[id(region)]
         self.array = array
         self.dtype = dtype
         self.name = name or f"t{self.id}"
         self.role = role  # "input" | "output" | "internal"
         self.location = location
         self._ptr = None  # the data address, computed when first needed (views mostly know their offset)
-        self.pstride = array.strides[0] if array.ndim else array.itemsize  # bytes per partition (on-chip)
-        self.pp_bytes = (math.prod(array.shape[1:]) if array.ndim > 1 else 1) * dtype.itemsize
-        self.nbytes = array.nbytes
+        if checked is not None:  # a fresh C-order array of checked.shape: its layout is known
+            self.kind, self.pstride, self.pp_bytes, self.nbytes = checked.kind, checked.pstride, checked.pp_bytes, checked.nbytes
+        else:
+            self.kind = _KIND_OF[id(region)]
+            self.pstride = array.strides[0] if array.ndim else array.itemsize  # bytes per partition (on-chip)
+            self.pp_bytes = (math.prod(array.shape[1:]) if array.ndim > 1 else 1) * dtype.itemsize
+            self.nbytes = array.nbytes
         self.written = False
         self.acc = None  # PSUM: elements whose last writer was a matmul (accumulation group open)
         self.pending = None  # PSUM: deferred matmul groups (see psum.py); flushed before any other access
@@ -140,7 +153,7 @@ def allocate(
     if fresh:
         checked = _check_arguments(ctx, shape, dtype, buffer)
     region, dt, shape, kind = checked.region, checked.dtype, checked.shape, checked.kind
-    if region is MemoryRegion.shared_hbm and ctx.shared_hbm is not None and ctx.grid != (1,):
+    if ctx.shared_hbm is not None and region is _SHARED_HBM and ctx.grid != (1,):
         shared = _shared_allocation(ctx, shape, dt, region, name, location)
         if shared is not None:
             return shared
@@ -167,28 +180,34 @@ def allocate(
         location, assigned = kernel_site_name()
     else:
         assigned = assigned_name(location) if not name else None
-    storage = Storage(array, dt, region, name or assigned or "", role, location)
+    storage = Storage(array, dt, region, name or assigned or "", role, location, checked)
     if live_bytes is not None:
         storage.pp_bytes = live_bytes
     ctx.memory.claim(storage)
     if kind != "hbm":
         ctx.usage.claim(storage, ctx.target)
     if ctx.trace is not None:
-        storage.record_in(ctx.trace)
-    if region is MemoryRegion.shared_hbm and ctx.shared_hbm is not None and ctx.grid != (1,):
+        ctx.trace.tensors.add(storage.id, storage.name, kind, shape, dt.name, checked.device_bytes, role, location)
+    if ctx.shared_hbm is not None and region is _SHARED_HBM and ctx.grid != (1,):
         ctx.shared_hbm.append(storage)
         ctx.shared_count += 1
-    return NkiTensor(array, storage, dt, off=0)
+    return NkiTensor(array, storage, dt, None, None, 0)
 
 
 class _Checked:
     """An allocation's arguments that passed every check that depends on them alone (not on what is live), with
     what they imply: a loop allocates the same tile again and again, and checks it once per target."""
 
-    __slots__ = ("region", "dtype", "shape", "kind", "nbytes", "_zeros")
+    __slots__ = ("region", "dtype", "shape", "kind", "nbytes", "pstride", "pp_bytes", "device_bytes", "_zeros")
 
-    def __init__(self, region: MemoryRegion, dtype: NkiDType, shape: tuple[int, ...], kind: str, nbytes: int):
-        self.region, self.dtype, self.shape, self.kind, self.nbytes = region, dtype, shape, kind, nbytes
+    def __init__(self, region: MemoryRegion, dtype: NkiDType, shape: tuple[int, ...], kind: str):
+        self.region, self.dtype, self.shape, self.kind = region, dtype, shape, kind
+        per_partition = math.prod(shape[1:])  # elements (1 for a 1-d shape)
+        # the layout of a fresh C-order storage array of this shape (see Storage.__init__)
+        self.nbytes = shape[0] * per_partition * dtype.storage.itemsize
+        self.pstride = per_partition * dtype.storage.itemsize
+        self.pp_bytes = per_partition * dtype.itemsize
+        self.device_bytes = shape[0] * self.pp_bytes  # what the trace records
         self._zeros = None
 
     def zeros(self) -> np.ndarray:
@@ -217,7 +236,7 @@ def _check_arguments(ctx, shape, dtype, buffer) -> _Checked:
                 f"{kind.upper()} tile {shape} has {shape[0]} partitions, the limit is {limit}",
                 f"split the partition dim into tiles of {limit} (nl.tile_size.pmax) and loop over them",
             )
-    return _Checked(region, dt, shape, kind, math.prod(shape) * dt.storage.itemsize)
+    return _Checked(region, dt, shape, kind)
 
 
 # Shape-only runs (compute=False) allocate a tile per loop iteration and never touch its values: a fresh np.zeros
@@ -420,7 +439,12 @@ class NkiTensor:
         if self.dyn is not None:
             self._static("index")
         key = key if key.__class__ is tuple else (key,)
-        if any(k is Ellipsis for k in key):  # `in` would compare with ==, which NkiScalars trace rather than answer
+        ellipsis = False
+        for k in key:  # `Ellipsis in key` would compare with ==, which NkiScalars trace rather than answer
+            if k is Ellipsis:
+                ellipsis = True
+                break
+        if ellipsis:
             i = next(n for n, k in enumerate(key) if k is Ellipsis)
             fill = self.ndim - (len(key) - 1 - sum(1 for k in key if k is None))
             key = key[:i] + (slice(None),) * max(fill, 0) + key[i + 1 :]

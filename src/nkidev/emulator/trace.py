@@ -209,50 +209,47 @@ class TensorTable:
     """Storage id -> TensorRecord, as columns (a big kernel allocates a tile per loop iteration).
 
     A mapping: `tensors[id]` (a fresh record, a snapshot), `get`, `in`, `keys/values/items`, `len`;
-    `tensors[id] = record` adds or replaces; `set_kind(id, kind)` marks outputs."""
+    `tensors[id] = record` adds or replaces; `set_kind(id, kind)` marks outputs.
+
+    A row is its id and a site code: a loop allocates the same tile (name, buffer, shape, dtype, nbytes, kind,
+    location) again and again, so each distinct one is kept once, as codes, in `_site_codes`."""
 
     def __init__(self):
         self._id = array("q")
-        self._name, self._buffer, self._shape = array("i"), array("i"), array("i")
-        self._dtype, self._kind, self._loc = array("i"), array("i"), array("i")
-        self._nbytes = array("q")
+        self._site = array("i")  # per row: index into _site_codes
+        self._sites: dict[tuple, int] = {}  # (name, buffer, shape, dtype, nbytes, kind, location) -> site code
+        self._site_codes: list[tuple] = []  # site code -> (name, buffer, shape, dtype, kind, location codes, nbytes)
         self._strings = _Interned()  # names, buffers, dtypes, kinds, locations
         self._shapes = _Interned()
         self._index: dict[int, int] | None = None  # only when ids arrive out of order
-        self._sites: dict[tuple, tuple] = {}  # (name, buffer, shape, dtype, kind, location) -> their codes
+
+    def _site_of(self, name: str, buffer: str, shape: tuple, dtype: str, nbytes: int, kind: str, location: str | None) -> int:
+        site = (name, buffer, shape, dtype, nbytes, kind, location)
+        code = self._sites.get(site)
+        if code is None:
+            s = self._strings.code
+            code = self._sites[site] = len(self._site_codes)
+            self._site_codes.append((s(name), s(buffer), self._shapes.code(shape), s(dtype), s(kind), s(location), nbytes))
+        return code
 
     def add(self, id: int, name: str, buffer: str, shape: tuple, dtype: str, nbytes: int, kind: str, location: str | None) -> None:
         ids = self._id
         if self._index is None and (not ids or id > ids[-1]):  # the emulator's case: a new, larger id
-            site = (name, buffer, shape, dtype, kind, location)  # a loop allocates the same tile again and again
-            codes = self._sites.get(site)
-            if codes is None:
-                s = self._strings.code
-                codes = self._sites[site] = (s(name), s(buffer), self._shapes.code(shape), s(dtype), s(kind), s(location))
+            code = self._sites.get((name, buffer, shape, dtype, nbytes, kind, location))
             ids.append(id)
-            self._name.append(codes[0])
-            self._buffer.append(codes[1])
-            self._shape.append(codes[2])
-            self._dtype.append(codes[3])
-            self._kind.append(codes[4])
-            self._loc.append(codes[5])
-            self._nbytes.append(nbytes)
+            self._site.append(code if code is not None else self._site_of(name, buffer, shape, dtype, nbytes, kind, location))
             return
+        code = self._site_of(name, buffer, shape, dtype, nbytes, kind, location)
         row = self._row(id)
-        s = self._strings.code
-        values = (s(name), s(buffer), self._shapes.code(shape), s(dtype), s(kind), s(location), nbytes)
-        cols = (self._name, self._buffer, self._shape, self._dtype, self._kind, self._loc, self._nbytes)
         if row is not None:
-            for col, v in zip(cols, values):
-                col[row] = v
+            self._site[row] = code
             return
         if self._index is None and self._id and id < self._id[-1]:
             self._index = {t: k for k, t in enumerate(self._id)}
         if self._index is not None:
             self._index[id] = len(self._id)
         self._id.append(id)
-        for col, v in zip(cols, values):
-            col.append(v)
+        self._site.append(code)
 
     def _row(self, id) -> int | None:
         if self._index is not None:
@@ -262,22 +259,15 @@ class TensorTable:
 
     def _record(self, k: int) -> TensorRecord:
         v = self._strings.values
-        return TensorRecord(
-            self._id[k],
-            v[self._name[k]],
-            v[self._buffer[k]],
-            self._shapes.values[self._shape[k]],
-            v[self._dtype[k]],
-            self._nbytes[k],
-            v[self._kind[k]],
-            v[self._loc[k]],
-        )
+        name, buffer, shape, dtype, kind, loc, nbytes = self._site_codes[self._site[k]]
+        return TensorRecord(self._id[k], v[name], v[buffer], self._shapes.values[shape], v[dtype], nbytes, v[kind], v[loc])
 
     def set_kind(self, id: int, kind: str) -> None:
         row = self._row(id)
         if row is None:
             raise KeyError(id)
-        self._kind[row] = self._strings.code(kind)
+        rec = self._record(row)
+        self._site[row] = self._site_of(rec.name, rec.buffer, rec.shape, rec.dtype, rec.nbytes, kind, rec.location)
 
     def pop(self, id: int, default=None):
         """Remove a storage's row (the legacy front end drops a fresh tile it retargeted); its record or `default`."""
@@ -285,8 +275,8 @@ class TensorTable:
         if row is None:
             return default
         rec = self._record(row)
-        for col in (self._id, self._name, self._buffer, self._shape, self._dtype, self._kind, self._loc, self._nbytes):
-            del col[row]
+        del self._id[row]
+        del self._site[row]
         if self._index is not None:
             self._index = {t: k for k, t in enumerate(self._id)}
         return rec
@@ -322,24 +312,27 @@ class TensorTable:
     def items(self) -> Iterator[tuple[int, TensorRecord]]:
         return ((self._id[k], self._record(k)) for k in range(len(self._id)))
 
+    def _codes_of(self, field: str) -> np.ndarray:
+        """Per row, the code of one field (nbytes: the value), as int64."""
+        j = {"name": 0, "buffer": 1, "shape": 2, "dtype": 3, "kind": 4, "location": 5, "nbytes": 6}[field]
+        per_site = np.array([codes[j] for codes in self._site_codes], dtype=np.int64)
+        return per_site[np.asarray(self._site, dtype=np.int64)] if len(self._site) else np.zeros(0, dtype=np.int64)
+
     def column(self, name: str) -> np.ndarray | list:
         """One column by field name: ids and nbytes as int64 arrays, the others as lists of values."""
         if name == "id":
             return np.array(self._id, dtype=np.int64)
         if name == "nbytes":
-            return np.array(self._nbytes, dtype=np.int64)
-        codes = {"name": self._name, "buffer": self._buffer, "dtype": self._dtype, "kind": self._kind, "location": self._loc}
-        if name == "shape":
-            return [self._shapes.values[c] for c in self._shape]
-        v = self._strings.values
-        return [v[c] for c in codes[name]]
+            return self._codes_of("nbytes")
+        codes = self._codes_of(name)  # KeyError for an unknown field
+        values = self._shapes.values if name == "shape" else self._strings.values
+        return [values[c] for c in codes.tolist()]
 
     def codes(self, name: str) -> tuple[np.ndarray, list]:
         """(code per row, value per code) of a column: shape, name, buffer, dtype, kind or location."""
-        if name == "shape":
-            return np.array(self._shape, dtype=np.int64), self._shapes.values
-        col = {"name": self._name, "buffer": self._buffer, "dtype": self._dtype, "kind": self._kind, "location": self._loc}[name]
-        return np.array(col, dtype=np.int64), self._strings.values
+        if name == "nbytes":
+            raise KeyError(name)
+        return self._codes_of(name), self._shapes.values if name == "shape" else self._strings.values
 
     def rows_of(self, ids, table: np.ndarray | None = None) -> np.ndarray:
         """Row number in this table of each storage id (-1 where unknown), vectorized (`table`: a cached
