@@ -196,7 +196,8 @@ def dispatch(op: OpDef, a: SimpleNamespace):
     ids_r: list[int] = []
     ids_w: list[int] = []
     storages: list = []
-    key = signature(op, a, ctx.target_code, ids_r, ids_w, storages)
+    written: list = []
+    key = signature(op, a, ctx.target_code, ids_r, ids_w, storages, written)
     cache = op.checked
     entry = cache.get(key) if key is not None else None
     if entry is None:
@@ -216,8 +217,12 @@ def dispatch(op: OpDef, a: SimpleNamespace):
             _stamp_storages(storages, usage, ctx.target)
         else:
             _touch(a, ctx, usage)
-    result = op.impl(a, ctx, engine) if ctx.compute else None
-    _mark_written(op, a)
+    result = op.impl(a, ctx, engine) if ctx.options.compute else None
+    if key is not None:
+        for st in written:
+            st.written = True
+    else:
+        _mark_written(op, a)
     trace = ctx.trace
     if trace is not None:
         form = entry[1]
@@ -226,13 +231,14 @@ def dispatch(op: OpDef, a: SimpleNamespace):
             if key is not None:
                 entry[1] = form
         counter = ctx.counter
+        n = counter[0]
         location = kernel_location(1)  # skip=1: dispatch is called by the generated nki.isa function, never by kernel code
-        trace.record(counter[0], form, location, ctx.program, ids_r + ids_w)
+        trace.record(n, form, location, ctx.program, ids_r + ids_w)
         if usage.check:
-            usage.recorded(counter[0], location)
-        counter[0] += 1
+            usage.instructions[usage.clock] = (n, location)  # Occupancy.recorded, inlined: this runs per instruction
+        counter[0] = n + 1
         if result is None:
-            return NkiInstruction(counter[0] - 1)
+            return NkiInstruction(n)
     return result
 
 
@@ -290,7 +296,7 @@ def _touch(a, ctx, usage) -> None:
 
 def _stamp_storages(storages: list, usage, target: Target) -> None:
     """_touch for a call whose operands `signature` listed (the same stamps, in the same order)."""
-    clock = usage.tick()
+    clock = usage.clock = usage.clock + 1  # Occupancy.tick, inlined: this runs per instruction
     seen: list = []
     total = 0
     for st in storages:
@@ -359,51 +365,52 @@ _ATOMS = {int, bool, str, type(None), FunctionType, BuiltinFunctionType, np.ufun
 _FLOATS = {float, np.float32, np.float64}
 
 
-def signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list, storages: list) -> tuple | None:
+def signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list, storages: list, written: list) -> tuple | None:
     """The call's operand signature on a target (None: uncacheable); appends the storage ids of its operands,
-    reads and writes, in the order the trace records them, and their storages in argument order (complete only
-    when the call is cacheable)."""
+    reads and writes, in the order the trace records them, their storages in argument order, and the storages
+    it writes (complete only when the call is cacheable).
+
+    The common case first: every argument outside the operand slots is its default (checked in C, see
+    SignaturePlan). The key is then the slots alone, after a marker (a str: no general signature has one
+    there); a slot holding an indirect, out-of-bounds or empty view or a list of tiles leaves it to the
+    general signature."""
     plan = op.plan
-    if plan is not None and plan.defaults(a):
-        key = _tiles_signature(plan, a, target_code, ids_r, ids_w, storages)
-        if key is not None:
-            return key
+    if plan is not None and (plan.get is None or all(map(_is, plan.get(a), plan.expected))):
+        key = [target_code, "tiles"]
+        args = a.__dict__
+        for name, write, default in plan.tiles:
+            v = args[name]
+            if v.__class__ is NkiTensor:
+                code = v._code
+                if code is None:
+                    code = view_code(v)
+                if not code:
+                    break
+                key.append(code)
+                st = v.storage
+                if write:
+                    ids_w.append(st.id)
+                    written.append(st)
+                else:
+                    ids_r.append(st.id)
+                storages.append(st)
+            elif v is default:
+                key.append(None)
+            else:
+                value = _value_key(v)  # an operand slot that is no tensor: tensor_tensor's op=, tensor_scalar's operand0=
+                if value is None:
+                    break
+                key.append(value)
+        else:
+            return tuple(key)
         ids_r.clear()
         ids_w.clear()
         storages.clear()
-    return _general_signature(op, a, target_code, ids_r, ids_w, storages)
+        written.clear()
+    return _general_signature(op, a, target_code, ids_r, ids_w, storages, written)
 
 
-def _tiles_signature(plan: SignaturePlan, a, target_code: int, ids_r: list, ids_w: list, storages: list) -> tuple | None:
-    """The signature of a call whose every argument outside the operand slots is its default (the common case,
-    checked in C by `plan.defaults`): the slots alone, after a marker (a str: no general signature has one
-    there). None when a slot holds an indirect, out-of-bounds or empty view or a list of tiles: the general
-    signature decides."""
-    key = [target_code, "tiles"]
-    args = a.__dict__
-    for name, write, default in plan.tiles:
-        v = args[name]
-        if v.__class__ is NkiTensor:
-            code = v._code
-            if code is None:
-                code = view_code(v)
-            if not code:
-                return None
-            key.append(code)
-            st = v.storage
-            (ids_w if write else ids_r).append(st.id)
-            storages.append(st)
-        elif v is default:
-            key.append(None)
-        else:
-            value = _value_key(v)  # an operand slot that is no tensor: tensor_tensor's op=, tensor_scalar's operand0=
-            if value is None:
-                return None
-            key.append(value)
-    return tuple(key)
-
-
-def _general_signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list, storages: list) -> tuple | None:
+def _general_signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list, storages: list, written: list) -> tuple | None:
     args = a.__dict__
     defaults = op.arg_defaults
     if len(args) != len(defaults):  # not called through the public function
@@ -426,7 +433,11 @@ def _general_signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list,
                 return None
             key.append(code)
             st = v.storage
-            (ids_w if name in writes else ids_r).append(st.id)
+            if name in writes:
+                ids_w.append(st.id)
+                written.append(st)
+            else:
+                ids_r.append(st.id)
             storages.append(st)
         elif c in _ATOMS:
             key.append((c, v))
@@ -436,7 +447,8 @@ def _general_signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list,
             key.append(id(v))  # members are singletons; Enum.__hash__ is Python code
         elif c is list or c is tuple:
             if v and v[0].__class__ is NkiTensor:
-                ids = ids_w if name in writes else ids_r
+                write = name in writes
+                ids = ids_w if write else ids_r
                 for t in v:
                     if t.__class__ is not NkiTensor:
                         return None
@@ -448,6 +460,8 @@ def _general_signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list,
                     key.append(code)
                     ids.append(t.storage.id)
                     storages.append(t.storage)
+                    if write:
+                        written.append(t.storage)
             else:
                 inner = _plain(v)
                 if inner is None:
@@ -459,15 +473,18 @@ def _general_signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list,
 
 
 _NO_DEFAULT = object()  # a parameter without a default, or with a mutable one: no argument is this object
+_is = operator.is_
 
 
 @dataclass(frozen=True)
 class SignaturePlan:
-    """How `signature` reads an op's call fast: `defaults(a)` is True when every parameter that is not an operand
-    slot holds its (immutable) default object; `tiles` = (name, written?, default) of the operand slots (tile,
-    written and required parameters), in argument order."""
+    """How `signature` reads an op's call fast. `get(a)` reads, in C, every parameter that is not an operand slot
+    (None: there are none); the call has them all at their default when each `is` its `expected` object.
+    `tiles` = (name, written?, default) of the operand slots (tile, written and required parameters), in
+    argument order."""
 
-    defaults: Callable
+    get: Callable | None
+    expected: tuple
     tiles: tuple[tuple[str, bool, object], ...]
 
 
@@ -479,18 +496,13 @@ def signature_plan(op: OpDef, fn: Callable) -> SignaturePlan | None:
     slots = {p.name for p in params if p.name in op.tiles or p.name in op.writes or p.default is p.empty}
     tiles = tuple((p.name, p.name in op.writes, _immutable_default(p.default)) for p in params if p.name in slots)
     others = [p for p in params if p.name not in slots]
-    names = tuple(p.name for p in others)
-    defaults = tuple(_immutable_default(p.default) for p in others)
-    if not names:
-        return SignaturePlan(lambda a: True, tiles)
-    get = operator.attrgetter(*names) if len(names) > 1 else operator.attrgetter(names[0], names[0])
-    expected = defaults if len(names) > 1 else defaults * 2
-    is_ = operator.is_
-
-    def all_default(a) -> bool:
-        return all(map(is_, get(a), expected))  # C loops: no bytecode per argument
-
-    return SignaturePlan(all_default, tiles)
+    if not others:
+        return SignaturePlan(None, (), tiles)
+    names = [p.name for p in others]
+    expected = tuple(_immutable_default(p.default) for p in others)
+    if len(names) == 1:  # attrgetter of one name returns the value, not a 1-tuple
+        names, expected = names * 2, expected * 2
+    return SignaturePlan(operator.attrgetter(*names), expected, tiles)
 
 
 def _immutable_default(value):

@@ -475,7 +475,7 @@ class NkiTensor:
             norm.append(k)
             if off is not None:
                 off += (k.start if k.__class__ is slice else k) * strides[dim]
-        return NkiTensor(self._data[tuple(norm)], self.storage, self.dtype, bad=self.bad, off=off)
+        return NkiTensor(self._data[tuple(norm)], self.storage, self.dtype, None, self.bad, off)  # positional: no kwargs dict
 
     def _indexed(self, key, problem: str) -> NkiTensor:
         """An out-of-bounds view: clipped data of the right rank, and the error its first access raises."""
