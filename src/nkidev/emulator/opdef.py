@@ -359,6 +359,9 @@ def _mark_written(op: OpDef, a) -> None:
 # tiles, ...) and views checked or resolved only when accessed (run-time addressed, tensor indirection, out of
 # bounds or empty: see tensor.check_access) make a call uncacheable: it is checked and recorded from scratch.
 # What a call does beyond its signature (baton, races, lifetimes, written marks) is never cached: see dispatch.
+# The key is cheap to build: a tile is its view code (tensor.view_code: one int per distinct view, cached on the
+# view), an argument that is its parameter's (immutable) default object is None, and a call whose every
+# non-operand argument is its default (checked in C through the op's SignaturePlan) keys its operand slots only.
 
 MAX_CACHED = 50_000  # signatures remembered per op (then forgotten all at once)
 _ATOMS = {int, bool, str, type(None), FunctionType, BuiltinFunctionType, np.ufunc, NkiDType, OpSpec, np.int32, np.int64}
