@@ -20,6 +20,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from repos import nki_version_for
+
 HERE = Path(__file__).resolve().parent
 SHIMS = HERE / "shims"
 ROOT = HERE.parent.parent  # the nkidev checkout this harness belongs to
@@ -42,17 +44,38 @@ SIMPLE_DIRS = (
     "experimental/mxfp_subkernels/",
 )
 STATUSES = ("PASS", "FAIL-numeric", "ERROR", "TIMEOUT", "SKIP")
+NKI_VERSION_VAR = "NKIDEV_NKI_VERSION"  # nkidev's per-process NKI version (nkidev.emulator.versions.ENV_VAR)
 
 
 def checkout_env(src: Path) -> dict[str, str]:
     """Environment of every child: this checkout's src/ first (so its nkidev is the one tested), then the shims."""
     env = dict(os.environ)
     env.pop("NKIDEV_EMULATE", None)
+    env.pop(NKI_VERSION_VAR, None)  # set per repository by with_nki_version, never inherited by accident
     paths = [str(ROOT / "src"), str(SHIMS)] + [x for x in [env.get("PYTHONPATH")] if x]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["CORPUS_SRC"] = str(src)
     env.setdefault("OMP_NUM_THREADS", "1")
     return env
+
+
+def with_nki_version(env: dict[str, str], nki_version: str | None) -> dict[str, str]:
+    """A copy of `env` whose children emulate `nki_version` (None: nkidev's default, the newest)."""
+    out = {k: v for k, v in env.items() if k != NKI_VERSION_VAR}
+    if nki_version:
+        out[NKI_VERSION_VAR] = nki_version
+    return out
+
+
+def effective_nki_version(env: dict[str, str]) -> str:
+    """The NKI version a child started with `env` emulates, as nkidev resolves it; "error: ..." when nkidev refuses it
+    (e.g. err_unknown_nki_version for a version it does not emulate)."""
+    code = "from nkidev.emulator import versions; print(versions.default())"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"error: {last}"
+    return proc.stdout.strip()
 
 
 def nkidev_version(env: dict[str, str]) -> str:
@@ -142,7 +165,7 @@ def run_nkilib(src: Path, env: dict[str, str], timeout: int, file_filter: list[s
         if not cases and rc not in (0, 5):  # collection error: one record for the whole file
             cases = [_collection_error(f, log, time.time() - t0)]
         for c in cases:
-            c.update(corpus="nki-library", file=f, simple=is_simple(f))
+            c.update(corpus="nki-library", file=f, simple=is_simple(f), nki_version=env.get(NKI_VERSION_VAR, "default"))
             if c["status"] == "FAIL":
                 c["status"] = classify_status(c["message"])
             results.append(c)
@@ -151,7 +174,8 @@ def run_nkilib(src: Path, env: dict[str, str], timeout: int, file_filter: list[s
     return results
 
 
-def run_standalone(env: dict[str, str], timeout: int, name_filter: list[str] | None) -> list[dict]:
+def run_standalone(env: dict[str, str], timeout: int, name_filter: list[str] | None, nki_version: str | None = None) -> list[dict]:
+    """Each spec runs under its repository's NKI version (`nki_version`, run.py --nki-version, overrides it)."""
     from standalone_specs import SPECS
 
     results = []
@@ -160,8 +184,10 @@ def run_standalone(env: dict[str, str], timeout: int, name_filter: list[str] | N
             continue
         t0 = time.time()
         cmd = [sys.executable, str(HERE / "standalone_runner.py"), spec["name"]]
+        version = nki_version_for(spec["repo"], nki_version)
         try:
-            proc = subprocess.run(cmd, cwd=HERE, env=env, capture_output=True, text=True, timeout=timeout)
+            sp_env = with_nki_version(env, version)
+            proc = subprocess.run(cmd, cwd=HERE, env=sp_env, capture_output=True, text=True, timeout=timeout)
             lines = [line for line in proc.stdout.splitlines() if line.startswith("CORPUS_RESULT ")]
             if lines:
                 rec = json.loads(lines[-1].removeprefix("CORPUS_RESULT "))
@@ -169,7 +195,7 @@ def run_standalone(env: dict[str, str], timeout: int, name_filter: list[str] | N
                 rec = {"status": "ERROR", "message": "runner crashed: " + (proc.stderr or proc.stdout)[-3000:]}
         except subprocess.TimeoutExpired:
             rec = {"status": "TIMEOUT", "message": f"no result within {timeout} s"}
-        rec.update(id=spec["name"], corpus=spec["repo"], file=spec["file"], time=time.time() - t0)
+        rec.update(id=spec["name"], corpus=spec["repo"], file=spec["file"], time=time.time() - t0, nki_version=version or "default")
         results.append(rec)
         print(f"[standalone] {spec['name']}: {rec['status']} {rec.get('message', '')[:160]!r}", flush=True)
     return results

@@ -114,7 +114,8 @@ def write_report(path: Path, report: Path) -> None:
         f"nkidev: `{meta.get('nkidev', '?')}`. Re-run: `python bench/corpus/run.py` (see its --help).\n"
     )
     L.append("## Repositories (commits)\n")
-    L += [f"- `{k}` {v}" for k, v in sorted(meta.get("repos", {}).items())] + [""]
+    nki = meta.get("nki_versions", {})
+    L += [f"- `{k}` {v}" + (f" (NKI {nki[k]})" if k in nki else "") for k, v in sorted(meta.get("repos", {}).items())] + [""]
     L += ["## Pass counts\n"] + pass_table(res) + [""]
     L += ["## Failures by root cause\n"] + cause_table(res) + [""]
     L += ["## Per-kernel results (non-nki-library)\n"] + standalone_table(res) + [""]

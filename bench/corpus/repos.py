@@ -2,6 +2,10 @@
 
 The kernels are never copied into nkidev: `fetch(work)` clones each repository into `work/src/<name>` and
 checks out the pinned commit (a clone already at that commit is left alone).
+
+Each repository also names the NKI version its kernels target: its runs get NKIDEV_NKI_VERSION set to it (run.py's
+--nki-version overrides it for every repository), so a kernel written for 0.6 is not failed for using an API 0.7
+removed.
 """
 
 from __future__ import annotations
@@ -17,14 +21,24 @@ class Repo:
     name: str  # directory under work/src, and the `corpus` of its results
     github: str  # owner/name on GitHub
     commit: str
+    nki_version: str | None = None  # the NKI version its kernels target; None: nkidev's default (the newest)
 
 
 REPOS = (
-    Repo("nki-library", "aws-neuron/nki-library", "d2ad3a579498d1888aa8740af97fd325dd5f2740"),
+    # nki-library at this commit (April 2026, before NKI 0.7) targets NKI 0.6: e.g. experimental/dynamic_shapes uses
+    # nl.dynamic_range, which 0.7 removed (migration guide 0.6 -> 0.7), so under 0.7 those tests fail by design.
+    Repo("nki-library", "aws-neuron/nki-library", "d2ad3a579498d1888aa8740af97fd325dd5f2740", nki_version="0.6"),
     Repo("nki-samples", "aws-neuron/nki-samples", "6905a68a122f937e68403727759f035ddd144f95"),
     Repo("aws-neuron-sdk", "aws-neuron/aws-neuron-sdk", "81ce03ae261e12925e53437a0f690478e6366155"),
     Repo("nki-autotune", "awslabs/nki-autotune", "d57bcc3be3318f9cec05c7f48c162d3d2b1706e0"),
 )
+
+
+def nki_version_for(name: str, override: str | None = None) -> str | None:
+    """The NKI version a repository's kernels run under: `override` (run.py --nki-version), else the repository's own."""
+    if override:
+        return override
+    return next((r.nki_version for r in REPOS if r.name == name), None)
 
 
 class FetchError(Exception):

@@ -3,13 +3,16 @@
 
     python bench/corpus/run.py [--work DIR] [--only nkilib|standalone] [--files SUBSTR ...] [--timeout 300]
                                [--out results.json] [--report corpus.md] [--all-nkilib] [--workarounds] [--no-fetch]
+                               [--nki-version 0.6|0.7]
 
 Fetch step: clones aws-neuron/nki-library, aws-neuron/nki-samples, aws-neuron/aws-neuron-sdk and
 awslabs/nki-autotune into DIR/src (default ~/.cache/nkidev/corpus) at the commits pinned in repos.py; the
 kernels are never copied into this repository. Then every kernel / test file runs in a subprocess of this
 interpreter with this checkout's src/ first on PYTHONPATH (so the nkidev tested is the checkout's, not an
-installed one) and the stand-ins of shims/. Results go to --out (default DIR/results.json; a run with
---only/--files updates an existing file), the markdown report to --report (default DIR/corpus.md).
+installed one) and the stand-ins of shims/, under the NKI version its repository targets (repos.py: nki-library
+0.6, the others nkidev's default; --nki-version VERSION runs every repository under VERSION instead). Results go
+to --out (default DIR/results.json; a run with --only/--files updates an existing file), the markdown report to
+--report (default DIR/corpus.md).
 
 Beyond nkidev, the harness (nki-library's own test utilities) needs, in the interpreter that runs it:
     pip install torch pytest pytest-xdist pytest-timeout pytest-html pytest-metadata pandas filelock \
@@ -27,9 +30,9 @@ import time
 from pathlib import Path
 
 from causes import classify_all
-from harness import checkout_env, nkidev_version, run_nkilib, run_standalone
+from harness import checkout_env, effective_nki_version, nkidev_version, run_nkilib, run_standalone, with_nki_version
 from report import write_report
-from repos import FetchError, fetch
+from repos import REPOS, FetchError, fetch, head_commit, nki_version_for
 
 DEFAULT_WORK = Path.home() / ".cache" / "nkidev" / "corpus"
 
@@ -44,6 +47,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, help="results JSON (default WORK/results.json)")
     ap.add_argument("--report", type=Path, help="markdown report (default WORK/corpus.md)")
     ap.add_argument("--no-fetch", action="store_true", help="use WORK/src as it is (no git)")
+    ap.add_argument(
+        "--nki-version",
+        help="NKI version every repository runs under (NKIDEV_NKI_VERSION; default: each repository's own, see repos.py)",
+    )
     ap.add_argument(
         "--workarounds",
         action="store_true",
@@ -67,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or work / "results.json"
     report = args.report or work / "corpus.md"
     try:
-        repos = {} if args.no_fetch else fetch(work)
+        repos = {r.name: head_commit(work / "src" / r.name) or "unknown" for r in REPOS} if args.no_fetch else fetch(work)
     except FetchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -76,12 +83,19 @@ def main(argv: list[str] | None = None) -> int:
         env["CORPUS_WORKAROUNDS"] = "1"
     meta = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "python": sys.executable, "nkidev": nkidev_version(env)}
     meta.update(repos=repos, timeout_s=args.timeout)
-    print("nkidev:", meta["nkidev"], flush=True)
+    versions = {r.name: effective_nki_version(with_nki_version(env, nki_version_for(r.name, args.nki_version))) for r in REPOS}
+    bad = {k: v for k, v in versions.items() if v.startswith("error:")}
+    if bad:
+        print(f"error: --nki-version {args.nki_version!r}: {next(iter(bad.values()))}", file=sys.stderr)
+        return 2
+    meta["nki_versions"] = versions
+    print("nkidev:", meta["nkidev"], "NKI versions:", versions, flush=True)
     results = []
     if args.only in (None, "standalone"):
-        results += run_standalone(env, args.timeout, args.files)
+        results += run_standalone(env, args.timeout, args.files, args.nki_version)
     if args.only in (None, "nkilib"):
-        results += run_nkilib(work / "src", env, args.timeout, args.files, args.all_nkilib, work / "out")
+        nkilib_env = with_nki_version(env, nki_version_for("nki-library", args.nki_version))
+        results += run_nkilib(work / "src", nkilib_env, args.timeout, args.files, args.all_nkilib, work / "out")
     meta["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     partial = (args.files or args.only) and out.exists()
     results, meta = merge(json.loads(out.read_text()) if partial else None, results, meta)

@@ -1,4 +1,5 @@
-"""bench/corpus: the fetch step (against a local git repository, no network) and the report's rates."""
+"""bench/corpus: the fetch step (against a local git repository, no network), the NKI version each repository
+runs under, and the report's rates."""
 
 from __future__ import annotations
 
@@ -11,8 +12,30 @@ import pytest
 CORPUS = Path(__file__).resolve().parents[2] / "bench" / "corpus"
 sys.path.insert(0, str(CORPUS))
 
+import harness  # noqa: E402
 import report  # noqa: E402
-from repos import FetchError, Repo, fetch_one  # noqa: E402
+import run  # noqa: E402
+from repos import FetchError, Repo, fetch_one, nki_version_for  # noqa: E402
+
+# A 0.6 kernel: nl.dynamic_range was removed in NKI 0.7 (as in nki-library's dynamic_elementwise_add).
+DYNAMIC_RANGE_KERNEL = """
+import numpy as np, nkidev
+nkidev.emulate()
+import nki, nki.isa as nisa, nki.language as nl
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for _i in nl.dynamic_range(1):
+        nisa.dma_copy(dst=out, src=x)
+    return out
+
+x = np.arange(512, dtype=np.float32).reshape(128, 4)
+try:
+    print("OK" if np.array_equal(nkidev.simulate(k)(x), x) else "WRONG")
+except nkidev.errors.NkiError as e:
+    print(e.name)
+"""
 
 
 def _git(*args: str, cwd: Path) -> str:
@@ -58,3 +81,30 @@ def test_adjusted_rate_leaves_out_compiler_and_upstream_failures():
     ]
     row = report.pass_table(res)[2]
     assert row.endswith("| 1 | 1/4 = 25% | 1/2 = 50% |")
+
+
+def test_nki_library_targets_0_6_and_the_option_overrides_every_repository():
+    assert nki_version_for("nki-library") == "0.6"
+    assert nki_version_for("nki-samples") is None  # nkidev's default, the newest
+    assert nki_version_for("nki-library", "0.7") == "0.7"
+    assert nki_version_for("nki-samples", "0.6") == "0.6"
+
+
+def _child(env: dict[str, str]) -> str:
+    return subprocess.run([sys.executable, "-c", DYNAMIC_RANGE_KERNEL], env=env, capture_output=True, text=True, timeout=120).stdout.strip()
+
+
+def test_a_0_6_kernel_runs_under_its_repository_version_and_fails_under_0_7(tmp_path, monkeypatch):
+    monkeypatch.setenv("NKIDEV_NKI_VERSION", "0.6")  # an ambient value is not inherited: only the repository / option count
+    env = harness.checkout_env(tmp_path)
+    assert "NKIDEV_NKI_VERSION" not in env
+    assert _child(harness.with_nki_version(env, nki_version_for("nki-library"))) == "OK"
+    assert _child(harness.with_nki_version(env, nki_version_for("nki-library", "0.7"))) == "err_removed_in_nki_version"
+    assert _child(harness.with_nki_version(env, nki_version_for("nki-samples"))) == "err_removed_in_nki_version"
+    assert harness.effective_nki_version(harness.with_nki_version(env, "0.6.0")) == "0.6"
+
+
+def test_an_unknown_nki_version_stops_the_run_with_nkidevs_error(tmp_path, capsys):
+    assert run.main(["--work", str(tmp_path), "--no-fetch", "--only", "standalone", "--nki-version", "0.9"]) == 2
+    assert "err_unknown_nki_version" in capsys.readouterr().err
+    assert not (tmp_path / "results.json").exists()
