@@ -133,6 +133,12 @@ CAUSES = {
         "MLPTKGConstantsDimensionSizes (mlp_tkg_constants.py:225) is built without its required field remainderIFused (CPython dataclass "
         "TypeError); upstream bug, unless the official NKI frontend defaults missing NKIObject dataclass fields",
     ),
+    "kernel_targets_older_nki": (
+        "c",
+        None,
+        "kernel written for an older NKI uses an API the version it ran under removed (err_removed_in_nki_version); run its repository "
+        "under the version it targets (repos.py nki_version / run.py --nki-version)",
+    ),
     "timeout": ("?", None, "no result within the per-test timeout (300 s)"),
     "unclassified": ("?", None, "not yet classified"),
 }
@@ -149,6 +155,7 @@ RULES = [
     (r"", r"IndentationError", "upstream_syntax_error"),
     (r"", r"missing \d+ required positional argument: 'remainderIFused'", "upstream_missing_ctor_arg"),
     (r"", r"Timeout \(>", "timeout"),
+    (r"", r"err_removed_in_nki_version", "kernel_targets_older_nki"),
     (r"", r"No module named 'nkilib_src\.nkilib\.experimental\.subkernels'", "upstream_missing_module"),
     (r"", r"NameError: name 'Platforms'", "upstream_nameerror"),
     (r"", r"tensor_copy\(\) got an unexpected keyword argument 'dtype'", "kernel_uses_removed_kwarg"),
