@@ -87,6 +87,12 @@ CAUSES = {
         "repros/dataclass_nkiobject_unannotated.py",
         "@dataclass subclass of nl.NKIObject with un-annotated fields rejects keyword construction (TypeError)",
     ),
+    "nkiobject_field_default_none": (
+        "a",
+        "repros/nkiobject_field_default_none.py",
+        "@dataclass NKIObject built without a declared field: Python's dataclass raises TypeError, the NKI compiler's initializer "
+        "defaults it to None (language guide, Class Support); e.g. MLPTKGConstantsDimensionSizes.remainderIFused",
+    ),
     "needs_compiler_trace": (
         "b",
         None,
@@ -127,12 +133,6 @@ CAUSES = {
         "pytest-xdist worker OOM-killed (kernel log: 14-18 GB RSS per worker; 24 GiB machine, 2 workers); see notes for whether nkidev "
         "or the test's inputs use the memory",
     ),
-    "upstream_missing_ctor_arg": (
-        "c?",
-        None,
-        "MLPTKGConstantsDimensionSizes (mlp_tkg_constants.py:225) is built without its required field remainderIFused (CPython dataclass "
-        "TypeError); upstream bug, unless the official NKI frontend defaults missing NKIObject dataclass fields",
-    ),
     "kernel_targets_older_nki": (
         "c",
         None,
@@ -153,7 +153,7 @@ RULES = [
     (r"test_moe_cte_unified.*vnc-2", r"Validation failed", "lnc2_shared_init_race"),
     (r"", r"KeyError: 'mask_out_hbm'", "upstream_test_bug"),
     (r"", r"IndentationError", "upstream_syntax_error"),
-    (r"", r"missing \d+ required positional argument: 'remainderIFused'", "upstream_missing_ctor_arg"),
+    (r"", r"__init__\(\) missing \d+ required positional argument", "nkiobject_field_default_none"),
     (r"", r"Timeout \(>", "timeout"),
     (r"", r"err_removed_in_nki_version", "kernel_targets_older_nki"),
     (r"", r"No module named 'nkilib_src\.nkilib\.experimental\.subkernels'", "upstream_missing_module"),

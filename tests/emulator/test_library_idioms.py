@@ -157,6 +157,31 @@ def test_dataclass_nkiobject_with_unannotated_fields():
     assert _Section().offset == 0 and [f.name for f in dataclasses.fields(_Section)] == ["label", "index", "offset"]
 
 
+@dataclasses.dataclass
+class _Dims(nl.NKIObject):
+    rows: int
+    spare: int  # declared, never passed: the NKI compiler's default initializer makes it None
+    cols: int = 8
+
+
+@jit
+def _dataclass_missing_field(a):
+    d = _Dims(rows=4)
+    assert d.spare is None and d.cols == 8
+    out = nl.ndarray((d.rows, d.cols), dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((d.rows, d.cols), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a[0 : d.rows, :])
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_dataclass_nkiobject_field_left_out_defaults_to_none():
+    # NKI language guide, "Class Support": a field without a default gets None in the generated __init__.
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    np.testing.assert_array_equal(nkidev.simulate(_dataclass_missing_field)(a), a[:4])
+    assert _Dims(1, 2).spare == 2 and _Dims(1).cols == 8 and _Dims().rows is None
+
+
 # ---------------------------------------------------------------- immediates and access patterns
 
 

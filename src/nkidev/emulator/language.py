@@ -74,6 +74,18 @@ class NKIObject:
         extra = {n: object for n, v in cls.__dict__.items() if n not in own and _plain_field(n, v)}
         if extra:
             cls.__annotations__ = {**own, **extra}
+        # The NKI compiler's default initializer gives a field declared without a default the default None
+        # (NKI language guide, "Class Support": `x: int` -> `def __init__(self, x=None, ...)`), so a kernel may
+        # leave one out; Python's dataclass would refuse the call, so give those fields None before it runs.
+        for name, annotation in own.items():
+            if not hasattr(cls, name) and not name.startswith("__") and not _is_pseudo_field(annotation):
+                setattr(cls, name, None)
+
+
+def _is_pseudo_field(annotation) -> bool:
+    """ClassVar / InitVar annotations are not instance fields (a default there would change their meaning)."""
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    return "ClassVar" in text or "InitVar" in text
 
 
 def _plain_field(name: str, value) -> bool:
