@@ -134,7 +134,11 @@ def _collection_error(f: str, log: Path, elapsed: float) -> dict:
     return {"id": f"{f}::<collection>", "status": "ERROR", "message": "\n".join(lines[-8:]) or text[-4000:], "time": elapsed}
 
 
-def run_nkilib(src: Path, env: dict[str, str], timeout: int, file_filter: list[str] | None, all_tests: bool, out_dir: Path) -> list[dict]:
+def run_nkilib(
+    src: Path, env: dict[str, str], timeout: int, file_filter: list[str] | None, all_tests: bool, out_dir: Path, select: str | None = None
+) -> list[dict]:
+    """nki-library's test files (those containing a `file_filter` substring), each in one pytest; `select` is a pytest -k
+    expression (e.g. one test's parameters, to re-run it with another --timeout)."""
     nkilib = src / "nki-library"
     outdir = out_dir / "nkilib"
     outdir.mkdir(parents=True, exist_ok=True)
@@ -143,7 +147,7 @@ def run_nkilib(src: Path, env: dict[str, str], timeout: int, file_filter: list[s
         files = [f for f in files if any(s in f for s in file_filter)]
     results = []
     for f in files:
-        tag = f.replace("/", "_").removesuffix(".py") + ("_probe" if env.get("CORPUS_WORKAROUNDS") else "")
+        tag = f.replace("/", "_").removesuffix(".py") + ("_probe" if env.get("CORPUS_WORKAROUNDS") else "") + ("_k" if select else "")
         xml = outdir / f"{tag}.xml"
         log = outdir / f"{tag}.log"
         xml.unlink(missing_ok=True)
@@ -153,6 +157,8 @@ def run_nkilib(src: Path, env: dict[str, str], timeout: int, file_filter: list[s
         cmd += ["-n", os.environ.get("CORPUS_XDIST", "2")]
         if not all_tests:
             cmd += ["-m", "fast"]
+        if select:
+            cmd += ["-k", select]
         fenv = dict(env, PYTHONPATH=os.pathsep.join([env["PYTHONPATH"], str(nkilib), str(nkilib / "src")]))
         t0 = time.time()
         try:

@@ -3,7 +3,7 @@
 
     python bench/corpus/run.py [--work DIR] [--only nkilib|standalone] [--files SUBSTR ...] [--timeout 300]
                                [--out results.json] [--report corpus.md] [--all-nkilib] [--workarounds] [--no-fetch]
-                               [--nki-version 0.6|0.7]
+                               [--nki-version 0.6|0.7] [-k PYTEST_EXPR]
 
 Fetch step: clones aws-neuron/nki-library, aws-neuron/nki-samples, aws-neuron/aws-neuron-sdk and
 awslabs/nki-autotune into DIR/src (default ~/.cache/nkidev/corpus) at the commits pinned in repos.py; the
@@ -44,6 +44,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--files", nargs="*", help="only nki-library test files / standalone names containing these")
     ap.add_argument("--timeout", type=int, default=300, help="per-test / per-kernel timeout in seconds")
     ap.add_argument("--all-nkilib", action="store_true", help="run every nki-library test, not only -m fast")
+    ap.add_argument("-k", dest="select", help="pytest -k expression selecting nki-library tests (their records replace the old ones)")
     ap.add_argument("--out", type=Path, help="results JSON (default WORK/results.json)")
     ap.add_argument("--report", type=Path, help="markdown report (default WORK/corpus.md)")
     ap.add_argument("--no-fetch", action="store_true", help="use WORK/src as it is (no git)")
@@ -95,9 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         results += run_standalone(env, args.timeout, args.files, args.nki_version)
     if args.only in (None, "nkilib"):
         nkilib_env = with_nki_version(env, nki_version_for("nki-library", args.nki_version))
-        results += run_nkilib(work / "src", nkilib_env, args.timeout, args.files, args.all_nkilib, work / "out")
+        results += run_nkilib(work / "src", nkilib_env, args.timeout, args.files, args.all_nkilib, work / "out", args.select)
     meta["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
-    partial = (args.files or args.only) and out.exists()
+    partial = (args.files or args.only or args.select) and out.exists()
     results, meta = merge(json.loads(out.read_text()) if partial else None, results, meta)
     classify_all(results)
     out.parent.mkdir(parents=True, exist_ok=True)
