@@ -182,6 +182,24 @@ def test_dataclass_nkiobject_field_left_out_defaults_to_none():
     assert _Dims(1, 2).spare == 2 and _Dims(1).cols == 8 and _Dims().rows is None
 
 
+@jit
+def _column_by_integer_index(a):
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    col = t[:, 2]  # an on-chip view stays 2-D: (P, 1), so it can be sliced again like the tile it is
+    out = nl.ndarray((64, 1), dtype=a.dtype, buffer=nl.shared_hbm)
+    c = nl.ndarray((64, 1), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=c, src=col[:64, :1])
+    nisa.dma_copy(dst=out, src=c)
+    return out
+
+
+def test_integer_index_on_the_last_free_dim_of_an_sbuf_tile_keeps_it_at_size_1():
+    # NKI language guide, "Tensor indexing": on-chip tensors stay >= 2-D; HBM tensors drop the indexed dim.
+    a = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+    np.testing.assert_array_equal(nkidev.simulate(_column_by_integer_index)(a), a[:64, 2:3])
+
+
 # ---------------------------------------------------------------- immediates and access patterns
 
 

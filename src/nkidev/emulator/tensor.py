@@ -475,14 +475,27 @@ class NkiTensor:
             norm.append(k)
             if off is not None:
                 off += (k.start if k.__class__ is slice else k) * strides[dim]
-        return NkiTensor(self._data[tuple(norm)], self.storage, self.dtype, None, self.bad, off)  # positional: no kwargs dict
+        data = self._data[tuple(norm)]
+        if data.ndim < 2 and self.is_on_chip and self._data.ndim >= 2:  # rare: checked only when the view lost a dim too many
+            data = self._data[self._at_least_2d(norm)]
+        return NkiTensor(data, self.storage, self.dtype, None, self.bad, off)  # positional: no kwargs dict
+
+    def _at_least_2d(self, norm: list) -> tuple:
+        """On-chip views stay at least 2-D: when integer indices on the free dims would leave fewer than two dims,
+        the last free dim is kept at size 1 (NKI language guide, "Tensor indexing": `t[:, 0, 10]` of a (64, 64, 64)
+        SBUF tensor is (64, 1)); HBM tensors drop every integer-indexed dim, as in NumPy."""
+        kept = sum(1 for k in norm if k.__class__ is slice) + self._data.ndim - len(norm)
+        if kept < 2 and self.is_on_chip and self._data.ndim >= 2:
+            last = max(d for d, k in enumerate(norm) if k.__class__ is not slice)
+            norm[last] = slice(norm[last], norm[last] + 1)
+        return tuple(norm)
 
     def _indexed(self, key, problem: str) -> NkiTensor:
         """An out-of-bounds view: clipped data of the right rank, and the error its first access raises."""
         norm = []
         for dim, k in enumerate(key):
             norm.append(self._norm_index(dim, k, [], clip=True))
-        return NkiTensor(self._data[tuple(norm)], self.storage, self.dtype, bad=self.bad or _deferred(problem))
+        return NkiTensor(self._data[self._at_least_2d(norm)], self.storage, self.dtype, bad=self.bad or _deferred(problem))
 
     def _norm_index(self, dim: int, k, problems: list, clip: bool = False):
         n = self.shape[dim]
