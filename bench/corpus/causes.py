@@ -93,6 +93,12 @@ CAUSES = {
         "@dataclass NKIObject built without a declared field: Python's dataclass raises TypeError, the NKI compiler's initializer "
         "defaults it to None (language guide, Class Support); e.g. MLPTKGConstantsDimensionSizes.remainderIFused",
     ),
+    "onchip_integer_index_rank": (
+        "a",
+        "repros/onchip_integer_index_keeps_2d.py",
+        "t[:, i] of an SBUF/PSUM tile dropped to rank 1; NKI keeps on-chip views at least 2-D (last free dim kept at size 1), so "
+        "re-slicing it as [:p, :1] was refused",
+    ),
     "needs_compiler_trace": (
         "b",
         None,
@@ -171,6 +177,7 @@ RULES = [
     (r"test_topk_unit\[lnc-2_b-1024_s-1_v-3568_K-2048|test_attn_tkg_fast\[bs_128-qh_1-sa_1-sp_1024-spf_10240", r"Timeout \(>", "too_slow"),
     (r"", r"Timeout \(>", "timeout"),
     (r"", r"err_removed_in_nki_version", "kernel_targets_older_nki"),
+    (r"", r"2 indices for tensor '\w+' of rank 1", "onchip_integer_index_rank"),
     (r"", r"No module named 'nkilib_src\.nkilib\.experimental\.subkernels'", "upstream_missing_module"),
     (r"", r"NameError: name 'Platforms'", "upstream_nameerror"),
     (r"", r"tensor_copy\(\) got an unexpected keyword argument 'dtype'", "kernel_uses_removed_kwarg"),
