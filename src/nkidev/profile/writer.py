@@ -188,6 +188,7 @@ def _write_table(table: pa.Table | tables.LazyTable, path: Path) -> None:
     with pq.ParquetWriter(path, table.schema, use_dictionary=strings) as writer:
         for chunk in table.batches():
             writer.write_table(chunk)
+            del chunk  # else it stays alive while the next chunk is built: two row groups in memory at the peak
         if table.num_rows == 0:
             writer.write_table(table.schema.empty_table())
 
