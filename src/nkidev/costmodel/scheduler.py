@@ -61,6 +61,14 @@ def _as_array(values, typecode: str) -> memoryview:
     return memoryview(np.ascontiguousarray(values, dtype=np_type))
 
 
+def _as_positions(values) -> memoryview:
+    """Instruction, row or edge positions as an int32 memoryview when they fit (always, short of 2**31 of them),
+    else int64: half the bytes of the event loop's per-instruction state."""
+    values = np.asarray(values)
+    small = not len(values) or (int(values.min()) >= -(2**31) and int(values.max()) < 2**31)
+    return _as_array(values, "i" if small else "q")
+
+
 def _zeros(n: int) -> tuple[np.ndarray, memoryview]:
     """A float64 array and a memoryview of it for the event loop to write."""
     values = np.zeros(n)
@@ -103,8 +111,8 @@ class _Plan:
         starts = np.append(np.flatnonzero(change), n)
         segment_end = np.empty(n, dtype=np.int64)
         segment_end[by_stream] = starts[np.cumsum(change)] - bounds[sorted_stream] if n else segment_end
-        self.position = _as_array(position, "q")
-        self.segment_end = _as_array(segment_end, "q")
+        self.position = _as_positions(position)
+        self.segment_end = _as_positions(segment_end)
 
     def _transfers(self, trace: Trace, hw: Target, form: np.ndarray, kind: np.ndarray) -> None:
         """One Transfer per distinct (form, source tensor, HBM tensor name): a loop reloading tiles has a few."""
@@ -151,9 +159,9 @@ class _Plan:
             if key not in same:
                 same[key] = plan(f, *names, hw)
             self.plans.append(same[key])
-        self.transfer_index = np.full(self.n, -1, dtype=np.int64)
-        self.transfer_index[dma] = np.arange(len(dma))
-        self.transfer_of = _as_array(self.transfer_index, "q")  # the event loop's copy
+        transfer_index = np.full(self.n, -1, dtype=np.int64)
+        transfer_index[dma] = np.arange(len(dma))
+        self.transfer_of = _as_positions(transfer_index)
         self.transfer_plan = [self.plans[c] for c in self.plan_code.tolist()]
         lockstep = [_lockstep(t) for t in self.plans]
         self.transfer_lockstep = [lockstep[c] for c in self.plan_code.tolist()]
@@ -182,14 +190,14 @@ class _Plan:
         self.stream = _as_array(stream, "i")
         by_stream = np.argsort(stream, kind="stable")
         bounds = np.searchsorted(stream[by_stream], np.arange(len(order) + 1))
-        self.members = [_as_array(by_stream[bounds[q] : bounds[q + 1]], "q") for q in range(len(order))]
+        self.members = [_as_positions(by_stream[bounds[q] : bounds[q + 1]]) for q in range(len(order))]
         self._reorder_segments(trace, stream, by_stream, bounds)
         # profile rows: two for Tensor Engine instructions (LDWEIGHTS, MATMUL), one for the others
         n_rows = np.where(kind == TENSOR, 2, 1)
         first_row = np.zeros(n, dtype=np.int64)
         if n:
             first_row[1:] = np.cumsum(n_rows)[:-1]
-        self.first_row = _as_array(first_row, "q")
+        self.first_row = _as_positions(first_row)
         row_ins = np.repeat(np.arange(n, dtype=np.int64), n_rows)
         second = np.zeros(len(row_ins), dtype=bool)
         second[first_row[kind == TENSOR] + 1] = True
@@ -322,8 +330,9 @@ class _Run:
         self.trace, self.hw, self.deps, self.plan = trace, hw, deps, plan
         self.pending = _as_array(np.diff(deps.start), "i")
         consumers = deps.consumers()
-        self.cons_start = _as_array(consumers.start, "q")
-        self.cons = _as_array(consumers.src, "q")
+        self.cons_start = _as_positions(consumers.start)
+        self.cons = _as_positions(consumers.src)
+        del consumers
         self.dep_ready = array("d", bytes(8 * n))
         self.ls_ready = array("d", bytes(8 * n))  # Tensor Engine: when the stationary operand is ready (LDWEIGHTS needs only it)
         self.stationary = _stationary_tensors(trace, plan)
@@ -342,7 +351,9 @@ class _Run:
         self.head = [0] * nq  # per stream: the position of its first instruction not issued yet
         self.limit = [0] * nq  # per stream: positions below it are in the reorder window (offered once ready)
         self.window = hw.engines.schedule_window
-        self.issue_rank_np = np.full(n, -1, dtype=np.int64)  # the order instructions were issued in (-1: not yet)
+        self.issue_rank_np = np.full(
+            n, -1, dtype=np.int32 if n < 2**31 else np.int64
+        )  # the order instructions were issued in (-1: not yet)
         self.issue_rank = memoryview(self.issue_rank_np)
         self.n_issued = 0
         self.free = [0.0] * nq  # stream free (compute: engine idle; DMA queue: last trigger issued)
@@ -596,7 +607,25 @@ class _Run:
 
     # --- the loop ------------------------------------------------------------------------------------
 
+    # What only the event loop reads: dropped before the result is assembled, whose temporaries would otherwise
+    # come on top of it at the stage's peak (tens of MB per million instructions each).
+    _LOOP_STATE = (
+        "pending", "cons_start", "cons", "dep_ready", "ls_ready", "stationary", "written", "writes_from", "writes_to",
+        "acc_tensor", "end", "head", "limit", "issue_rank", "free", "ls_free", "mm_start", "mm_started", "row_start",
+        "row_end", "row_wait", "pk_start", "dma_free", "lane", "is_dma", "same_ns", "programs", "barrier", "ports",
+        "port_free", "arrived", "heap", "waiting", "available", "token", "tensor_stream",
+    )  # fmt: skip
+    _PLAN_LOOP_STATE = ("kind", "busy", "load", "position", "segment_end", "members", "transfer_of", "transfer_lockstep")
+
     def timeline(self) -> Timeline:
+        self._loop()
+        for name in self._LOOP_STATE:
+            delattr(self, name)
+        for name in self._PLAN_LOOP_STATE:
+            delattr(self.plan, name)
+        return self._result()
+
+    def _loop(self) -> None:
         for q in range(len(self.plan.members)):
             self._advance(q)
             self._choose(q)
@@ -632,7 +661,6 @@ class _Run:
             done += 1
         if done != n:
             raise RuntimeError(f"scheduler stalled after {done} of {n} instructions (a dependency cycle)")
-        return self._result()
 
     def _issued_pc(self, program_pc: np.ndarray) -> np.ndarray:
         """Each row's pc in its engine's instruction stream as the compiler emitted it: every stream keeps the pc
