@@ -262,6 +262,7 @@ def _instruction_events(ins, tracks: _Tracks, out: _Output) -> None:
             "}}",
         )
         out.events(text, inserts)
+        del c, text  # else they stay alive while the next chunk is built
 
 
 def _lanes(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.ndarray:
@@ -344,6 +345,7 @@ def _transfer_events(dpa, tracks: _Tracks, out: _Output, sources: np.ndarray, lo
         )
         out.events(text, inserts)
         done += n
+        del c, text  # else they stay alive while the next chunk is built
 
 
 def _packet_events(pk, tracks: _Tracks, out: _Output) -> None:
@@ -372,6 +374,7 @@ def _packet_events(pk, tracks: _Tracks, out: _Output) -> None:
             "}}",
         )
         out.events(text, inserts)
+        del c, text  # else they stay alive while the next chunk is built
 
 
 def _column(table, name: str) -> np.ndarray:

@@ -157,6 +157,7 @@ def write_profile(
     try:
         for name, table in tables_.items():
             _write_table(table, tmp / f"{name}.parquet")
+            heap.release()  # what the table's chunks freed to glibc, which the next table's Arrow buffers cannot reuse
             crash_point(f"table {name}")
         if trace != "none":
             write_trace(tmp / schema.TRACE_FILE, tables_, title, trace)
