@@ -61,6 +61,9 @@ class Transfer:
     is_transpose: bool
     hbm_read: int
     hbm_write: int
+    # (first engine, end engine, packet ns) when every packet takes the same time on a range of engines: the
+    # scheduler then starts them together when those engines are in step
+    lockstep: tuple[int, int, float] | None
 
 
 def _label(acc: Access, trace: Trace) -> str:
@@ -194,4 +197,11 @@ def plan(ins, source: str, dest: str, variable: str, hw: Target) -> Transfer:
         is_transpose=transpose,
         hbm_read=sum(a.nbytes for a in srcs if a.buffer == "hbm"),
         hbm_write=dst.nbytes if dst.buffer == "hbm" else 0,
+        lockstep=_lockstep(engines, packet_ns),
     )
+
+
+def _lockstep(engines: tuple[int, ...], packet_ns: tuple[float, ...]) -> tuple[int, int, float] | None:
+    if not engines or engines != tuple(range(engines[0], engines[0] + len(engines))) or any(d != packet_ns[0] for d in packet_ns):
+        return None
+    return engines[0], engines[0] + len(engines), packet_ns[0]

@@ -163,8 +163,6 @@ class _Plan:
         transfer_index[dma] = np.arange(len(dma))
         self.transfer_of = _as_positions(transfer_index)
         self.transfer_plan = [self.plans[c] for c in self.plan_code.tolist()]
-        lockstep = [_lockstep(t) for t in self.plans]
-        self.transfer_lockstep = [lockstep[c] for c in self.plan_code.tolist()]
         self.n_transfers = len(dma)
 
     def _streams_and_rows(self, trace: Trace, form: np.ndarray, kind: np.ndarray) -> None:
@@ -294,14 +292,6 @@ def _barrier_groups(trace: Trace) -> dict[int, list[int]]:
     return {i: members for members in groups.values() if len(members) > 1 for i in members}
 
 
-def _lockstep(t: Transfer) -> tuple[int, int, float] | None:
-    """(first engine, end engine, packet time) when the transfer's packets are equal and its engines a range."""
-    e = t.engines
-    if not e or e != tuple(range(e[0], e[0] + len(e))) or any(d != t.packet_ns[0] for d in t.packet_ns):
-        return None
-    return e[0], e[0] + len(e), t.packet_ns[0]
-
-
 def schedule(trace: Trace, target: Target | str | None = None) -> Timeline:
     """Time every instruction of `trace` on `target` (default: the trace's own target). Pure: never runs
     the kernel again."""
@@ -351,9 +341,8 @@ class _Run:
         self.head = [0] * nq  # per stream: the position of its first instruction not issued yet
         self.limit = [0] * nq  # per stream: positions below it are in the reorder window (offered once ready)
         self.window = hw.engines.schedule_window
-        self.issue_rank_np = np.full(
-            n, -1, dtype=np.int32 if n < 2**31 else np.int64
-        )  # the order instructions were issued in (-1: not yet)
+        rank_type = np.int32 if n < 2**31 else np.int64
+        self.issue_rank_np = np.full(n, -1, dtype=rank_type)  # the order instructions were issued in (-1: not yet)
         self.issue_rank = memoryview(self.issue_rank_np)
         self.n_issued = 0
         self.free = [0.0] * nq  # stream free (compute: engine idle; DMA queue: last trigger issued)
@@ -514,7 +503,7 @@ class _Run:
         if engines is None:
             engines = self.dma_free[program] = [0.0] * self.hw.dma.engines
         pk, f = self.pk_start, self.pk_first[k]
-        same = self.plan.transfer_lockstep[k]
+        same = t.lockstep
         if same is not None:  # equal packets on a range of engines: when those are all free by then, or all free
             e0, e1, d = same  # at the same time (engines kept in step by such transfers), every packet starts together
             busy = engines[e0:e1]
@@ -615,7 +604,7 @@ class _Run:
         "row_end", "row_wait", "pk_start", "dma_free", "lane", "is_dma", "same_ns", "programs", "barrier", "ports",
         "port_free", "arrived", "heap", "waiting", "available", "token", "tensor_stream",
     )  # fmt: skip
-    _PLAN_LOOP_STATE = ("kind", "busy", "load", "position", "segment_end", "members", "transfer_of", "transfer_lockstep")
+    _PLAN_LOOP_STATE = ("kind", "busy", "load", "position", "segment_end", "members", "transfer_of")
 
     def timeline(self) -> Timeline:
         self._loop()
