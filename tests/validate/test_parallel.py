@@ -56,3 +56,12 @@ def test_bad_worker_counts_are_named_errors():
         with pytest.raises(NkiError) as e:
             check_workers(bad)
         assert e.value.name == "err_invalid_argument"
+
+
+def test_a_bad_shard_is_a_named_error_before_any_case_runs():
+    from nkidev.validate.api import validate_task_data
+
+    for bad in ([2, 2], [-1, 2], [0], "0,2"):
+        with pytest.raises(NkiError) as e:
+            validate_task_data(f"{TASK}::raises_kernel", seeds=0, shard=bad)
+        assert e.value.name == "err_invalid_argument"

@@ -26,7 +26,7 @@ from nkidev.validate import source_check
 from nkidev.validate.case import Setup, check_case
 from nkidev.validate.inputs import first_shape, seed_cases
 from nkidev.validate.report import case_line
-from nkidev.validate.result import Finding, ValidationResult
+from nkidev.validate.result import Finding, ValidationResult, unique_findings
 from nkidev.validate.tolerance import check_spec, check_value
 from nkidev.validate.verdicts import VERDICTS
 
@@ -71,6 +71,7 @@ def validate(
     atol = check_value("atol", atol, label) if atol is not None else None
     rtol = check_value("rtol", rtol, label) if rtol is not None else None
     check_seeds(seeds)
+    shard = check_shard(shard) if shard is not None else None
     cases_fn = cases if callable(cases) else None
     cases_ = case_list(cases, f"{label}: cases")
     check_cases(kernel, cases_, f"{label}: cases")
@@ -91,7 +92,7 @@ def validate(
     static, notes = _static(setup)
     variants = [seed_cases(cases_fn, cases_, s + 1) for s in range(seeds)]
     results, warnings, by_case = [], [], {}
-    mine = range(len(cases_)) if shard is None else range(check_shard(shard)[0], len(cases_), shard[1])
+    mine = range(len(cases_)) if shard is None else range(shard[0], len(cases_), shard[1])
     # nkidev's own NaN/overflow arithmetic is reported as verdicts, not warnings; references and metrics run with
     # one BLAS thread like the emulator (why: emulator/blas.py)
     with np.errstate(all="ignore"), blas.single_thread():
@@ -106,7 +107,7 @@ def validate(
             results.append(result)
             by_case[i] = (warnings[warned:], notes[noted:])
             emit({"event": "case", "index": i, "case": result.to_dict(), "line": case_line(result.to_dict()), "stage": stage})
-    cheats = _unique([f for r in results for f in r.findings if f.verdict.startswith("cheat_")])
+    cheats = unique_findings([f for r in results for f in r.findings if f.verdict.startswith("cheat_")])
     out = ValidationResult(label, target.name, results, cheats, list(dict.fromkeys(warnings)), notes)
     if shard is not None:
         out.by_case = by_case
@@ -178,8 +179,6 @@ def _validate_task(spec, reference, cases, target, seeds, progress, options) -> 
 def validate_task_data(spec: str, progress: Callable[[dict], None] | None = None, **options) -> dict:
     """`validate_task(...).to_dict()`: the plain-data form the sandbox returns (the CLI's and MCP's entry point).
     With `shard=[k, n]` the dict also has "by_case": each checked case's index, warnings and notes."""
-    if options.get("shard") is not None:
-        options["shard"] = tuple(options["shard"])
     result = validate_task(spec, progress=progress, **options)
     out = result.to_dict()
     if result.by_case is not None:
@@ -228,17 +227,6 @@ def _static(setup: Setup) -> tuple[list[Finding], list[str]]:
     found, has_source = source_check.scan(setup.kernel, {"reference": setup.reference, "cases": setup.cases_fn})
     notes = [] if has_source else [f"{setup.label}: kernel source not found, the static check was skipped"]
     return [Finding(f.verdict, f"the kernel {f.message}", f.location) for f in found], notes
-
-
-def _unique(findings: list[Finding]) -> list[Finding]:
-    """One finding per verdict and kernel line (per verdict and case when there is no line)."""
-    seen, out = set(), []
-    for f in findings:
-        key = (f.verdict, f.location, None if f.location else f.case)
-        if key not in seen:
-            seen.add(key)
-            out.append(f)
-    return out
 
 
 def _allow_findings(findings: list[Finding], allow: frozenset) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from nkidev.errors import NkiUsageError
+from nkidev.validate.result import Finding, unique_findings
 
 MAX_WORKERS = 64
 
@@ -98,7 +99,8 @@ def merge(parts: list[dict]) -> dict:
     first = parts[0]
     case_notes = sum(len(c["notes"]) for c in first["by_case"])
     static_notes = first["notes"][: len(first["notes"]) - case_notes]  # the source scan's, the same in every worker
-    cheats = _unique_cheats(sorted((f for p in parts for f in p["cheats"]), key=_case_order))
+    ordered = sorted((Finding(**f) for p in parts for f in p["cheats"]), key=_case_order)
+    cheats = [f.to_dict() for f in unique_findings(ordered)]
     warnings = list(dict.fromkeys(w for c in by_case for w in c["warnings"]))
     notes = static_notes + [note for c in by_case for note in c["notes"]]
     passed = bool(cases) and all(c["passed"] for c in cases) and all(f["severity"] != "fail" for f in cheats)
@@ -113,17 +115,6 @@ def merge(parts: list[dict]) -> dict:
     }
 
 
-def _case_order(finding: dict) -> int:
+def _case_order(finding: Finding) -> int:
     """Whole-kernel findings (the source scan's) first, then by case: the order one process finds them in."""
-    return -1 if finding["case"] is None else finding["case"]
-
-
-def _unique_cheats(findings: list[dict]) -> list[dict]:
-    """One finding per verdict and kernel line (per verdict and case when there is no line), as api._unique."""
-    seen, out = set(), []
-    for f in findings:
-        key = (f["verdict"], f["location"], None if f["location"] else f["case"])
-        if key not in seen:
-            seen.add(key)
-            out.append(f)
-    return out
+    return -1 if finding.case is None else finding.case

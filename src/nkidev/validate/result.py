@@ -27,6 +27,17 @@ class Finding:
         return {"verdict": self.verdict, "message": self.message, "location": self.location, "case": self.case, "severity": self.severity}
 
 
+def unique_findings(findings: list[Finding]) -> list[Finding]:
+    """One finding per verdict and kernel line (per verdict and case when there is no line), the first of each."""
+    seen, out = set(), []
+    for f in findings:
+        key = (f.verdict, f.location, None if f.location else f.case)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
 @dataclass
 class OutputResult:
     index: int
