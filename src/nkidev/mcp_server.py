@@ -11,7 +11,8 @@ Agents call these tools without a person approving each call, so the server is c
   written inside it (by default under ROOT/nkidev-profiles/), kernel source lines are read only from it;
 - `validate` and `profile` execute the task file's Python code, so they run in an isolated child process
   (nkidev.sandbox) with a time and a memory limit (default 120 s, min(8 GiB, half the RAM)); one hung call
-  is stopped by its limit and never blocks the others. Several calls run at once: nothing is locked
+  is stopped by its limit and never blocks the others. `validate(workers=N)` splits the cases over N such
+  children (at most MCP_MAX_WORKERS), each with the full limits. Several calls run at once: nothing is locked
   except the docs index's first build;
 - `optimize_start` / `optimize_submit` / `optimize_status` keep optimization sessions on disk under
   ROOT/nkidev-optimize/<session>/ (nkidev.loops.agent_session); every candidate is judged in an isolated child;
@@ -26,7 +27,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio
 import anyio.to_thread
@@ -47,6 +48,7 @@ INSTRUCTIONS = (
     "validate and profile import and run the task file's Python code (in an isolated, time- and memory-limited "
     "process); every path must lie inside the server's workspace root."
 )
+MCP_MAX_WORKERS = 8  # each worker may use the full memory limit, so an agent gets fewer than the CLI's 64
 _DOCS_LOCK = threading.Lock()  # the docs index is built lazily on first use; everything else runs concurrently
 
 Kernel = Annotated[
@@ -167,16 +169,33 @@ class Tools:
         kernel: Kernel,
         target: Target = None,
         seeds: Annotated[int, Field(description="Random seeds of test inputs to try.", ge=0, le=100)] = 3,
+        workers: Annotated[
+            int,
+            Field(
+                description="Isolated processes to split the cases over (each with the full time and memory limit); "
+                "the merged result is the same as with 1.",
+                ge=1,
+                le=MCP_MAX_WORKERS,
+            ),
+        ] = 1,
     ) -> CallToolResult:
         """Run a kernel on the emulator against its task file's reference and cases; report pass/fail per case, error
         metrics and any named hardware-rule error with its fix. EXECUTES THE TASK FILE'S PYTHON CODE (in an isolated
-        process with a time and memory limit). Same as `nkidev validate FILE::KERNEL --json`."""
+        process with a time and memory limit). Same as `nkidev validate FILE::KERNEL --json [--workers N]`."""
         try:
             spec = self.workspace.spec(kernel)
         except NkiError as e:
             return _error(e)
         kwargs = {"spec": spec, "target": target, "seeds": seeds}
+        if workers > 1:
+            return await _threaded(lambda: self._validate_parallel(spec, kwargs, workers))
         return await _isolated("nkidev.validate.api:validate_task_data", kwargs, self.limits, kernel, self.workspace.root)
+
+    def _validate_parallel(self, spec: str, kwargs: dict, workers: int) -> dict:
+        from nkidev.validate.parallel import validate_parallel
+
+        options = {k: v for k, v in kwargs.items() if k != "spec"}
+        return validate_parallel(spec, options, self.limits, workers, cwd=self.workspace.root)[0]
 
     async def profile(
         self,
@@ -190,6 +209,13 @@ class Tools:
         case: Annotated[int, Field(description="Index of the input case from the task file's cases().", ge=0)] = 0,
         target: Target = None,
         force: Annotated[bool, Field(description="Replace an existing profile directory (only one nkidev wrote).")] = False,
+        trace: Annotated[
+            Literal["auto", "full", "none"],
+            Field(
+                description="What trace.json (Perfetto) holds: auto = every track, the DMA packet tracks only up to 200,000 "
+                "packets; full = every packet; none = no trace.json (the Parquet tables have every event)."
+            ),
+        ] = "auto",
     ) -> CallToolResult:
         """Profile a kernel with nkidev's cost model: writes neuron-explorer-format Parquet tables and a Perfetto trace
         to `out` and returns the summary. EXECUTES THE TASK FILE'S PYTHON CODE (in an isolated process with a time and
@@ -203,7 +229,7 @@ class Tools:
             dest = self.workspace.path(out, "out") if out is not None else default_out(name, self.workspace.root / "nkidev-profiles")
         except NkiError as e:
             return _error(e)
-        kwargs = {"spec": spec, "case": case, "target": target, "out": str(dest), "force": force}
+        kwargs = {"spec": spec, "case": case, "target": target, "out": str(dest), "force": force, "trace": trace}
         return await _isolated("nkidev.profile.api:profile_task_data", kwargs, self.limits, kernel, self.workspace.root)
 
     async def optimize_start(

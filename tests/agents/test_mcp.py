@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
@@ -136,3 +137,27 @@ def test_profile_analyze_and_query_tools(tmp_path):
     assert again.is_error and json.loads(again.content[0].text)["error"]["name"] == "err_output_exists"
     assert not analyzed.is_error and analyzed.structured_content["bottleneck_engine"]
     assert json.loads(rows.content[0].text) == query(out, "SELECT total_time FROM Summary")
+
+
+def test_validate_workers_and_profile_trace_options(tmp_path):
+    shards = Path(__file__).parents[1] / "validate" / "tasks" / "shards.py"
+    (tmp_path / "shards.py").write_text(shards.read_text())
+    (tmp_path / "softmax.py").write_text((EXAMPLES / "softmax.py").read_text())
+
+    async def go():
+        async with Client(build_server(root=tmp_path)) as client:
+            one = await client.call_tool("validate", {"kernel": "shards.py::copy_kernel", "seeds": 1})
+            two = await client.call_tool("validate", {"kernel": "shards.py::copy_kernel", "seeds": 1, "workers": 2})
+            many = await client.call_tool("validate", {"kernel": "shards.py::copy_kernel", "workers": 9})
+            bare = await client.call_tool("profile", {"kernel": "softmax.py::softmax_kernel", "out": "p", "trace": "none"})
+            bad = await client.call_tool("profile", {"kernel": "softmax.py::softmax_kernel", "out": "q", "trace": "some"})
+            return one, two, many, bare, bad
+
+    one, two, many, bare, bad = anyio.run(go)
+    assert not one.is_error and not two.is_error, two.content[0].text
+    assert json.loads(two.content[0].text) == json.loads(one.content[0].text)
+    assert [c["passed"] for c in one.structured_content["cases"]] == [True, True, False, True, True]
+    assert many.is_error and bad.is_error  # above the server's cap; not a trace mode
+    assert not bare.is_error, bare.content[0].text
+    assert (tmp_path / "p" / "Instruction.parquet").exists() and bare.structured_content["profile_dir"] == str(tmp_path / "p")
+    assert not (tmp_path / "p" / "trace.json").exists() and not (tmp_path / "q").exists()

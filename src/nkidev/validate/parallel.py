@@ -12,6 +12,7 @@ If workers fail, the error is the one a single process would have hit first: tha
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -29,10 +30,16 @@ def check_workers(workers) -> int:
 
 
 def validate_parallel(
-    spec: str, options: dict, limits, workers: int, on_event: Callable[[dict], None] | None = None, warm: bool = False
+    spec: str,
+    options: dict,
+    limits,
+    workers: int,
+    on_event: Callable[[dict], None] | None = None,
+    warm: bool = False,
+    cwd: str | os.PathLike | None = None,
 ) -> tuple[dict, list[tuple[str, str]]]:
-    """Run `validate_task_data(spec, **options)` as `workers` shards in sandbox children; returns the merged
-    result dict and each worker's captured (stdout, stderr)."""
+    """Run `validate_task_data(spec, **options)` as `workers` shards in sandbox children (working directory `cwd`,
+    default this process's); returns the merged result dict and each worker's captured (stdout, stderr)."""
     from nkidev import sandbox
 
     n = check_workers(workers)
@@ -44,6 +51,7 @@ def validate_parallel(
             limits,
             events.forward,
             label=f"{spec} (worker {k + 1} of {n})",
+            cwd=cwd,
             warm=warm and k == 0,
         )
         for k in range(n)
