@@ -89,3 +89,19 @@ def test_neuron_explorer_layout_is_found(tmp_path):
     inner = tmp_path / "profiles" / "global" / "mykernel@latest"
     bounds_profile().write(inner)
     assert analyze(tmp_path).profile_dir == str(inner)
+
+
+def test_profiles_are_looked_for_a_few_levels_down_only(tmp_path):
+    from nkidev.errors import NkiError
+
+    bounds_profile().write(tmp_path / "a" / "b" / "c" / "d" / "p")  # 5 levels down: found
+    assert analyze(tmp_path).profile_dir == str(tmp_path / "a" / "b" / "c" / "d" / "p")
+    bounds_profile().write(tmp_path / "x" / "p")
+    with pytest.raises(NkiError) as several:
+        analyze(tmp_path)
+    assert several.value.name == "err_bad_profile" and "several profiles (a/b/c/d/p, x/p)" in str(several.value)
+    deep = tmp_path / "deep"
+    bounds_profile().write(deep / "1" / "2" / "3" / "4" / "5" / "p")  # 6 levels: not walked to the bottom
+    with pytest.raises(NkiError) as none:
+        analyze(deep)
+    assert none.value.name == "err_bad_profile" and "up to 5 levels below" in str(none.value)

@@ -17,6 +17,7 @@ statement that runs past its time limit (err_timeout); `query` caps the rows it 
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -127,17 +128,35 @@ def find_profile_dir(path: str | Path) -> Path:
         )
     if any(path.glob("*.parquet")):
         return path
-    found = sorted({p.parent for p in path.glob("**/Instruction*.parquet")} | {p.parent for p in path.glob("**/DmaPacket*.parquet")})
+    found = _profile_dirs_below(path)
     if len(found) == 1:
         return found[0]
     if not found:
         raise NkiUsageError(
             "err_bad_profile",
-            f"{path} holds no Parquet tables (<Table>.parquet)",
+            f"{path} holds no Parquet tables (<Table>.parquet), nor does any folder up to {PROFILE_SEARCH_DEPTH} levels below it",
             "pass the directory written by `nkidev profile`, or a neuron-explorer profiles/global/<name>@latest directory",
         )
     names = ", ".join(str(p.relative_to(path)) for p in found[:5])
     raise NkiUsageError("err_bad_profile", f"{path} holds several profiles ({names})", "pass one of them")
+
+
+# neuron-explorer's layout puts the tables 3 levels below its data path; a little more leaves room for a folder
+# of such data paths, while a home directory or /tmp passed by mistake is not walked to the bottom.
+PROFILE_SEARCH_DEPTH = 5
+
+
+def _profile_dirs_below(path: Path, depth: int = PROFILE_SEARCH_DEPTH) -> list[Path]:
+    """The directories below `path` (at most `depth` levels) holding Instruction or DmaPacket tables. os.walk
+    skips what it cannot list, so a folder another process deletes or locks while we look is not an error."""
+    found = []
+    for root, dirs, files in os.walk(path):
+        if any(f.endswith(".parquet") and f.startswith(("Instruction", "DmaPacket")) for f in files):
+            found.append(Path(root))
+        if len(Path(root).relative_to(path).parts) >= depth:
+            dirs.clear()
+        dirs.sort()
+    return sorted(found)
 
 
 def table_files(path: Path) -> dict[str, list[str]]:
