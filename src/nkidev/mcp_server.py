@@ -188,14 +188,25 @@ class Tools:
             return _error(e)
         kwargs = {"spec": spec, "target": target, "seeds": seeds}
         if workers > 1:
-            return await _threaded(lambda: self._validate_parallel(spec, kwargs, workers))
+            return await self._validate_parallel(kwargs, workers)
         return await _isolated("nkidev.validate.api:validate_task_data", kwargs, self.limits, kernel, self.workspace.root)
 
-    def _validate_parallel(self, spec: str, kwargs: dict, workers: int) -> dict:
+    async def _validate_parallel(self, kwargs: dict, workers: int) -> CallToolResult:
+        """`validate_parallel` off the event loop; a cancelled call kills its children, as `_isolated` does."""
         from nkidev.validate.parallel import validate_parallel
 
+        jobs: list = []
         options = {k: v for k, v in kwargs.items() if k != "spec"}
-        return validate_parallel(spec, options, self.limits, workers, cwd=self.workspace.root)[0]
+
+        def call() -> dict:
+            return validate_parallel(kwargs["spec"], options, self.limits, workers, cwd=self.workspace.root, started=jobs)[0]
+
+        try:
+            return await anyio.to_thread.run_sync(lambda: _run(call), abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            for job in list(jobs):
+                job.cancel()
+            raise
 
     async def profile(
         self,

@@ -5,6 +5,7 @@ outlives its time limit (a real stdio server subprocess)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
@@ -128,3 +129,61 @@ def test_a_hung_tool_neither_blocks_others_nor_outlives_its_limit(tmp_path):
     anyio.run(go)
     assert not results["quick"].is_error and times["quick"] < times["hung"] - 2  # answered while the hung call ran
     assert error(results["hung"])["name"] == "err_timeout" and 8 <= times["hung"] < 60
+
+
+PID_THEN_HANG = """
+import os
+from pathlib import Path
+
+import numpy as np
+import nki
+import nki.language as nl
+
+
+def reference(x):
+    return x
+
+
+def cases():
+    return [(np.zeros((128, 4), np.float32),), (np.ones((128, 4), np.float32),)]
+
+
+@nki.jit
+def hang_kernel(x):
+    Path(f"pid-{os.getpid()}").write_text("")
+    while True:
+        pass
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_a_cancelled_validate_with_workers_kills_every_worker(tmp_path):
+    from nkidev.mcp_server import Tools, Workspace
+    from nkidev.sandbox import Limits
+
+    (tmp_path / "hang.py").write_text(PID_THEN_HANG)
+    tools = Tools(Workspace(tmp_path), Limits(timeout_s=300))
+    pids: list[int] = []
+
+    async def go():
+        with anyio.move_on_after(60) as scope:
+            async with anyio.create_task_group() as group:
+                group.start_soon(lambda: tools.validate(kernel="hang.py::hang_kernel", seeds=0, workers=2))
+                while len(list(tmp_path.glob("pid-*"))) < 2:  # both workers are inside the kernel
+                    await anyio.sleep(0.1)
+                pids.extend(int(p.name[4:]) for p in tmp_path.glob("pid-*"))
+                group.cancel_scope.cancel()
+        assert not scope.cancelled_caught, "the workers never reached the kernel"
+
+    anyio.run(go)
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(pids) == 2 and not any(_alive(pid) for pid in pids)

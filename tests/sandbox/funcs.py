@@ -53,3 +53,15 @@ def raises_bug() -> None:
 def leaves_thread() -> str:
     threading.Thread(target=time.sleep, args=(3600,)).start()  # non-daemon: must not keep the child alive
     return "done"
+
+
+def spins(pidfile: str) -> None:
+    """Never returns, in pure Python, with a grandchild spinning in the same process group; both pids go to `pidfile`."""
+    child = os.fork()
+    if child == 0:
+        while True:
+            pass
+    with open(pidfile, "w") as f:
+        f.write(f"{os.getpid()} {child}\n")
+    while True:
+        pass

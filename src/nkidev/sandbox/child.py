@@ -4,7 +4,8 @@ It limits its own address space (at start with --memory, or from the job: always
 imports the preload modules (a warm worker waits here), says "ready", reads one job from stdin, runs it and writes
 exactly one result or error to the message pipe, then leaves with os._exit so that threads the kernel
 started cannot keep it alive. stdin is /dev/null while the job runs; stdout and stderr go to the parent,
-which keeps them as the run's output.
+which keeps them as the run's output. A watchdog thread stops the child's process group if the parent dies
+or the job's time limit is long past (`_start_watchdog`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import argparse
 import importlib
 import inspect
 import os
+import signal
 import sys
 import threading
+import time
 
 _RESERVE = 4 << 20  # freed on MemoryError, so the error can still be encoded and sent
 
@@ -42,6 +45,28 @@ def _limit_memory(nbytes: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
     except (ImportError, ValueError, OSError):  # not enforced on this OS: the emulator's budget still applies
         pass
+
+
+WATCH_INTERVAL_S = 0.5
+TIMEOUT_GRACE_S = 5.0  # the parent's own timer fires first and reports err_timeout; this is the backstop
+
+
+def _start_watchdog(parent: int, timeout_s: float | None) -> None:
+    """The parent enforces the time limit and kills the child's process group; if the parent itself dies (killed,
+    crashed) nobody would, and an endless kernel would run forever. So the child stops its own group when it is
+    orphaned, or when the time limit plus a grace period has passed. A thread does this (Python switches threads
+    every few milliseconds even in a busy loop), not PR_SET_PDEATHSIG, which fires when the parent *thread* that
+    started us exits, and the MCP server starts children from short-lived threads."""
+    deadline = time.monotonic() + timeout_s + TIMEOUT_GRACE_S if timeout_s else None
+
+    def watch() -> None:
+        while os.getppid() == parent and (deadline is None or time.monotonic() < deadline):
+            time.sleep(WATCH_INTERVAL_S)
+        if os.getpgrp() == os.getpid():  # we lead our own group (Worker starts us so): stop what the kernel started too
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        os._exit(70)
+
+    threading.Thread(target=watch, name="nkidev-sandbox-watchdog", daemon=True).start()
 
 
 def resolve(name: str):
@@ -102,6 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory", type=int, default=0)
     parser.add_argument("--preload", action="append", default=[])
     args = parser.parse_args(argv)
+    parent = os.getppid()
     _limit_memory(args.memory)
     os.set_inheritable(args.fd, False)  # grandchildren the kernel may start get no channel
     channel = _Channel(args.fd)
@@ -117,6 +143,7 @@ def main(argv: list[str] | None = None) -> None:
 
     job = json.loads(line)
     _limit_memory(job.get("memory_bytes"))  # a warm worker learns its limit with the job, before any user code runs
+    _start_watchdog(parent, job.get("timeout_s"))
     message = _run(job, channel)
     try:
         channel.send(message)

@@ -142,7 +142,7 @@ class Job:
         self.last_event: dict | None = None
         self.cancelled = False
         self.started = time.monotonic()
-        self._send({"function": function, "kwargs": kwargs, "memory_bytes": limits.memory_bytes})
+        self._send({"function": function, "kwargs": kwargs, "memory_bytes": limits.memory_bytes, "timeout_s": limits.timeout_s})
 
     def _send(self, job: dict) -> None:
         try:

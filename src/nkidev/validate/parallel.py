@@ -37,14 +37,18 @@ def validate_parallel(
     on_event: Callable[[dict], None] | None = None,
     warm: bool = False,
     cwd: str | os.PathLike | None = None,
+    started: list | None = None,
 ) -> tuple[dict, list[tuple[str, str]]]:
     """Run `validate_task_data(spec, **options)` as `workers` shards in sandbox children (working directory `cwd`,
-    default this process's); returns the merged result dict and each worker's captured (stdout, stderr)."""
+    default this process's); returns the merged result dict and each worker's captured (stdout, stderr).
+    `started`: a list the running jobs are put in, so another thread can cancel them (`job.cancel()`); a
+    cancelled worker ends this call with its error."""
     from nkidev import sandbox
 
     n = check_workers(workers)
     events = _Events(on_event)
-    jobs = [
+    jobs = started if started is not None else []
+    jobs += [
         sandbox.start(
             "nkidev.validate.api:validate_task_data",
             {"spec": spec, **options, "shard": [k, n]},
