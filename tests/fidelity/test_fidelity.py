@@ -60,6 +60,18 @@ def test_published_set_rows_are_strict(tmp_path):
     assert e.value.name == "err_calibration_failed" and "unknown key notes" in e.value.message
 
 
+def test_published_profile_components_are_optional_and_checked(tmp_path):
+    v0 = next(r for r in read([default_set()]) if r.label == "trn2 bounds analysis (bf16 4096^3) #1")
+    assert v0.profile == {"dma_active_ns": 7906e3, "te_active_ns": 4806e3, "dma_bytes": 1_207_697_408.0, "dma_descriptors": 1_473_920.0}
+    path = tmp_path / "set.toml"
+    path.write_text(_row("dma_stream", 2, 1, 1e4) + "te_active_ns = 5e3\n")
+    assert read([path])[0].profile == {"te_active_ns": 5e3}
+    path.write_text(_row("dma_stream", 2, 1, 1e4) + "dma_bytes = -1\n")
+    with pytest.raises(NkiUsageError) as e:
+        read([path])
+    assert e.value.name == "err_calibration_failed" and "dma_bytes = -1 is not a positive number" in e.value.message
+
+
 def test_report_compares_the_cost_model_with_the_measured_times(tmp_path):
     path = tmp_path / "set.toml"
     path.write_text(_row("dma_stream", 2, 1, 30000.0) + _row("vector_chain", 2, 2, 20000.0) + _row("dma_chain", 2, 3, 5000.0))

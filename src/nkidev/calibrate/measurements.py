@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -36,6 +36,8 @@ class Measurement:
     order: int = 0  # published position in its progression (1 = first)
     split: str = ""  # calibration | held-out (published sets)
     source: str = ""  # URL and section of a published number
+    # what the source's profile shows besides the total (published sets, optional): key of PROFILE_KEYS -> value
+    profile: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -154,11 +156,16 @@ PUBLISHED_KEYS = {
     "section": str,
     "note": str,
 }
+# Optional: components of the published profile, where the source prints them (compared by
+# bench/fidelity_components.py): DMA active time (union of the DMA packets), TensorE active time, bytes the DMA
+# packets moved, and how many descriptors (one contiguous run each) those transfers had.
+PROFILE_KEYS = ("dma_active_ns", "te_active_ns", "dma_bytes", "dma_descriptors")
 SPLITS = ("calibration", "held-out")
 
 
 def from_published(path: Path, split: str | None = None) -> list[Measurement]:
-    """The rows of a published-measurement set (every key required; unknown keys are errors)."""
+    """The rows of a published-measurement set (every key of PUBLISHED_KEYS required, those of PROFILE_KEYS
+    optional; unknown keys are errors)."""
     try:
         raw = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
@@ -169,7 +176,7 @@ def from_published(path: Path, split: str | None = None) -> list[Measurement]:
     out = []
     for i, row in enumerate(rows):
         where = f"{path} measurement {i + 1}"
-        unknown, missing = sorted(set(row) - set(PUBLISHED_KEYS)), sorted(set(PUBLISHED_KEYS) - set(row))
+        unknown, missing = sorted(set(row) - set(PUBLISHED_KEYS) - set(PROFILE_KEYS)), sorted(set(PUBLISHED_KEYS) - set(row))
         if unknown or missing:
             raise _failed(
                 f"{where}: {'unknown' if unknown else 'missing'} key {(unknown or missing)[0]}", "see examples/fidelity/measurements.toml"
@@ -178,6 +185,10 @@ def from_published(path: Path, split: str | None = None) -> list[Measurement]:
             ok = isinstance(row[key], int | float) and not isinstance(row[key], bool) if kind is float else isinstance(row[key], kind)
             if not ok:
                 raise _failed(f"{where}: {key} = {row[key]!r} is not a {kind.__name__}")
+        for key in PROFILE_KEYS:
+            value = row.get(key)
+            if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or not value > 0):
+                raise _failed(f"{where}: {key} = {value!r} is not a positive number")
         if row["split"] not in SPLITS:
             raise _failed(f"{where}: split = {row['split']!r}", f"use one of {', '.join(SPLITS)}")
         if split is not None and row["split"] != split:
@@ -193,6 +204,7 @@ def from_published(path: Path, split: str | None = None) -> list[Measurement]:
                 order=row["order"],
                 split=row["split"],
                 source=f'{row["source"]} "{row["section"]}"',
+                profile={k: float(row[k]) for k in PROFILE_KEYS if k in row},
             )
         )
     return out
