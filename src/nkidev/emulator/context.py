@@ -37,6 +37,9 @@ class EmulatorOptions:
     fill: float | None = None  # value of fresh allocations instead of NaN / 4 (validate uses it to find unwritten reads)
     memory_budget: int | None = None  # bytes of live emulated tensors per program; None: 80% of the address-space limit or RAM
     nki_version: str | None = None  # "0.6" | "0.7" (or "0.7.0"); None: the default at run time (versions.default())
+    # run the GEMMs of deferred matmul groups, and the copies that read them, on a worker thread while the
+    # kernel's Python goes on (deferred.py; the same bits either way)
+    overlap: bool = True
 
     def __post_init__(self):
         if self.target is not None:
@@ -130,6 +133,8 @@ class Context:
     deferred_views: int = 0  # views made out of bounds or empty so far: dispatch checks operands once there are any
     nki_version: str | None = None  # the NKI version the kernel is checked against; None: versions.default()
     kernel: object | None = None  # the top-level Kernel being run (its compile/specialization configs)
+    overlap: bool = False  # this program may queue instructions on a worker thread (launch.py; deferred.py)
+    worker: object | None = None  # deferred.Worker, from the first queued instruction to the end of the program
 
     @property
     def compute(self) -> bool:

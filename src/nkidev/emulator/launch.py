@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import ml_dtypes
 import numpy as np
 
-from nkidev.emulator import blas, versions
+from nkidev.emulator import blas, deferred, versions
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.context import Context, EmulatorOptions, warn_at
 from nkidev.emulator.dtypes import lookup
@@ -144,14 +144,18 @@ def _run_kernel(fn, args: tuple, kwargs: dict, options: EmulatorOptions | None, 
                 kernel=kernel,
             )
             ctx.shared_hbm = shared
+            # one program with numerics: nothing else reads its memory while the worker writes it (deferred.py)
+            ctx.overlap = options.overlap and options.compute and nprog == 1
             _ctx.set_current(ctx)
             try:
                 # NaN/Inf/overflow inside the emulator's math is the kernel's data, shown by validation, not NumPy warnings
                 with np.errstate(all="ignore"):
                     returned = fn(*bound.args, **bound.kwargs)
+                    deferred.finish(ctx)  # every queued instruction done before anything reads the outputs
                 _settle(ctx, trace)
                 return returned, ctx.usage.peak
             finally:
+                deferred.abandon(ctx)  # no thread outlives the run, whichever way it ends
                 _ctx.set_current(base)
 
         base.shared_hbm = shared

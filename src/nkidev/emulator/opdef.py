@@ -24,6 +24,7 @@ import numpy as np
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.alu import OpSpec
 from nkidev.emulator.costs import Env, Expr, PerfModes, TransferCost, rate_of
+from nkidev.emulator.deferred import execute
 from nkidev.emulator.dtypes import NkiDType
 from nkidev.emulator.instruction import NkiInstruction
 from nkidev.emulator.location import kernel_location
@@ -66,6 +67,9 @@ class OpDef:
     attrs: Callable | None = None  # (args) -> dict for the trace
     flops: Callable | None = None  # (args) -> int
     emulated: bool = True
+    # its semantics may run on the run's worker thread (deferred.py): they never warn, never raise on operand
+    # values or read run-time addresses, and return nothing
+    deferrable: bool = False
     namespace: str = "isa"  # the module its public function lives in: nki.isa, or nki.collectives
     checked: dict = field(default_factory=dict, repr=False)  # signature (target code first) -> [engine, form]: see dispatch
     # per argument of the public function, in order: its default when immutable (signature() keys it as None),
@@ -217,7 +221,12 @@ def dispatch(op: OpDef, a: SimpleNamespace):
             _stamp_storages(storages, usage, ctx.target)
         else:
             _touch(a, ctx, usage)
-    result = op.impl(a, ctx, engine) if ctx.options.compute else None
+    if not ctx.options.compute:
+        result = None
+    elif ctx.overlap:  # GEMMs on the worker thread while the kernel goes on (deferred.py)
+        result = execute(op, a, ctx, engine, storages if key is not None else None)
+    else:
+        result = op.impl(a, ctx, engine)
     if key is not None:
         for st in written:
             st.written = True

@@ -28,48 +28,59 @@ from nkidev.emulator.tensor import NkiTensor, region
 _F32 = np.dtype(np.float32)
 
 
-class _Pool(threading.local):
-    """Per thread: free operand buffers and the depth of the last group, by (M, N)."""
+class _Pool:
+    """One thread's free operand buffers and the depth of the last group, by (M, N). A group computed on the
+    run's worker thread (deferred.py) gives its buffers back to the pool of the thread that opened it: the lock
+    makes that safe."""
 
     def __init__(self):
         self.free: dict[tuple[int, int], list[tuple[np.ndarray, np.ndarray]]] = {}
         self.depth: dict[tuple[int, int], int] = {}
+        self.lock = threading.Lock()
+
+    def take(self, m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        with self.lock:
+            depth = self.depth.get((m, n), 0)
+            cap = max(k, depth, 512)
+            free = self.free.get((m, n))
+            while free:
+                s, mv = free.pop()
+                if s.shape[0] >= cap:
+                    return s, mv
+        return np.empty((cap, m), _F32), np.empty((cap, n), _F32)
+
+    def give(self, m: int, n: int, k: int, s: np.ndarray, mv: np.ndarray) -> None:
+        with self.lock:
+            if len(self.free) >= _MAX_SHAPES and (m, n) not in self.free:
+                self.free.clear()
+                self.depth.clear()
+            self.depth[(m, n)] = k
+            free = self.free.setdefault((m, n), [])
+            if len(free) < _KEEP:
+                free.append((s, mv))
 
 
-_pool = _Pool()
-_KEEP = 2  # free buffer pairs kept per (M, N): enough for the groups a loop has open at once
+class _Pools(threading.local):
+    def __init__(self):
+        self.pool = _Pool()
+
+
+_pools = _Pools()
+# free buffer pairs kept per (M, N): enough for the groups a loop has open at once plus those queued on the
+# worker thread (deferred.py bounds how far the kernel runs ahead of it)
+_KEEP = 4
 _MAX_SHAPES = 16  # (M, N) shapes remembered; more (unusual kernels) start over
-
-
-def _take(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    depth = _pool.depth.get((m, n), 0)
-    cap = max(k, depth, 512)
-    free = _pool.free.get((m, n))
-    while free:
-        s, mv = free.pop()
-        if s.shape[0] >= cap:
-            return s, mv
-    return np.empty((cap, m), _F32), np.empty((cap, n), _F32)
-
-
-def _give(m: int, n: int, k: int, s: np.ndarray, mv: np.ndarray) -> None:
-    if len(_pool.free) >= _MAX_SHAPES and (m, n) not in _pool.free:
-        _pool.free.clear()
-        _pool.depth.clear()
-    _pool.depth[(m, n)] = k
-    free = _pool.free.setdefault((m, n), [])
-    if len(free) < _KEEP:
-        free.append((s, mv))
 
 
 class Group:
     """Operands of the matmuls of one open accumulation group on one PSUM view."""
 
-    __slots__ = ("view", "key", "span", "overwrite", "s", "mv", "k")
+    __slots__ = ("view", "key", "span", "overwrite", "s", "mv", "k", "pool")
 
     def __init__(self, view: np.ndarray, key: tuple, span: tuple, overwrite: bool, m: int, n: int, k: int):
         self.view, self.key, self.span, self.overwrite = view, key, span, overwrite
-        self.s, self.mv = _take(m, n, k)
+        self.pool = _pools.pool
+        self.s, self.mv = self.pool.take(m, n, k)
         self.k = 0
 
     def add(self, s_raw: np.ndarray, mv_raw: np.ndarray, k: int) -> None:
@@ -89,7 +100,7 @@ class Group:
             np.matmul(s.T, mv, out=self.view)
         else:
             self.view += s.T @ mv
-        _give(self.s.shape[1], self.mv.shape[1], self.k, self.s, self.mv)
+        self.pool.give(self.s.shape[1], self.mv.shape[1], self.k, self.s, self.mv)
         self.s = self.mv = None
 
 

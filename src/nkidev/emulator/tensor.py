@@ -106,7 +106,9 @@ class Storage:
             self.nbytes = array.nbytes
         self.written = False
         self.acc = None  # PSUM: elements whose last writer was a matmul (accumulation group open)
-        self.pending = None  # PSUM: deferred matmul groups (see psum.py); flushed before any other access
+        # values not yet computed, settled by flush() before any other access: PSUM's deferred matmul groups (a
+        # dict, psum.py), or the last instruction queued on the run's worker thread that accesses it (deferred.py)
+        self.pending = None
         self.life = None  # on-chip: the accesses that make its lifetime (liveness.py)
         self.handed_out = False  # the run returned this array to the caller (launch: outputs without a copy)
         self._usage = None  # the Memory that counts its bytes while Python holds it
@@ -118,11 +120,16 @@ class Storage:
         return self._ptr
 
     def flush(self) -> None:
-        """Compute the deferred matmul groups of this PSUM storage (psum.py) before anything touches it."""
-        groups, self.pending = self.pending, None
-        if groups:
-            for group in groups.values():
-                group.compute()
+        """Settle the values of this storage before anything touches it: compute its deferred matmul groups
+        (psum.py), or wait for the worker thread's instructions that access it (deferred.py)."""
+        pending = self.pending
+        if pending.__class__ is not dict:
+            if pending is not None:
+                pending.settle()  # on the main thread: waits and clears the mark; on the worker: already in order
+            return
+        self.pending = None
+        for group in pending.values():
+            group.compute()
 
     def __del__(self):
         if self._usage is not None:

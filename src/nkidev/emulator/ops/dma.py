@@ -78,6 +78,7 @@ DMA_COPY = declare(
     flops=lambda a: 0,
     kind="move",
     cost=costs.TRANSFER,
+    deferrable=True,
 )
 
 

@@ -460,6 +460,7 @@ TENSOR_COPY = declare(
     kind="move",
     cost=costs.PERF_STREAMING,
     perf_modes=costs.COPY_MODES,
+    deferrable=True,
 )
 
 
