@@ -32,6 +32,7 @@ import numpy as np
 
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.location import kernel_frame
+from nkidev.emulator.tensor import new_versions
 from nkidev.errors import NkiError
 
 _AHEAD = 4  # queued instructions the kernel may run ahead of the worker (bounds the group buffers in flight)
@@ -110,6 +111,8 @@ class Worker:
             p = st.pending
             if p is not None and p.__class__ is dict:
                 groups.append(p)  # computed by the task, before its semantics
+                for group in p.values():
+                    group.close()  # here: the pool's cache belongs to this thread
         task = Task(self, self.submitted, op.impl, a, engine, groups, storages, kernel_frame(3))
         for st in storages:
             st.pending = task
@@ -164,16 +167,19 @@ def _at_kernel_line(task: Task, e: BaseException) -> BaseException:
     return e
 
 
-def execute(op, a, ctx, engine: str, storages: list | None):
+def execute(op, a, ctx, engine: str, storages: list | None, written: list):
     """Run the semantics of one instruction of a run that may overlap (dispatch calls it instead of op.impl).
-    `storages`: every tile operand's storage (None: not all are known, an uncacheable call)."""
+    `storages`: every tile operand's storage (None: not all are known, an uncacheable call); `written`: those
+    it writes (their versions change once nothing queued reads them any more)."""
     worker = ctx.worker
     if worker is not None and worker.inflight:
         worker.release()
         if storages is None:
             worker.drain()
+            new_versions(written)
             return op.impl(a, ctx, engine)
     elif storages is None:
+        new_versions(written)
         return op.impl(a, ctx, engine)
     marked = groups = False
     for st in storages:
@@ -186,10 +192,12 @@ def execute(op, a, ctx, engine: str, storages: list | None):
     if op.deferrable and (marked or groups):
         if worker is None:
             worker = ctx.worker = Worker(ctx)
+        new_versions(written)  # before the worker can run it (a DMA's copy records where its values come from)
         worker.submit(op, a, engine, storages)
         return None
     if marked:
         worker.drain()
+    new_versions(written)
     return op.impl(a, ctx, engine)
 
 

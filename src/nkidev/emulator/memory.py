@@ -31,10 +31,13 @@ def rows(t: NkiTensor) -> np.ndarray:
 
 def store_raw(t: NkiTensor, values: np.ndarray, oob_skip: bool = False) -> None:
     """Write values already in t's storage dtype, reshaped to the view."""
-    if t.storage.pending is not None:
-        t.storage.flush()
-    if t.storage.acc is not None:
+    st = t.storage
+    if st.pending is not None:
+        st.flush()
+    if st.acc is not None:
         acc_view(t)[...] = False
+    st.version += 1  # also for writes outside an instruction (the legacy front end's assignments)
+    st.origin = None
     if t.dyn is None:
         t._data[...] = values.reshape(t._data.shape)
         return
@@ -51,10 +54,13 @@ def store(t: NkiTensor, values: np.ndarray) -> None:
     if t.dyn is None and dt.kind == "float" and dt.name != "tfloat32" and values.size == t._data.size:
         # cast while copying, straight into the destination: the same rounding as from_f32's astype without
         # its intermediate array (one pass over the data instead of two)
-        if t.storage.pending is not None:
-            t.storage.flush()
-        if t.storage.acc is not None:
+        st = t.storage
+        if st.pending is not None:
+            st.flush()
+        if st.acc is not None:
             acc_view(t)[...] = False
+        st.version += 1
+        st.origin = None
         np.copyto(t._data, values.reshape(t._data.shape), casting="unsafe")
         return
     store_raw(t, from_f32(values, dt))

@@ -30,7 +30,7 @@ from nkidev.emulator.instruction import NkiInstruction
 from nkidev.emulator.location import kernel_location
 from nkidev.emulator.rules import OPERAND_RULES, Rule
 from nkidev.emulator.spmd import shared
-from nkidev.emulator.tensor import TI_GROUP, NkiTensor, check_access, layout, view_code
+from nkidev.emulator.tensor import TI_GROUP, NkiTensor, check_access, layout, new_versions, view_code
 from nkidev.emulator.trace import Form, Instruction, intern_form
 from nkidev.errors import KernelRuleError, NkiNotSupportedError
 from nkidev.hardware import Target, get_target, target_names
@@ -223,10 +223,14 @@ def dispatch(op: OpDef, a: SimpleNamespace):
             _touch(a, ctx, usage)
     if not ctx.options.compute:
         result = None
-    elif ctx.overlap:  # GEMMs on the worker thread while the kernel goes on (deferred.py)
-        result = execute(op, a, ctx, engine, storages if key is not None else None)
     else:
-        result = op.impl(a, ctx, engine)
+        if key is None:
+            written = _written_storages(op, a)
+        if ctx.overlap:  # GEMMs on the worker thread while the kernel goes on (deferred.py)
+            result = execute(op, a, ctx, engine, storages if key is not None else None, written)
+        else:
+            new_versions(written)
+            result = op.impl(a, ctx, engine)
     if key is not None:
         for st in written:
             st.written = True
@@ -347,6 +351,10 @@ def tiles_in(value):
     elif value.__class__ in (list, tuple):
         for v in value:
             yield from tiles_in(v)
+
+
+def _written_storages(op: OpDef, a) -> list:
+    return [v.storage for name in op.writes for v in tiles_in(a.__dict__.get(name))]
 
 
 def _mark_written(op: OpDef, a) -> None:

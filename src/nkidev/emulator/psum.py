@@ -18,46 +18,99 @@ call.
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
 
 from nkidev.emulator.dtypes import widen_into
 from nkidev.emulator.tensor import NkiTensor, region
+from nkidev.emulator.tensor import stored_values as raw
 
 _F32 = np.dtype(np.float32)
 
 
+class _Stack:
+    """A cached operand stack: the fp32 rows of one side of a computed group, and the content identity of each
+    tile they came from (`identity`). Never written once cached."""
+
+    __slots__ = ("ids", "buf", "nbytes")
+
+    def __init__(self, ids: tuple, buf: np.ndarray):
+        self.ids, self.buf, self.nbytes = ids, buf, buf.nbytes
+
+
 class _Pool:
-    """One thread's free operand buffers and the depth of the last group, by (M, N). A group computed on the
-    run's worker thread (deferred.py) gives its buffers back to the pool of the thread that opened it: the lock
-    makes that safe."""
+    """One thread's free operand buffers (by width) and its cache of converted operand stacks. A group computed
+    on the run's worker thread (deferred.py) gives its buffers back to the pool of the thread that opened it:
+    the lock makes that safe."""
 
     def __init__(self):
-        self.free: dict[tuple[int, int], list[tuple[np.ndarray, np.ndarray]]] = {}
-        self.depth: dict[tuple[int, int], int] = {}
+        self.free: dict[int, list[np.ndarray]] = {}
+        self.depth: dict[int, int] = {}  # rows of the last group of each width
         self.lock = threading.Lock()
+        self.stacks: dict[tuple, _Stack] = {}  # ids -> stack, least recently used first
+        self.first: dict[tuple, list[_Stack]] = {}  # (width, first tile's identity) -> the stacks starting with it
+        self.cached = 0  # bytes of the cached stacks
 
-    def take(self, m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def take(self, width: int, k: int) -> np.ndarray:
         with self.lock:
-            depth = self.depth.get((m, n), 0)
-            cap = max(k, depth, 512)
-            free = self.free.get((m, n))
+            cap = max(k, self.depth.get(width, 0), 512)
+            free = self.free.get(width)
             while free:
-                s, mv = free.pop()
-                if s.shape[0] >= cap:
-                    return s, mv
-        return np.empty((cap, m), _F32), np.empty((cap, n), _F32)
+                buf = free.pop()
+                if buf.shape[0] >= cap:
+                    return buf
+        return np.empty((cap, width), _F32)
 
-    def give(self, m: int, n: int, k: int, s: np.ndarray, mv: np.ndarray) -> None:
+    def give(self, buf: np.ndarray, k: int) -> None:
+        width = buf.shape[1]
         with self.lock:
-            if len(self.free) >= _MAX_SHAPES and (m, n) not in self.free:
-                self.free.clear()
-                self.depth.clear()
-            self.depth[(m, n)] = k
-            free = self.free.setdefault((m, n), [])
-            if len(free) < _KEEP:
-                free.append((s, mv))
+            self._give(buf, width, k)
+
+    def _give(self, buf: np.ndarray, width: int, k: int) -> None:
+        if len(self.free) >= _MAX_SHAPES and width not in self.free:
+            self.free.clear()
+            self.depth.clear()
+        self.depth[width] = k
+        free = self.free.setdefault(width, [])
+        if len(free) < _KEEP:
+            free.append(buf)
+
+    def candidates(self, width: int, ident: tuple) -> list[_Stack]:
+        with self.lock:
+            return list(self.first.get((width, ident), ()))
+
+    def used(self, stack: _Stack) -> None:
+        """A group computed from a cached stack: keep it longest."""
+        with self.lock:
+            if self.stacks.get(stack.ids) is stack:
+                self.stacks[stack.ids] = self.stacks.pop(stack.ids)
+
+    def cache(self, ids: tuple, buf: np.ndarray, k: int) -> bool:
+        """Cache the rows of a closed group's side (they are not written again), evicting the least recently
+        used stacks past the budget (back to the free buffers when no group still reads them). False: the
+        same stack is cached already (two groups converted it)."""
+        width = buf.shape[1]
+        with self.lock:
+            if ids in self.stacks:
+                return False
+            self.depth[width] = k
+            stack = self.stacks[ids] = _Stack(ids, buf)
+            self.first.setdefault((width, ids[0]), []).append(stack)
+            self.cached += stack.nbytes
+            while self.cached > _CACHE_BYTES and len(self.stacks) > 1:
+                old = self.stacks.pop(next(iter(self.stacks)))
+                self.cached -= old.nbytes
+                same = self.first[(old.buf.shape[1], old.ids[0])]
+                same.remove(old)
+                if not same:
+                    del self.first[(old.buf.shape[1], old.ids[0])]
+                # each referenced only here (and by getrefcount's argument): no group follows it, reads its rows
+                # or is still to be computed from its buffer
+                if sys.getrefcount(old) <= 2 and sys.getrefcount(old.buf) <= 2:
+                    self._give(old.buf, old.buf.shape[1], old.buf.shape[0])
+            return True
 
 
 class _Pools(threading.local):
@@ -66,42 +119,118 @@ class _Pools(threading.local):
 
 
 _pools = _Pools()
-# free buffer pairs kept per (M, N): enough for the groups a loop has open at once plus those queued on the
-# worker thread (deferred.py bounds how far the kernel runs ahead of it)
-_KEEP = 4
-_MAX_SHAPES = 16  # (M, N) shapes remembered; more (unusual kernels) start over
+# free buffers kept per width: enough for the groups a loop has open at once plus those queued on the worker
+# thread (deferred.py bounds how far the kernel runs ahead of it)
+_KEEP = 8
+_MAX_SHAPES = 16  # widths remembered; more (unusual kernels) start over
+# converted operand stacks kept per thread: a K-tiled matmul reloads the same operand tiles for every output
+# tile of a row (stationary) or column (moving) block; 32 MiB holds the moving stacks of a 2048-deep loop over
+# 4 column blocks of 512 and more
+_CACHE_BYTES = 32 << 20
+
+
+def identity(t: NkiTensor) -> tuple | None:
+    """What determines the values of an operand view: its storage's content (see Storage.content), the view's
+    place in it, and its dtype; None for run-time addressed views."""
+    if t.dyn is not None:
+        return None
+    st = t.storage
+    content = st.origin
+    if content is None:
+        content = (st.id, st.version)
+    return content, _key(t), t.dtype.name
+
+
+class _Side:
+    """One operand of a group, K tiles deep: rows converted into a buffer of its own, or, while each tile is
+    the one a cached stack holds at that depth, the stacks that still match (nothing converted)."""
+
+    __slots__ = ("width", "pool", "buf", "k", "ids", "follow", "cached")
+
+    def __init__(self, width: int, pool: _Pool):
+        self.width, self.pool = width, pool
+        self.cached = False
+        self.buf = None
+        self.k = 0
+        self.ids: list | None = []  # None: some tile has no identity (the rows are not cached)
+        self.follow: list[_Stack] | None = None
+
+    def add(self, raw: np.ndarray, k: int, ident: tuple | None) -> None:
+        end = self.k + k
+        ids = self.ids
+        if ident is None:
+            self.ids = ids = None
+        elif ids is not None and self.buf is None:
+            i = len(ids)
+            follow = self.pool.candidates(self.width, ident) if i == 0 else [s for s in self.follow if len(s.ids) > i and s.ids[i] == ident]
+            if follow:
+                self.follow = follow
+                ids.append(ident)
+                self.k = end
+                return
+        if self.buf is None:
+            self.buf = self.pool.take(self.width, end)
+            if self.k:  # the rows so far are those of the stacks followed until now
+                self.buf[: self.k] = self.follow[0].buf[: self.k]
+            self.follow = None
+        if end > self.buf.shape[0]:
+            cap = max(2 * self.buf.shape[0], end)
+            self.buf = np.concatenate([self.buf[: self.k], np.empty((cap - self.k, self.width), _F32)])
+        # bf16/fp8 are widened to fp32 straight into the group's buffer
+        widen_into(self.buf[self.k : end], raw.reshape(k, -1))
+        if ids is not None:
+            ids.append(ident)
+        self.k = end
+
+    def rows(self) -> np.ndarray:
+        if self.buf is None:
+            return self.follow[0].buf[: self.k]  # a stack with these tiles first holds these rows
+        return self.buf[: self.k]
+
+    def close(self) -> None:
+        """No more tiles: cache the rows converted (the group's GEMM reads them; later groups may too)."""
+        if self.buf is not None and self.ids is not None and not self.cached:
+            self.cached = self.pool.cache(tuple(self.ids), self.buf, self.k)
+            self.ids = None
+
+    def done(self) -> None:
+        """The group was computed: give an uncached buffer back, forget the stacks followed."""
+        if self.buf is None:
+            self.pool.used(self.follow[0])
+        elif not self.cached:
+            self.pool.give(self.buf, self.k)
+        self.buf = self.follow = None
 
 
 class Group:
     """Operands of the matmuls of one open accumulation group on one PSUM view."""
 
-    __slots__ = ("view", "key", "span", "overwrite", "s", "mv", "k", "pool")
+    __slots__ = ("view", "key", "span", "overwrite", "s", "mv")
 
-    def __init__(self, view: np.ndarray, key: tuple, span: tuple, overwrite: bool, m: int, n: int, k: int):
+    def __init__(self, view: np.ndarray, key: tuple, span: tuple, overwrite: bool, m: int, n: int):
         self.view, self.key, self.span, self.overwrite = view, key, span, overwrite
-        self.pool = _pools.pool
-        self.s, self.mv = self.pool.take(m, n, k)
-        self.k = 0
+        pool = _pools.pool
+        self.s, self.mv = _Side(m, pool), _Side(n, pool)
 
-    def add(self, s_raw: np.ndarray, mv_raw: np.ndarray, k: int) -> None:
-        end = self.k + k
-        if end > self.s.shape[0]:
-            cap = max(2 * self.s.shape[0], end)
-            self.s = np.concatenate([self.s[: self.k], np.empty((cap - self.k, self.s.shape[1]), _F32)])
-            self.mv = np.concatenate([self.mv[: self.k], np.empty((cap - self.k, self.mv.shape[1]), _F32)])
-        # bf16/fp8 are widened to fp32 straight into the group's buffer
-        widen_into(self.s[self.k : end], s_raw.reshape(k, -1))
-        widen_into(self.mv[self.k : end], mv_raw.reshape(k, -1))
-        self.k = end
+    def add(self, s_raw: np.ndarray, mv_raw: np.ndarray, k: int, s_id: tuple | None, mv_id: tuple | None) -> None:
+        self.s.add(s_raw, k, s_id)
+        self.mv.add(mv_raw, k, mv_id)
+
+    def close(self) -> None:
+        """The group takes no more tiles (it is about to be computed, here or on the worker thread)."""
+        self.s.close()
+        self.mv.close()
 
     def compute(self) -> None:
-        s, mv = self.s[: self.k], self.mv[: self.k]
+        self.close()
+        s, mv = self.s.rows(), self.mv.rows()
         if self.overwrite:
             np.matmul(s.T, mv, out=self.view)
         else:
             self.view += s.T @ mv
-        self.pool.give(self.s.shape[1], self.mv.shape[1], self.k, self.s, self.mv)
-        self.s = self.mv = None
+        del s, mv
+        self.s.done()
+        self.mv.done()
 
 
 def _key(t: NkiTensor) -> tuple:
@@ -128,7 +257,7 @@ def continues(dst: NkiTensor) -> bool:
     return bool(groups) and _key(dst) in groups
 
 
-def matmul(dst: NkiTensor, view: np.ndarray, s_raw: np.ndarray, mv_raw: np.ndarray, k: int, m: int, n: int, accumulate: bool) -> None:
+def matmul(dst: NkiTensor, view: np.ndarray, stationary: NkiTensor, moving: NkiTensor, k: int, m: int, n: int, accumulate: bool) -> None:
     """Add stationary.T @ moving to the group on `dst` (or open a group that overwrites / accumulates)."""
     st = dst.storage
     groups = st.pending
@@ -140,5 +269,5 @@ def matmul(dst: NkiTensor, view: np.ndarray, s_raw: np.ndarray, mv_raw: np.ndarr
             st.flush()
         if st.pending is None:
             st.pending = {}
-        group = st.pending[key] = Group(view, key, span, not accumulate, m, n, k)
-    group.add(s_raw, mv_raw, k)
+        group = st.pending[key] = Group(view, key, span, not accumulate, m, n)
+    group.add(np.asarray(raw(stationary)), np.asarray(raw(moving)), k, identity(stationary), identity(moving))

@@ -71,6 +71,8 @@ class Storage:
         "pp_bytes",
         "nbytes",
         "written",
+        "version",
+        "origin",
         "acc",
         "pending",
         "life",
@@ -105,6 +107,11 @@ class Storage:
             self.pp_bytes = (math.prod(array.shape[1:]) if array.ndim > 1 else 1) * dtype.itemsize
             self.nbytes = array.nbytes
         self.written = False
+        # What determines its values (psum.identity keys converted matmul operands by it): (id, version), the
+        # version counting the instructions that wrote it, or `origin` while it holds a whole copy of another
+        # storage's view (the DMA that loaded it sets it; any later write clears it)
+        self.version = 0
+        self.origin = None
         self.acc = None  # PSUM: elements whose last writer was a matmul (accumulation group open)
         # values not yet computed, settled by flush() before any other access: PSUM's deferred matmul groups (a
         # dict, psum.py), or the last instruction queued on the run's worker thread that accesses it (deferred.py)
@@ -139,6 +146,13 @@ class Storage:
         """Add this storage to a trace's tensor table."""
         nbytes = self.array.size * self.dtype.itemsize
         trace.tensors.add(self.id, self.name, self.kind, tuple(self.array.shape), self.dtype.name, nbytes, self.role, self.location)
+
+
+def new_versions(storages: list) -> None:
+    """The storages an instruction is about to write: their values change (psum.identity)."""
+    for st in storages:
+        st.version += 1
+        st.origin = None
 
 
 def allocate(

@@ -10,6 +10,7 @@ from nkidev.emulator.alu import op_name
 from nkidev.emulator.dtypes import cast_array, from_f32, to_f32
 from nkidev.emulator.memory import raw, store_raw
 from nkidev.emulator.opdef import declare
+from nkidev.emulator.psum import identity
 from nkidev.emulator.tensor import NkiTensor, resolve_indirect
 
 
@@ -95,6 +96,12 @@ def _dma_copy(a, ctx, engine):
         and dst.storage.acc is None
     ):
         dst._data[...] = src._data  # the common case: one copy, no reshape or cast
+        st = dst.storage
+        if src.storage.origin is None and dst._data.size == st.array.size and dst._data.flags.c_contiguous:
+            # a whole tile loaded from a view: it holds that view's values (a reloaded matmul operand is
+            # converted once, psum.identity); dispatch cleared the origin it had before this write. A copy of
+            # a copy gets none, so origins never nest.
+            st.origin = identity(src)
         return
     skip = _skip(a)
     values = raw(a.src, skip)
