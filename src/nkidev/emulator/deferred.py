@@ -16,6 +16,9 @@ last such task), so nothing on the main thread reads stale values or overwrites 
 - any other access to a marked storage (reading values through `stored_values`, writes through `store`, the
   DMA fast path) calls `Storage.flush`, which waits for the marking task;
 - the run waits for the worker before it collects outputs, and stops it on every exit (launch.py).
+The GEMMs themselves start when their reader is queued, on a small pool of threads (each GEMM on one BLAS
+thread, so the same bits; two groups' GEMMs at once use both cores of a 2-core machine), and the queued reader
+waits for them.
 Finished tasks are released on the main thread, so storages are freed (and their bytes uncounted) there only.
 An exception on the worker is raised on the main thread at the next wait, with a traceback whose kernel frame
 is the line of the queued instruction (so err_internal / err_kernel_raised name it). Only a single-program run
@@ -24,9 +27,11 @@ with numerics overlaps (`Context.overlap`); SPMD programs share HBM and stay in 
 
 from __future__ import annotations
 
+import os
 import threading
 import types
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -36,24 +41,25 @@ from nkidev.emulator.tensor import new_versions
 from nkidev.errors import NkiError
 
 _AHEAD = 4  # queued instructions the kernel may run ahead of the worker (bounds the group buffers in flight)
+# GEMMs of different groups run at once, each on one BLAS thread (blas.py: the same bits as in line)
+_GEMM_THREADS = min(2, os.cpu_count() or 1)
 
 
 class Task:
-    """One queued instruction: the matmul groups of its operands, then its semantics. Also the mark on the
-    storages it accesses (`Storage.pending`)."""
+    """One queued instruction: the GEMMs of its operands' matmul groups (already started), then its semantics.
+    Also the mark on the storages it accesses (`Storage.pending`)."""
 
-    __slots__ = ("worker", "ticket", "impl", "args", "engine", "groups", "storages", "frame", "lasti", "lineno")
+    __slots__ = ("worker", "ticket", "impl", "args", "engine", "gemms", "storages", "frame", "lasti", "lineno")
 
-    def __init__(self, worker: Worker, ticket: int, impl, args, engine: str, groups: list, storages: list, frame):
+    def __init__(self, worker: Worker, ticket: int, impl, args, engine: str, gemms: list, storages: list, frame):
         self.worker, self.ticket, self.impl, self.args, self.engine = worker, ticket, impl, args, engine
-        self.groups, self.storages = groups, storages
+        self.gemms, self.storages = gemms, storages
         self.frame = frame  # the kernel frame and line that issued the instruction (for errors raised on the worker)
         self.lasti, self.lineno = (frame.f_lasti, frame.f_lineno) if frame is not None else (0, 0)
 
     def run(self, ctx) -> None:
-        for groups in self.groups:
-            for group in groups.values():
-                group.compute()
+        for gemm in self.gemms:
+            gemm.result()  # raises the GEMM's exception here
         self.impl(self.args, ctx, self.engine)
 
     def settle(self) -> None:
@@ -75,6 +81,7 @@ class Worker:
         self.cond = threading.Condition()
         self.error: tuple[Task, BaseException] | None = None
         self.raised = False
+        self.gemm = ThreadPoolExecutor(_GEMM_THREADS, thread_name_prefix="nkidev-gemm")
         self.thread = threading.Thread(target=self._loop, name="nkidev-deferred", daemon=True)
         self.thread.start()
         self.ident = self.thread.ident
@@ -106,14 +113,16 @@ class Worker:
 
     def submit(self, op, a, engine: str, storages: list) -> None:
         self.submitted += 1
-        groups = []
+        gemms = []
         for st in storages:
             p = st.pending
             if p is not None and p.__class__ is dict:
-                groups.append(p)  # computed by the task, before its semantics
+                # Started now, in parallel with the queue: nothing queued touches this PSUM storage (its groups
+                # were opened after every task that did was done) and the operands are the group's own rows.
                 for group in p.values():
                     group.close()  # here: the pool's cache belongs to this thread
-        task = Task(self, self.submitted, op.impl, a, engine, groups, storages, kernel_frame(3))
+                    gemms.append(self.gemm.submit(_compute, group))
+        task = Task(self, self.submitted, op.impl, a, engine, gemms, storages, kernel_frame(3))
         for st in storages:
             st.pending = task
         self.inflight.append(task)
@@ -149,11 +158,12 @@ class Worker:
         self.wait(self.submitted)
 
     def stop(self) -> None:
-        """End the thread: after the queued tasks when the run succeeded, skipping them when it is raising."""
+        """End the thread (after the queued tasks)."""
         with self.cond:
             self.queue.append(None)
             self.cond.notify_all()
         self.thread.join()
+        self.gemm.shutdown(wait=True, cancel_futures=True)
         self.inflight.clear()
 
 
@@ -202,21 +212,17 @@ def execute(op, a, ctx, engine: str, storages: list | None, written: list):
 
 
 def finish(ctx) -> None:
-    """The kernel returned: wait for the worker (raising its error at the instruction's line) and end it."""
-    worker = ctx.worker
-    if worker is not None:
-        try:
-            worker.drain()
-        finally:
-            ctx.worker = None
-            worker.stop()
-
-
-def abandon(ctx) -> None:
-    """The run is ending with an exception (or already finished): end the worker without raising."""
+    """The kernel returned or raised: wait for the queued instructions and end the worker. Their error is raised
+    (at its instruction's line) even over the kernel's own: in line, it would have come first."""
     worker = ctx.worker
     if worker is not None:
         ctx.worker = None
-        worker.raised = True
-        worker.error = worker.error or (None, None)  # skip what is still queued
-        worker.stop()
+        try:
+            worker.drain()
+        finally:
+            worker.stop()
+
+
+def _compute(group) -> None:
+    with np.errstate(all="ignore"):  # as on the kernel's thread (launch.py)
+        group.compute()

@@ -150,12 +150,15 @@ def _run_kernel(fn, args: tuple, kwargs: dict, options: EmulatorOptions | None, 
             try:
                 # NaN/Inf/overflow inside the emulator's math is the kernel's data, shown by validation, not NumPy warnings
                 with np.errstate(all="ignore"):
-                    returned = fn(*bound.args, **bound.kwargs)
-                    deferred.finish(ctx)  # every queued instruction done before anything reads the outputs
+                    try:
+                        returned = fn(*bound.args, **bound.kwargs)
+                    finally:
+                        # every queued instruction done before anything reads the outputs; no thread outlives the
+                        # run, whichever way it ends; an error of queued work comes first, as in line
+                        deferred.finish(ctx)
                 _settle(ctx, trace)
                 return returned, ctx.usage.peak
             finally:
-                deferred.abandon(ctx)  # no thread outlives the run, whichever way it ends
                 _ctx.set_current(base)
 
         base.shared_hbm = shared
