@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -60,14 +61,37 @@ def overhead(n_ops: int, repeat: int) -> None:
         print(f"overhead: {n_ops + 2} instructions, trace {'on ' if record else 'off'}: {t * 1e6 / (n_ops + 2):.1f} us per instruction")
 
 
+def timed(fn, repeat: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds (every thread of the process) of each of `repeat` calls."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return walls, cpus
+
+
 def ratio(size: int, repeat: int) -> None:
     rng = np.random.default_rng(0)
     lhsT = rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16)
     rhs = rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16)
-    emu = best(lambda: nkidev.simulate(matmul_kernel)(lhsT, rhs), repeat)
-    ref = best(lambda: (lhsT.astype(np.float32).T @ rhs.astype(np.float32)).astype(ml_dtypes.bfloat16), repeat)
+    emu_w, emu_c, ref_w, ref_c = [], [], [], []
+    for _ in range(repeat):  # interleaved, so both see the same load
+        w, c = timed(lambda: nkidev.simulate(matmul_kernel)(lhsT, rhs), 1)
+        emu_w += w
+        emu_c += c
+        w, c = timed(lambda: (lhsT.astype(np.float32).T @ rhs.astype(np.float32)).astype(ml_dtypes.bfloat16), 1)
+        ref_w += w
+        ref_c += c
+    emu, ref = min(emu_w), min(ref_w)
     n_ins = len(nkidev.run(matmul_kernel, (lhsT, rhs), options=EmulatorOptions(compute=False)).trace)
     print(f"matmul {size}^3 bf16: emulator {emu:.3f} s ({n_ins} instructions), NumPy {ref:.3f} s, ratio {emu / ref:.2f}x")
+    med = statistics.median
+    print(
+        f"  wall min/median: emulator {emu:.3f}/{med(emu_w):.3f} s, NumPy {ref:.3f}/{med(ref_w):.3f} s;"
+        f" CPU min/median: emulator {min(emu_c):.3f}/{med(emu_c):.3f} s, NumPy {min(ref_c):.3f}/{med(ref_c):.3f} s"
+    )
 
 
 def main() -> None:

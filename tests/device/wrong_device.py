@@ -65,7 +65,8 @@ def device(k: int, kernel_name: str, case: tuple, target: str = "trn2", delta: f
         run_variant.runs += 1
         kernel = load_task(variant).kernel(kernel_name)
         with wrong_instruction(variant, k, delta):
-            outputs = run(kernel, case, {}, options=EmulatorOptions(target=target, compute=True)).outputs
+            # in line: the perturbation finds the instruction's kernel line on the stack of the thread running it
+            outputs = run(kernel, case, {}, options=EmulatorOptions(target=target, compute=True, overlap=False)).outputs
         return list(outputs) if isinstance(outputs, tuple | list) else [outputs]
 
     run_variant.runs = 0

@@ -149,10 +149,12 @@ class Worker:
             for st in task.storages:
                 if st.pending is task:
                     st.pending = None
-        if self.error is not None and not self.raised:
-            self.raised = True
+        if self.error is not None:  # raised at every wait: what the queue skipped since is not there to read
             task, e = self.error
-            raise _at_kernel_line(task, e)
+            if not self.raised:
+                self.raised = True
+                e = _at_kernel_line(task, e)
+            raise e
 
     def drain(self) -> None:
         self.wait(self.submitted)

@@ -8,12 +8,21 @@ Operands are captured when the instruction executes, so later writes to their SB
 cannot change the result. Summation order differs from tile-by-tile accumulation only by fp32
 rounding.
 
-The operand buffers are pooled per thread and sized from the last group of the same (M, N): a K-tiled loop
+The operand buffers are pooled per thread and sized from the last group of the same width: a K-tiled loop
 opens one group per output tile, each as deep as the last, so after the first group none grows (a regrowth
 copies the buffer) and none is a fresh allocation (fresh pages fault on first touch). Splitting a group's GEMM
 over threads is not an option: OpenBLAS's per-element sums change with the shape of the call (a 128x2048x256
 half differs in ~1% of its elements from the same columns of the 128x2048x512 whole), so a group is always one
-call.
+call (different groups may run at once: deferred.py).
+
+Converted operands are cached: a tiled matmul reloads the same operand tiles for every output tile of a row or
+column block (the 2048^3 example converts each moving tile 16 times and each stationary tile 4 times). Each tile
+has a content identity (`identity`: its storage's id and version, counted by every instruction that writes it,
+or the view a whole-tile DMA copied it from, so a fresh tile reloaded from the same HBM block is the same tile),
+and once a group is closed its converted rows are kept with the identities of their tiles. A later group whose
+tiles are, one by one, those of a cached stack converts nothing and multiplies the cached rows: the same values
+in the same layout, so the same bits. A stack is never written once cached; the least recently used go back to
+the pool past 32 MiB, unless a group still reads them.
 """
 
 from __future__ import annotations
@@ -25,7 +34,6 @@ import numpy as np
 
 from nkidev.emulator.dtypes import widen_into
 from nkidev.emulator.tensor import NkiTensor, region
-from nkidev.emulator.tensor import stored_values as raw
 
 _F32 = np.dtype(np.float32)
 
@@ -257,7 +265,18 @@ def continues(dst: NkiTensor) -> bool:
     return bool(groups) and _key(dst) in groups
 
 
-def matmul(dst: NkiTensor, view: np.ndarray, stationary: NkiTensor, moving: NkiTensor, k: int, m: int, n: int, accumulate: bool) -> None:
+def matmul(
+    dst: NkiTensor,
+    view: np.ndarray,
+    stationary: NkiTensor,
+    moving: NkiTensor,
+    s_raw: np.ndarray,
+    mv_raw: np.ndarray,
+    k: int,
+    m: int,
+    n: int,
+    accumulate: bool,
+) -> None:
     """Add stationary.T @ moving to the group on `dst` (or open a group that overwrites / accumulates)."""
     st = dst.storage
     groups = st.pending
@@ -270,4 +289,4 @@ def matmul(dst: NkiTensor, view: np.ndarray, stationary: NkiTensor, moving: NkiT
         if st.pending is None:
             st.pending = {}
         group = st.pending[key] = Group(view, key, span, not accumulate, m, n)
-    group.add(np.asarray(raw(stationary)), np.asarray(raw(moving)), k, identity(stationary), identity(moving))
+    group.add(s_raw, mv_raw, k, identity(stationary), identity(moving))

@@ -195,7 +195,7 @@ def _nc_matmul(a, ctx, engine):
     if direct is not None and a.accumulate is not False and psum.continues(d):
         # the next K tile of the group open on exactly this view: every element of it was last written by a
         # matmul of the group (any other access would have computed the group), so its mask is all set
-        psum.matmul(d, direct, a.stationary, a.moving, k, m, n, accumulate=True)
+        psum.matmul(d, direct, a.stationary, a.moving, s_raw, mv_raw, k, m, n, accumulate=True)
         return
     mask = acc_view(d)
     mode = a.accumulate
@@ -208,7 +208,7 @@ def _nc_matmul(a, ctx, engine):
             "initialized; undefined on hardware (start the group with accumulate=False or None)",
         )
     if direct is not None and mode is not None:
-        psum.matmul(d, direct, a.stationary, a.moving, k, m, n, accumulate=mode)  # fp32 PSUM view: deferred, batched
+        psum.matmul(d, direct, a.stationary, a.moving, s_raw, mv_raw, k, m, n, accumulate=mode)  # fp32 PSUM view: deferred, batched
     else:
         s = to_f32(s_raw, a.stationary.dtype).reshape(k, m)
         mv = to_f32(mv_raw, a.moving.dtype).reshape(k, n)
