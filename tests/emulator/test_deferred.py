@@ -14,9 +14,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from nkidev.emulator import deferred, psum
 from nkidev.emulator import isa as nisa
 from nkidev.emulator import language as nl
-from nkidev.emulator import psum
 from nkidev.emulator.context import EmulatorOptions
 from nkidev.emulator.jit import jit, run
 
@@ -30,8 +30,20 @@ _OURS = ("nkidev-deferred", "nkidev-gemm")
 
 
 def _both(kernel, *args):
-    """(overlapped, in line) runs of the kernel: their outputs and traces."""
-    on = run(kernel, args, options=EmulatorOptions(overlap=True))
+    """(overlapped, in line) runs of the kernel: their outputs and traces; the first did queue instructions."""
+    queued = []
+    real = deferred.Worker.submit
+
+    def counted(self, *a, **kw):
+        queued.append(1)
+        return real(self, *a, **kw)
+
+    deferred.Worker.submit = counted
+    try:
+        on = run(kernel, args, options=EmulatorOptions(overlap=True))
+    finally:
+        deferred.Worker.submit = real
+    assert queued, "nothing was handed to the worker thread"
     off = run(kernel, args, options=EmulatorOptions(overlap=False))
     return on, off
 
@@ -113,7 +125,7 @@ def read_psum_right_after(a, b):
     nisa.dma_copy(dst=s, src=a)
     nisa.dma_copy(dst=m, src=b)
     acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
-    for _ in range(4):
+    for _ in range(4):  # a group large enough to be handed over (deferred._MIN_MACS)
         nisa.nc_matmul(dst=acc, stationary=s, moving=m)
     res = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_copy(dst=res, src=acc)  # queued: reads the group's GEMM
@@ -140,7 +152,8 @@ def copies_then_raise(a, b):
     nisa.dma_copy(dst=s, src=a)
     nisa.dma_copy(dst=m, src=b)
     acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
-    nisa.nc_matmul(dst=acc, stationary=s, moving=m)
+    for _ in range(4):  # a group large enough to be handed over (deferred._MIN_MACS)
+        nisa.nc_matmul(dst=acc, stationary=s, moving=m)
     res = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_copy(dst=res, src=acc)  # the GEMM's reader
     x = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
@@ -167,8 +180,12 @@ def test_an_error_inside_a_gemm_reports_the_line_that_reads_it(monkeypatch, over
         raise RuntimeError("GEMM failed")
 
     monkeypatch.setattr(psum.Group, "compute", broken)
+    queued = []
+    real = deferred.Worker.submit
+    monkeypatch.setattr(deferred.Worker, "submit", lambda self, *a: queued.append(1) or real(self, *a))
     with pytest.raises(RuntimeError, match="GEMM failed") as info:
         run(copies_then_raise, _operands(), options=EmulatorOptions(overlap=overlap))
+    assert bool(queued) == overlap
     assert _kernel_line_of(info.value, copies_then_raise) == _line(copies_then_raise, "nisa.tensor_copy(dst=res, src=acc)")
     assert _threads() == []
 

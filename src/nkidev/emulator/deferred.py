@@ -41,6 +41,10 @@ from nkidev.emulator.tensor import new_versions
 from nkidev.errors import NkiError
 
 _AHEAD = 4  # queued instructions the kernel may run ahead of the worker (bounds the group buffers in flight)
+# Smaller GEMMs run in line: handing an instruction over and waiting for it costs ~100 us of CPU on the 2-core
+# machine (a 128x128x128 group read at once by the next matmul: 350 against 220 us per iteration in line), while a
+# 128x512x256 group's GEMM takes ~1 ms
+_MIN_MACS = 1 << 24
 # GEMMs of different groups run at once, each on one BLAS thread (blas.py: the same bits as in line)
 _GEMM_THREADS = min(2, os.cpu_count() or 1)
 
@@ -193,15 +197,17 @@ def execute(op, a, ctx, engine: str, storages: list | None, written: list):
     elif storages is None:
         new_versions(written)
         return op.impl(a, ctx, engine)
-    marked = groups = False
+    marked = False
+    macs = 0
     for st in storages:
         p = st.pending
         if p is not None:
             if p.__class__ is dict:
-                groups = True
+                for group in p.values():
+                    macs += group.macs()
             else:
                 marked = True
-    if op.deferrable and (marked or groups):
+    if op.deferrable and (marked or macs >= _MIN_MACS):
         if worker is None:
             worker = ctx.worker = Worker(ctx)
         new_versions(written)  # before the worker can run it (a DMA's copy records where its values come from)

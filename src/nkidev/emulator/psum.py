@@ -224,6 +224,10 @@ class Group:
         self.s.add(s_raw, k, s_id)
         self.mv.add(mv_raw, k, mv_id)
 
+    def macs(self) -> int:
+        """Multiply-accumulates of its GEMM so far."""
+        return self.s.k * self.s.width * self.mv.width
+
     def close(self) -> None:
         """The group takes no more tiles (it is about to be computed, here or on the worker thread)."""
         self.s.close()
