@@ -13,10 +13,10 @@ compute AS (
     GROUP BY src
 ),
 dma AS (
-    SELECT i.src, count(*) AS transfers, sum(d.end_ts - d.start_ts) AS dma_ns, sum(d.transfer_bytes) AS dma_bytes
-    FROM issued i JOIN dpa d ON d.id = i.out_id, w
-    WHERE i.src IS NOT NULL AND d.start_ts >= w.t0 AND d.start_ts < w.t1
-    GROUP BY i.src
+    SELECT d.src, count(*) AS transfers, sum(d.end_ts - d.start_ts) AS dma_ns, sum(d.transfer_bytes) AS dma_bytes
+    FROM issued d, w
+    WHERE d.src IS NOT NULL AND d.start_ts >= w.t0 AND d.start_ts < w.t1
+    GROUP BY d.src
 )
 SELECT coalesce(c.src, d.src) AS src,
        coalesce(c.instructions, 0) AS instructions, coalesce(c.engine_ns, 0) AS engine_ns,

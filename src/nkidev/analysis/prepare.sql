@@ -57,14 +57,15 @@ WITH d AS (
               coalesce(dest NOT LIKE '%SB%' AND dest NOT LIKE '%PSUM%', false) AS dst_hbm
     FROM _raw_DmaPacketAggregated
 )
-SELECT id, start_ts, end_ts, coalesce(transfer_bytes, 0) AS transfer_bytes, source, dest, variable,
+SELECT id, start_ts, end_ts, coalesce(transfer_bytes, 0) AS transfer_bytes, variable,
        CASE WHEN src_hbm THEN coalesce(nullif(read_bytes, 0), transfer_bytes, 0) ELSE 0 END AS hbm_read_bytes,
        CASE WHEN dst_hbm THEN coalesce(nullif(write_bytes, 0), transfer_bytes, 0) ELSE 0 END AS hbm_write_bytes,
        write_num_sbuf_partitions, read_num_sbuf_partitions,
        coalesce(is_transpose_mode, false) AS is_transpose_mode,
        coalesce(source LIKE '%INPUT%', false) AS is_load,
        coalesce(source LIKE '%VIRTUAL%', false) AS is_spill_reload,
-       coalesce(dest LIKE '%VIRTUAL%', false) AS is_spill_save
+       coalesce(dest LIKE '%VIRTUAL%', false) AS is_spill_save,
+       coalesce(dest LIKE '%OUTPUT%', false) AS is_store
 FROM d;
 
 -- Instruction -> DMA edges. AWS's analysis code matches 'Instruction' -> 'DmaPacketAggregated'; the
@@ -73,10 +74,13 @@ CREATE OR REPLACE TEMP TABLE flow_dma AS
 SELECT DISTINCT in_id, out_id FROM _raw_Flow
 WHERE lower(in_table) = 'instruction' AND lower(out_table) IN ('dmapacketaggregated', 'dma_block');
 
--- Each DMA transfer's issuing instruction (Flow -> Instruction), joined once for the per-line queries.
+-- Each DMA transfer with its issuing instruction's line (DmaPacketAggregated <- Flow <- Instruction), joined
+-- once for the per-line queries: one row per (transfer, issuing instruction).
 CREATE OR REPLACE TEMP TABLE issued AS
-SELECT f.out_id, i.src, i.hbm_read_bytes > 0 OR i.hbm_write_bytes > 0 AS hbm_instruction
-FROM flow_dma f JOIN inst i ON i.id = f.in_id;
+SELECT f.out_id, i.src, i.hbm_read_bytes > 0 OR i.hbm_write_bytes > 0 AS hbm_instruction,
+       d.start_ts, d.end_ts, d.transfer_bytes, d.variable, d.hbm_read_bytes, d.is_load, d.is_transpose_mode,
+       d.is_spill_save, d.is_spill_reload, d.write_num_sbuf_partitions, d.read_num_sbuf_partitions
+FROM flow_dma f JOIN inst i ON i.id = f.in_id JOIN dpa d ON d.id = f.out_id;
 
 CREATE OR REPLACE TEMP TABLE tensors AS
 SELECT variable_name, upper(type) AS type, size, load_to_sbuf_total_size_bytes AS loaded_bytes

@@ -9,11 +9,10 @@ FROM dpa d, win w WHERE d.start_ts >= w.t0 AND d.start_ts < w.t1;
 
 -- name: lines
 WITH t AS (
-    SELECT i.src, d.transfer_bytes, d.variable, d.is_load, d.end_ts - d.start_ts AS ns,
+    SELECT d.src, d.transfer_bytes, d.variable, d.is_load, d.end_ts - d.start_ts AS ns,
            CASE WHEN d.is_load THEN d.write_num_sbuf_partitions ELSE d.read_num_sbuf_partitions END AS partitions
-    FROM issued i
-    JOIN dpa d ON d.id = i.out_id, win w
-    WHERE i.hbm_instruction
+    FROM issued d, win w
+    WHERE d.hbm_instruction
       AND d.start_ts >= w.t0 AND d.start_ts < w.t1
       AND NOT d.is_transpose_mode AND NOT d.is_spill_save AND NOT d.is_spill_reload
 )

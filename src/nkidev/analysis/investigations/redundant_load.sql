@@ -27,9 +27,8 @@ WHERE t.type = 'IN'
 ORDER BY coalesce(t.loaded_bytes, m.bytes, 0) - t.size DESC, t.variable_name;
 
 -- name: lines
-SELECT d.variable AS tensor, i.src, count(*) AS transfers, sum(d.hbm_read_bytes) AS bytes
-FROM issued i
-JOIN dpa d ON d.id = i.out_id
+SELECT d.variable AS tensor, d.src, count(*) AS transfers, sum(d.hbm_read_bytes) AS bytes
+FROM issued d
 WHERE d.is_load
-GROUP BY d.variable, i.src
-ORDER BY bytes DESC, d.variable, i.src;
+GROUP BY d.variable, d.src
+ORDER BY bytes DESC, d.variable, d.src;

@@ -10,9 +10,8 @@ SELECT coalesce(sum(transfer_bytes) FILTER (WHERE is_spill_save), 0) AS save_byt
 FROM dpa;
 
 -- name: lines
-SELECT i.src, count(*) AS reloads, sum(d.transfer_bytes) AS reload_bytes
-FROM issued i
-JOIN dpa d ON d.id = i.out_id
+SELECT d.src, count(*) AS reloads, sum(d.transfer_bytes) AS reload_bytes
+FROM issued d
 WHERE d.is_spill_reload
-GROUP BY i.src
-ORDER BY reload_bytes DESC, i.src;
+GROUP BY d.src
+ORDER BY reload_bytes DESC, d.src;

@@ -19,7 +19,7 @@ SELECT 'prologue', w.t0, min(b.s) FROM busy b, win w WHERE b.engine = 'tensor' G
 CREATE OR REPLACE TEMP VIEW te_producers AS
 SELECT end_ts, 'DMA' AS waited_on, variable AS what, id AS dma_id, CAST(NULL AS nk_src) AS src
 FROM dpa
-WHERE end_ts IS NOT NULL AND NOT is_spill_save AND coalesce(dest NOT LIKE '%OUTPUT%', true)
+WHERE end_ts IS NOT NULL AND NOT is_spill_save AND NOT is_store
 UNION ALL
 SELECT end_ts, 'DMA', queue_name, NULL, NULL FROM pkt WHERE kernel AND NOT EXISTS (SELECT 1 FROM dpa)
 UNION ALL
