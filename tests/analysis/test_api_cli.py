@@ -24,6 +24,12 @@ def test_query_runs_selects_and_ctes():
     assert rows == [{"n": 24}]
 
 
+def test_connection_draws_no_progress_bar():
+    # DuckDB draws its progress bar on stdout once a statement runs 2 s (a 1M-instruction profile on a busy
+    # machine), which would break `nkidev analyze --json`; the setting is off, and locked
+    assert query(REAL, "SELECT current_setting('enable_progress_bar') AS bar") == [{"bar": False}]
+
+
 @pytest.mark.parametrize(
     "sql",
     [

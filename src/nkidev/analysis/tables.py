@@ -174,6 +174,8 @@ def open_profile(path: str | Path) -> Profile:
     """Open a profile directory: one view per table, plus the column inventory; then lock the connection down."""
     path = find_profile_dir(path)
     con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    # No progress bar: DuckDB draws it on stdout once a statement runs 2 s (a busy machine), which breaks `--json`.
+    con.execute("SET enable_progress_bar = false")
     columns: dict[str, set[str]] = {}
     tables = table_files(path)
     for table, files in tables.items():
