@@ -394,7 +394,8 @@ class _Run:
         heapq.heappush(self.waiting[q], (ready, c))
 
     def _choose(self, q: int) -> None:
-        """Put stream q's next instruction in the global heap (superseding its earlier entry)."""
+        """Put stream q's next instruction in the global heap (superseding its earlier entry). The event loop
+        inlines this and `_advance` (the same steps); these methods make the first offers."""
         waiting, available = self.waiting[q], self.available[q]
         if not waiting and not available:
             return
@@ -412,14 +413,6 @@ class _Run:
         else:
             ready, i = waiting[0]
             push(self.heap, (ready, i, token))
-
-    def _take(self, q: int, i: int) -> None:
-        """Remove i, the stream's chosen instruction, from its candidates."""
-        available = self.available[q]
-        if available and available[0] == i:
-            heapq.heappop(available)
-        else:
-            heapq.heappop(self.waiting[q])
 
     def _advance(self, q: int) -> None:
         """Move stream q's window past its issued instructions and offer those that entered it and are ready."""
@@ -440,148 +433,6 @@ class _Run:
                 self._offer(c)
         if limit > self.limit[q]:
             self.limit[q] = limit
-
-    # --- one instruction ---------------------------------------------------------------------------
-
-    def _run_compute(self, i: int) -> None:
-        plan = self.plan
-        q, row = plan.stream[i], plan.first_row[i]
-        ready, free = self.dep_ready[i], self.free[q]
-        start = ready if ready > free else free
-        if self.ports is not None:  # NC-v2: wait for the shared SBUF/PSUM port too
-            ports = [(self.programs[i], p) for p in self.ports[i]]
-            for p in ports:
-                start = max(start, self.port_free.get(p, 0.0))
-            end = start + plan.busy[i]
-            for p in ports:
-                self.port_free[p] = end
-        else:
-            end = start + plan.busy[i]
-        self.row_start[row] = start
-        self.row_end[row] = end
-        self.row_wait[row] = ready - free if ready > free else 0.0
-        self.free[q] = end
-        self.end[i] = end
-
-    def _run_tensor(self, i: int) -> None:
-        plan = self.plan
-        q, row = plan.stream[i], plan.first_row[i]
-        ls_free, mm_prev, free = self.ls_free[q], self.mm_start[q], self.free[q]
-        ls_ready, dep_ready = self.ls_ready[i], self.dep_ready[i]
-        in_order = ls_free if ls_free > mm_prev else mm_prev
-        ls_start = ls_ready if ls_ready > in_order else in_order
-        ls_end = ls_start + plan.load[i]
-        mm_in_order = ls_end if ls_end > free else free
-        mm_start = mm_in_order if mm_in_order > dep_ready else dep_ready
-        # the PE array pipeline refills after an idle gap (MM_INIT_LATENCY); back-to-back MATMULs hide it
-        refill = tensor_refill_ns(mm_start - free if self.mm_started[q] else float("inf"), plan.busy[i], self.hw)
-        self.mm_started[q] = True
-        mm_end = mm_start + plan.busy[i] + refill
-        row_start, row_end, row_wait = self.row_start, self.row_end, self.row_wait
-        row_start[row], row_end[row] = ls_start, ls_end
-        row_start[row + 1], row_end[row + 1] = mm_start, mm_end
-        row_wait[row] = ls_ready - in_order if ls_ready > in_order else 0.0
-        row_wait[row + 1] = dep_ready - mm_in_order if dep_ready > mm_in_order else 0.0
-        self.ls_free[q], self.mm_start[q], self.free[q] = ls_end, mm_start, mm_end
-        self.end[i] = mm_end
-
-    def _run_dma(self, i: int) -> None:
-        plan = self.plan
-        q, row = plan.stream[i], plan.first_row[i]
-        k = plan.transfer_of[i]
-        t: Transfer = plan.transfer_plan[k]
-        ready, free = self.dep_ready[i], self.free[q]
-        start = ready if ready > free else free
-        issued = start + t.issue_ns
-        self.row_start[row] = start
-        self.row_end[row] = issued
-        self.row_wait[row] = ready - free if ready > free else 0.0
-        self.free[q] = issued
-        earliest = issued + self.fixed_ns
-        program = self.programs[i]
-        engines = self.dma_free.get(program)
-        if engines is None:
-            engines = self.dma_free[program] = [0.0] * self.hw.dma.engines
-        pk, f = self.pk_start, self.pk_first[k]
-        same = t.lockstep
-        if same is not None:  # equal packets on a range of engines: when those are all free by then, or all free
-            e0, e1, d = same  # at the same time (engines kept in step by such transfers), every packet starts together
-            busy = engines[e0:e1]
-            latest = max(busy)
-            if latest <= earliest or min(busy) == latest:
-                s = earliest if latest <= earliest else latest
-                pk[f : f + e1 - e0] = array("d", (s,)) * (e1 - e0)
-                end = s + d
-                engines[e0:e1] = [end] * (e1 - e0)
-                self.t_start[k] = s
-                self.t_end[k] = self.end[i] = end
-                return
-        # each DMA engine serving the transfer moves its packet when it is free (first come, first served); a
-        # transfer's engines are distinct, so one pass in engine order suffices
-        first, last, j = math.inf, earliest, f
-        for e, d in zip(t.engines, t.packet_ns):
-            s = engines[e]
-            if s < earliest:
-                s = earliest
-            if s < first:
-                first = s
-            pk[j] = s
-            j += 1
-            s += d
-            engines[e] = s
-            if s > last:
-                last = s
-        self.t_start[k] = first if j > f else earliest
-        self.t_end[k] = last
-        self.end[i] = last
-
-    def _run(self, i: int) -> None:
-        kind = self.plan.kind[i]
-        if kind == TENSOR:
-            self._run_tensor(i)
-        elif kind == DMA:
-            self._run_dma(i)
-        else:
-            self._run_compute(i)
-
-    def _finish(self, i: int) -> None:
-        """Instruction i is done: hand its end to the instructions waiting for it, release its stream's next."""
-        done = self.end[i]
-        writes = None
-        stationary, ls_ready, dep_ready, pending = self.stationary, self.ls_ready, self.dep_ready, self.pending
-        lane, plan, head = self.lane, self.plan, self.head
-        # the hand-off: the engine's own latency within one in-order stream, else a semaphore
-        same = lane[i] if not self.is_dma[i] else None
-        same_ns, sync_ns = self.same_ns[i], self.sync_ns
-        stream, members, position, limit = plan.stream, plan.members, plan.position, self.limit
-        q, waiting, kind = stream[i], self.waiting, plan.kind
-        touched: list[int] = []  # other streams offered an instruction: their choice may change
-        for c in self.cons[self.cons_start[i] : self.cons_start[i + 1]]:
-            ready = done + (same_ns if lane[c] == same else sync_ns)
-            if ready > dep_ready[c]:
-                dep_ready[c] = ready
-            st = stationary[c]
-            if st >= 0 and ready > ls_ready[c]:
-                w = self.written[i]
-                if w == -2 and writes is None:  # several written storages: look them up
-                    writes = set(self.acc_tensor[self.writes_from[i] : self.writes_to[i]].tolist())
-                if st == w or (w == -2 and st in writes):
-                    ls_ready[c] = ready
-            pending[c] -= 1
-            if pending[c] == 0:
-                qc = stream[c]
-                if position[c] < limit[qc]:  # in its stream's window: a candidate now (the _offer of _advance)
-                    heapq.heappush(waiting[qc], (ls_ready[c] if kind[c] == TENSOR else dep_ready[c], c))
-                    if qc != q:
-                        touched.append(qc)
-        self.issue_rank[i] = self.n_issued
-        self.n_issued += 1
-        if members[q][head[q]] == i:
-            self._advance(q)
-        choose = self._choose
-        choose(q)
-        for qc in touched:
-            choose(qc)
 
     def _arrive(self, i: int, ready: float) -> list[int]:
         """A core reached barrier i: returns the barriers to run now (all of the group once complete)."""
@@ -615,41 +466,196 @@ class _Run:
         return self._result()
 
     def _loop(self) -> None:
+        """Issue every instruction: pop the earliest stream choice, run it (a DMA, a Tensor Engine instruction or
+        another engine's), finish it (hand its end to its consumers, move its stream's window, choose again).
+
+        One function with its state in local variables, the per-instruction steps written out rather than
+        called: Python's call and attribute costs were a third of the loop's time (99k instructions)."""
         for q in range(len(self.plan.members)):
             self._advance(q)
             self._choose(q)
-        done = 0
-        n = self.plan.n
+        plan, hw = self.plan, self.hw
+        n = plan.n
         barrier = self.barrier
-        run, finish, heap = self._run, self._finish, self.heap
-        kind = self.plan.kind
-        run_tensor, run_dma, run_compute = self._run_tensor, self._run_dma, self._run_compute
-        pop, stream, token, take = heapq.heappop, self.plan.stream, self.token, self._take
+        heap, waiting, available, token = self.heap, self.waiting, self.available, self.token
+        stream, kind, members, position, segment_end = plan.stream, plan.kind, plan.members, plan.position, plan.segment_end
+        busy, load, first_row, transfer_of, transfer_plan = plan.busy, plan.load, plan.first_row, plan.transfer_of, plan.transfer_plan
+        free, ls_free, mm_start, mm_started, tensor_stream = self.free, self.ls_free, self.mm_start, self.mm_started, self.tensor_stream
+        dep_ready, ls_ready, pending, cons_start, cons = self.dep_ready, self.ls_ready, self.pending, self.cons_start, self.cons
+        stationary, written, acc_tensor = self.stationary, self.written, self.acc_tensor
+        writes_from, writes_to = self.writes_from, self.writes_to
+        end_, head, limit, issue_rank = self.end, self.head, self.limit, self.issue_rank
+        lane, is_dma, same_ns = self.lane, self.is_dma, self.same_ns
+        sync_ns, window, fixed_ns, n_engines = self.sync_ns, self.window, self.fixed_ns, hw.dma.engines
+        row_start, row_end, row_wait = self.row_start, self.row_end, self.row_wait
+        t_start, t_end, pk_start, pk_first = self.t_start, self.t_end, self.pk_start, self.pk_first
+        dma_free, programs = self.dma_free, self.programs
+        ports, port_free = self.ports, self.port_free
+        pop, push = heapq.heappop, heapq.heappush
+        inf = math.inf
+        n_issued = 0
         while heap:
             ready, i, tok = pop(heap)
             q = stream[i]
             if tok != token[q]:  # superseded: the stream chose again since
                 continue
-            take(q, i)
-            if barrier and i in barrier:
-                batch = self._arrive(i, ready)
-                for m in batch:
-                    run(m)
-                for m in batch:
-                    finish(m)
-                    done += 1
-                continue
-            k = kind[i]
-            if k == DMA:
-                run_dma(i)
-            elif k == TENSOR:
-                run_tensor(i)
+            av = available[q]
+            if av and av[0] == i:
+                pop(av)
             else:
-                run_compute(i)
-            finish(i)
-            done += 1
-        if done != n:
-            raise RuntimeError(f"scheduler stalled after {done} of {n} instructions (a dependency cycle)")
+                pop(waiting[q])
+            batch = self._arrive(i, ready) if barrier and i in barrier else (i,)  # a rendezvous runs as a group
+            for i in batch:  # run
+                k = kind[i]
+                q, row = stream[i], first_row[i]
+                if k == DMA:
+                    kt = transfer_of[i]
+                    t = transfer_plan[kt]
+                    ready, fr = dep_ready[i], free[q]
+                    start = ready if ready > fr else fr
+                    issued = start + t.issue_ns
+                    row_start[row] = start
+                    row_end[row] = issued
+                    row_wait[row] = ready - fr if ready > fr else 0.0
+                    free[q] = issued
+                    earliest = issued + fixed_ns
+                    program = programs[i]
+                    engines = dma_free.get(program)
+                    if engines is None:
+                        engines = dma_free[program] = [0.0] * n_engines
+                    f = pk_first[kt]
+                    same = t.lockstep
+                    if same is not None:  # equal packets on a range of engines: when those are all free by then, or
+                        e0, e1, d = same  # all free at the same time, every packet starts together
+                        bz = engines[e0:e1]
+                        latest = max(bz)
+                        if latest <= earliest or min(bz) == latest:
+                            s = earliest if latest <= earliest else latest
+                            pk_start[f : f + e1 - e0] = array("d", (s,)) * (e1 - e0)
+                            e = s + d
+                            engines[e0:e1] = [e] * (e1 - e0)
+                            t_start[kt] = s
+                            t_end[kt] = end_[i] = e
+                            continue
+                    # each DMA engine serving the transfer moves its packet when it is free (first come, first served);
+                    # a transfer's engines are distinct, so one pass in engine order suffices
+                    first, last, j = inf, earliest, f
+                    for e, d in zip(t.engines, t.packet_ns):
+                        s = engines[e]
+                        if s < earliest:
+                            s = earliest
+                        if s < first:
+                            first = s
+                        pk_start[j] = s
+                        j += 1
+                        s += d
+                        engines[e] = s
+                        if s > last:
+                            last = s
+                    t_start[kt] = first if j > f else earliest
+                    t_end[kt] = last
+                    end_[i] = last
+                elif k == TENSOR:
+                    lf, mp, fr = ls_free[q], mm_start[q], free[q]
+                    lr, dr = ls_ready[i], dep_ready[i]
+                    in_order = lf if lf > mp else mp
+                    ls_s = lr if lr > in_order else in_order
+                    ls_e = ls_s + load[i]
+                    mm_in_order = ls_e if ls_e > fr else fr
+                    mm_s = mm_in_order if mm_in_order > dr else dr
+                    if mm_started[q]:
+                        gap = mm_s - fr
+                        refill = 0.0 if gap <= 0.0 else tensor_refill_ns(gap, busy[i], hw)  # 0 when back to back: no call
+                    else:
+                        refill = tensor_refill_ns(inf, busy[i], hw)
+                        mm_started[q] = True
+                    mm_e = mm_s + busy[i] + refill
+                    row_start[row], row_end[row] = ls_s, ls_e
+                    row_start[row + 1], row_end[row + 1] = mm_s, mm_e
+                    row_wait[row] = lr - in_order if lr > in_order else 0.0
+                    row_wait[row + 1] = dr - mm_in_order if dr > mm_in_order else 0.0
+                    ls_free[q], mm_start[q], free[q] = ls_e, mm_s, mm_e
+                    end_[i] = mm_e
+                else:
+                    ready, fr = dep_ready[i], free[q]
+                    start = ready if ready > fr else fr
+                    if ports is not None:  # NC-v2: wait for the shared SBUF/PSUM port too
+                        held = [(programs[i], p) for p in ports[i]]
+                        for p in held:
+                            start = max(start, port_free.get(p, 0.0))
+                        e = start + busy[i]
+                        for p in held:
+                            port_free[p] = e
+                    else:
+                        e = start + busy[i]
+                    row_start[row] = start
+                    row_end[row] = e
+                    row_wait[row] = ready - fr if ready > fr else 0.0
+                    free[q] = e
+                    end_[i] = e
+            for i in batch:  # finish: the hand-off is the engine's own latency within one in-order stream, else a semaphore
+                done = end_[i]
+                writes = None
+                same = lane[i] if not is_dma[i] else None
+                sns = same_ns[i]
+                q = stream[i]
+                touched = [q]  # streams whose choice may change: this one, and those offered an instruction
+                for c in cons[cons_start[i] : cons_start[i + 1]]:
+                    ready = done + (sns if lane[c] == same else sync_ns)
+                    if ready > dep_ready[c]:
+                        dep_ready[c] = ready
+                    st = stationary[c]
+                    if st >= 0 and ready > ls_ready[c]:
+                        w = written[i]
+                        if w == -2 and writes is None:
+                            writes = set(acc_tensor[writes_from[i] : writes_to[i]].tolist())
+                        if st == w or (w == -2 and st in writes):
+                            ls_ready[c] = ready
+                    pending[c] -= 1
+                    if pending[c] == 0:
+                        qc = stream[c]
+                        if position[c] < limit[qc]:
+                            push(waiting[qc], (ls_ready[c] if kind[c] == TENSOR else dep_ready[c], c))
+                            if qc != q:
+                                touched.append(qc)
+                issue_rank[i] = n_issued
+                n_issued += 1
+                mq = members[q]
+                if mq[head[q]] == i:  # advance: move the window past issued instructions, offer those entering it
+                    h, m = head[q], len(mq)
+                    while h < m and issue_rank[mq[h]] >= 0:
+                        h += 1
+                    head[q] = h
+                    if h < m:
+                        se = segment_end[mq[h]]
+                        lim = h + window if h + window < se else se
+                        wq = waiting[q]
+                        for p in range(limit[q], lim):
+                            c = mq[p]
+                            if pending[c] == 0:
+                                push(wq, (ls_ready[c] if kind[c] == TENSOR else dep_ready[c], c))
+                        if lim > limit[q]:
+                            limit[q] = lim
+                for qq in touched:  # choose: each stream's next instruction into the global heap
+                    wq, aq = waiting[qq], available[qq]
+                    if not wq and not aq:
+                        continue
+                    if tensor_stream[qq]:
+                        a, b = ls_free[qq], mm_start[qq]
+                        fr = a if a > b else b
+                    else:
+                        fr = free[qq]
+                    while wq and wq[0][0] <= fr:
+                        push(aq, pop(wq)[1])
+                    tk = token[qq] = token[qq] + 1
+                    if aq:
+                        push(heap, (fr, aq[0], tk))
+                    else:
+                        r, c = wq[0]
+                        push(heap, (r, c, tk))
+        self.n_issued = n_issued
+        if n_issued != n:
+            raise RuntimeError(f"scheduler stalled after {n_issued} of {n} instructions (a dependency cycle)")
 
     def _issued_pc(self, program_pc: np.ndarray) -> np.ndarray:
         """Each row's pc in its engine's instruction stream as the compiler emitted it: every stream keeps the pc
