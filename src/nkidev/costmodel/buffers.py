@@ -58,21 +58,34 @@ class _Space:
 
     def place(self, size: int, first: int, last: int) -> int | None:
         """Reserve `size` bytes used from position `first` to `last`; returns the last use of the tile whose
-        slot it takes (None for fresh space or no space)."""
-        self._retire(first)
+        slot it takes (None for fresh space or no space). Called once per on-chip tile: `_retire` and `_take`
+        are written out here for the common cases (a call costs as much as the step)."""
+        live, dead = self.live, self.dead
+        while live and live[0][0] < first:  # _retire(first)
+            old_last, old_addr, old_size = heapq.heappop(live)
+            slots = dead.get(old_size)
+            if slots is None:
+                slots = dead[old_size] = deque()
+                bisect.insort(self.sizes, old_size)
+            slots.append((old_addr, old_last))
         previous = None
         if self.top + size <= self.capacity:
             addr, self.top = self.top, self.top + size
-        elif size in self.dead:
-            addr, previous = self._take(size)
         else:
-            k = bisect.bisect_left(self.sizes, size)
-            if k == len(self.sizes):
-                return None
-            bigger = self.sizes[k]
-            addr, previous = self._take(bigger)
-            self._free(bigger - size, addr + size, previous)
-        heapq.heappush(self.live, (last, addr, size))
+            slots = dead.get(size)
+            if slots is not None:  # _take(size)
+                addr, previous = slots.popleft()
+                if not slots:
+                    del dead[size]
+                    self.sizes.remove(size)
+            else:
+                k = bisect.bisect_left(self.sizes, size)
+                if k == len(self.sizes):
+                    return None
+                bigger = self.sizes[k]
+                addr, previous = self._take(bigger)
+                self._free(bigger - size, addr + size, previous)
+        heapq.heappush(live, (last, addr, size))
         return previous
 
 
@@ -87,9 +100,9 @@ def reuse_edges(trace: Trace, hw: Target) -> list[tuple[int, int]]:
     return list(zip(producers.tolist(), consumers.tolist()))
 
 
-def reuse_edge_arrays(trace: Trace, hw: Target) -> tuple[np.ndarray, np.ndarray]:
-    """reuse_edges as two int64 arrays (producers, consumers)."""
-    acc = Accesses(trace)
+def reuse_edge_arrays(trace: Trace, hw: Target, accesses: Accesses | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """reuse_edges as two int64 arrays (producers, consumers) (`accesses`: the trace's Accesses, if built already)."""
+    acc = accesses if accesses is not None else Accesses(trace)
     tensors, first_acc, firsts = [], [], []
     for lo in range(0, acc.n, CHUNK):
         hi = min(acc.n, lo + CHUNK)

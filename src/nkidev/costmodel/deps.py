@@ -221,10 +221,10 @@ class _RowBytes:
         return np.where(rows >= 0, self.per_row[np.maximum(rows, 0)], 1)
 
 
-def dependencies(trace: Trace) -> Deps:
+def dependencies(trace: Trace, accesses: Accesses | None = None) -> Deps:
     """For each instruction (by position in the trace), the positions of the earlier instructions it must
-    wait for."""
-    acc = Accesses(trace)
+    wait for (`accesses`: the trace's Accesses, when the caller has them already)."""
+    acc = accesses if accesses is not None else Accesses(trace)
     n = acc.n
     forms = trace.forms
     cols = trace.columns()

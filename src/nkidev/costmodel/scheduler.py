@@ -34,7 +34,7 @@ import numpy as np
 
 from nkidev import heap
 from nkidev.costmodel.buffers import reuse_edge_arrays
-from nkidev.costmodel.deps import Deps, dependencies
+from nkidev.costmodel.deps import Accesses, Deps, dependencies
 from nkidev.costmodel.dma import Transfer, label, plan, plan_key
 from nkidev.costmodel.durations import (
     DMA_TRIGGER,
@@ -301,7 +301,10 @@ def schedule(trace: Trace, target: Target | str | None = None) -> Timeline:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        deps = dependencies(trace).with_edges(np.concatenate([np.stack(reuse_edge_arrays(trace, hw), axis=1), _explicit_edges(trace)]))
+        accesses = Accesses(trace)  # one for both passes over the accesses
+        reuse = np.stack(reuse_edge_arrays(trace, hw, accesses), axis=1)
+        deps = dependencies(trace, accesses).with_edges(np.concatenate([reuse, _explicit_edges(trace)]))
+        del accesses, reuse
         run = _Run(trace, hw, deps, _Plan(trace, hw))
         timeline = run.timeline()
         del run  # the event loop's state: per-instruction arrays, freed before the next stage

@@ -31,6 +31,11 @@ def _numbers(chunk) -> np.ndarray:
     return np.nan_to_num(chunk.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64))
 
 
+def _integers(chunk) -> bool:
+    """A NumPy integer chunk: no NaN to clear."""
+    return isinstance(chunk, np.ndarray) and chunk.dtype.kind in "iu"
+
+
 def _arrow(chunk) -> pa.Array:
     return pa.array(chunk) if isinstance(chunk, np.ndarray) else chunk.combine_chunks() if isinstance(chunk, pa.ChunkedArray) else chunk
 
@@ -205,13 +210,17 @@ def _packet_pass(pk) -> tuple[list, dict]:
     index: dict = {}
     per: dict[int, dict] = {}
     time_ns = 0.0
-    pieces = zip(*(_pieces(pk, name) for name in ("start_ts", "end_ts", "queue_type", "transfer_bytes")))
+    names = ("start_ts", "end_ts", "queue_type", "transfer_bytes")
+    if isinstance(pk, pa.Table):
+        pieces = zip(*(_pieces(pk, name) for name in names))
+    else:  # the columns of a chunk built together: a packet's plan is looked up once for its end and bytes
+        pieces = ((p[n] for n in names) for p in pk.parts(names))
     for start, end, kind, nbytes in pieces:
-        s, e, b = (np.nan_to_num(_numbers(c)) for c in (start, end, nbytes))
+        s, e, b = (_numbers(c) if _integers(c) else np.nan_to_num(_numbers(c)) for c in (start, end, nbytes))
         codes, local = _chunk_codes(kind)
         codes = np.array([index.setdefault(v, len(index)) for v in local], dtype=np.int64)[codes]
         time_ns += float((e - s).sum())
-        for c in np.unique(codes).tolist():
+        for c in np.flatnonzero(np.bincount(codes)).tolist():
             mask = codes == c
             acc = per.setdefault(c, {"count": 0, "bytes": 0.0, "starts": [], "ends": []})
             ms, me = merge(s[mask], e[mask])

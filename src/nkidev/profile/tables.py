@@ -98,11 +98,16 @@ class LazyTable:
     def pieces(self, name: str, chunk: int = CHUNK) -> Iterator[np.ndarray | pa.Array]:
         """One column a chunk at a time, as the builder makes it (NumPy for plain numbers, Arrow otherwise;
         a missing column is all-null Arrow): for readers that want NumPy without an Arrow round trip."""
-        field = self.schema.field(name)
+        for part in self.parts([name], chunk):
+            yield part[name]
+
+    def parts(self, names: Sequence[str], chunk: int = CHUNK) -> Iterator[dict[str, np.ndarray | pa.Array]]:
+        """Columns `names` a chunk at a time as `pieces` gives them, built together (what rows share, such as a
+        packet's plan lookup, is computed once per chunk)."""
         for lo in range(0, self.num_rows, chunk):
             rows = np.arange(lo, min(self.num_rows, lo + chunk), dtype=np.int64)
-            v = self._build(rows, [name]).get(name)
-            yield pa.nulls(len(rows), field.type) if v is None else v
+            built = self._build(rows, list(names))
+            yield {n: pa.nulls(len(rows), self.schema.field(n).type) if built.get(n) is None else built[n] for n in names}
 
     def column(self, name: str) -> pa.ChunkedArray:
         chunks = [t.column(0) for t in self.batches(names=[name])]
