@@ -179,10 +179,15 @@ def write_profile(
         raise
 
 
+# string columns with a distinct value per row (Instruction's ids as text): a dictionary of them is hashed, then
+# dropped for plain encoding once it outgrows its page, so they are written plain from the start
+UNIQUE_STRINGS = ("bir_id", "bir_instruction_name")
+
+
 def _write_table(table: pa.Table | tables.LazyTable, path: Path) -> None:
     """One Parquet file; a LazyTable is streamed a chunk (row group) at a time, never built whole. Only string
     columns are dictionary-encoded: trying it on every numeric column of a big table doubles the write time."""
-    strings = [f.name for f in table.schema if pa.types.is_string(f.type)]
+    strings = [f.name for f in table.schema if pa.types.is_string(f.type) and f.name not in UNIQUE_STRINGS]
     if isinstance(table, pa.Table):
         pq.write_table(table, path, use_dictionary=strings)
         return
