@@ -40,6 +40,13 @@ def excluded(r: dict) -> bool:
     return r["status"] != "PASS" and bool(c) and (c == "needs_compiler_trace" or CAUSES.get(c, ("?",))[0].startswith("c"))
 
 
+def _passes(rs: list[dict]) -> str:
+    """PASS count; passes whose test compared no output (the orchestrator skipped validation) are called out."""
+    n = sum(1 for r in rs if r["status"] == "PASS")
+    u = sum(1 for r in rs if r["status"] == "PASS" and r.get("unvalidated"))
+    return f"{n} ({u} unvalidated)" if u else str(n)
+
+
 def _rate(p: int, n: int) -> str:
     return f"{p}/{n} = {100 * p / n:.0f}%" if n else "-"
 
@@ -51,7 +58,7 @@ def pass_table(res: list[dict]) -> list[str]:
         c = collections.Counter(r["status"] for r in rs)
         run = [r for r in rs if r["status"] in RAN]
         adj = [r for r in run if not excluded(r)]
-        cells = [corpus, sub, c["PASS"], c["FAIL-numeric"], c["ERROR"], c["TIMEOUT"], c["SKIP"]]
+        cells = [corpus, sub, _passes(rs), c["FAIL-numeric"], c["ERROR"], c["TIMEOUT"], c["SKIP"]]
         cells += [_rate(c["PASS"], len(run)), _rate(c["PASS"], len(adj))]
         L.append("| " + " | ".join(str(x) for x in cells) + " |")
     return L
@@ -90,7 +97,7 @@ def nkilib_tables(res: list[dict]) -> list[str]:
         cz = collections.Counter(r.get("cause") for r in rs if r.get("cause"))
         cs = ", ".join(f"{k} x{v}" for k, v in cz.most_common())
         simple = "y" if rs[0].get("simple") else ""
-        L.append(f"| {f} | {simple} | {c['PASS']} | {c['FAIL-numeric']} | {c['ERROR']} | {c['TIMEOUT']} | {c['SKIP']} | {cs} |")
+        L.append(f"| {f} | {simple} | {_passes(rs)} | {c['FAIL-numeric']} | {c['ERROR']} | {c['TIMEOUT']} | {c['SKIP']} | {cs} |")
     L.append("")
     simple_fail = [r for r in res if r["corpus"] == "nki-library" and r.get("simple") and r["status"] in RAN[1:]]
     listed = [r for r in simple_fail if r.get("cause") != "needs_compiler_trace"]

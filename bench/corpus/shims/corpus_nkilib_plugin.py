@@ -178,3 +178,39 @@ import os as _os  # noqa: E402
 
 if _os.environ.get("CORPUS_WORKAROUNDS") == "1":
     _apply_workarounds()
+
+
+# ---------------------------------------------------------------------------------------------
+# Unvalidated passes: nki-library's orchestrator skips the output comparison, with only a log warning, when the
+# golden is a LazyGoldenGenerator without lazy_golden_generator (output_ndarray only declares the outputs) or
+# when the kernel returned nothing. Such a test passes without any numerics checked; the harness records it as
+# a junit property so the report can tell these passes apart (harness.junit_cases: "unvalidated").
+import logging as _logging  # noqa: E402
+
+import pytest as _pytest  # noqa: E402
+
+_SKIP_MARKERS = ("Validation is disabled", "Skipping output validation")
+
+
+class _SkipRecorder(_logging.Handler):
+    def __init__(self):
+        super().__init__(level=_logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        msg = record.getMessage()
+        if any(m in msg for m in _SKIP_MARKERS):
+            self.messages.append(msg)
+
+
+@_pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    recorder = _SkipRecorder()
+    root = _logging.getLogger()
+    root.addHandler(recorder)
+    try:
+        yield
+    finally:
+        root.removeHandler(recorder)
+        if recorder.messages:
+            item.user_properties.append(("corpus_validation_skipped", recorder.messages[0][:300]))
