@@ -213,3 +213,32 @@ def test_all_gather_v_chunks_beyond_dst_are_a_named_error():
     lines, start = inspect.getsourcelines(gather_v_overflowing_its_slot.fn)
     assert err.name == "err_tensor_access_out_of_bound" and "rank 1" in err.message
     assert err.lineno == start + next(i for i, line in enumerate(lines) if "# <-" in line)
+
+
+def test_replica_group_from_partition_op_follows_the_0_7_docs_examples():
+    """NKI 0.7 ReplicaGroup page, from_partition_op: ranks with the same op(rank, operand) form one rank-list."""
+    op = ncc.rg_partition_op
+    assert ncc.ReplicaGroup.from_partition_op(8, op.bitwise_and, 0).groups == [list(range(8))]
+    assert ncc.ReplicaGroup.from_partition_op(8, op.div, 4).groups == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert ncc.ReplicaGroup.from_partition_op(8, op.mod, 4).groups == [[0, 4], [1, 5], [2, 6], [3, 7]]
+
+
+@jit
+def all_reduce_over_strided_lists(x):
+    r = nl.program_id(0)
+    group = ncc.ReplicaGroup.from_partition_op(4, ncc.rg_partition_op.mod, 2)  # <- [[0, 2], [1, 3]]
+    out = nl.ndarray((4, 2, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_reduce(srcs=[x[r]], dsts=[out[r]], replica_group=group, op=nl.add)
+    return out
+
+
+def test_from_partition_op_groups_drive_the_collective_and_need_nki_0_7():
+    x = RNG.standard_normal((4, 2, 4)).astype(np.float32)
+    out = nkidev.simulate(all_reduce_over_strided_lists)[4](x)
+    for r in range(4):
+        np.testing.assert_allclose(out[r], x[r % 2] + x[r % 2 + 2], rtol=1e-6)
+    with pytest.raises(NkiError) as info:
+        nkidev.simulate(all_reduce_over_strided_lists, nki_version="0.6")[4](x)
+    lines, start = inspect.getsourcelines(all_reduce_over_strided_lists.fn)
+    assert info.value.name == "err_requires_nki_version" and "rg_partition_op" in info.value.message
+    assert info.value.lineno == start + next(i for i, line in enumerate(lines) if "# <-" in line)

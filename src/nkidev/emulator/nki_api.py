@@ -11,7 +11,7 @@ from nkidev.emulator import isa_constants as _constants
 from nkidev.emulator.jit import Kernel, jit, simulate
 from nkidev.emulator.location import kernel_location
 from nkidev.emulator.opdef import OPS, public_function
-from nkidev.emulator.ops.collectives import ReplicaGroup, current_processing_rank
+from nkidev.emulator.ops.collectives import ReplicaGroup, current_processing_rank, rg_partition_op
 from nkidev.emulator.registers import VirtualRegister
 from nkidev.emulator.tensor import NkiTensor
 from nkidev.errors import NkiNotSupportedError
@@ -85,6 +85,7 @@ collectives = _module(
     "Collectives across the programs (LNC cores, SPMD grid) of one launch.",
     __getattr__=_collectives_getattr,
     ReplicaGroup=ReplicaGroup,
+    rg_partition_op=rg_partition_op,
     rank_id=rank_id,
     collective_permute_implicit_current_processing_rank_id=collective_permute_implicit_current_processing_rank_id,
     **{op_name: public_function(op, {}) for op_name, op in OPS.items() if op.namespace == "collectives"},

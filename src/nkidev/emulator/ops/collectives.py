@@ -14,9 +14,12 @@ to which rank is the rank's position in its rank-list (the docs' examples; nki-l
 
 from __future__ import annotations
 
+import operator
+from enum import Enum, auto
+
 import numpy as np
 
-from nkidev.emulator import costs
+from nkidev.emulator import costs, gate
 from nkidev.emulator import rules as R
 from nkidev.emulator.alu import op_name
 from nkidev.emulator.dtypes import cast_array, from_f32, to_f32
@@ -28,6 +31,19 @@ from nkidev.emulator.tensor import NkiTensor
 REDUCE = {"add": np.add, "minimum": np.minimum, "maximum": np.maximum}
 
 
+class rg_partition_op(Enum):  # noqa: N801 - NKI's spelling
+    """How `ReplicaGroup.from_partition_op` maps a rank to its rank-list id (NKI 0.7): `op(rank, operand)`."""
+
+    bitwise_and = auto()
+    div = auto()
+    mod = auto()
+
+
+# rank-list id of a rank: the NKI 0.7 ReplicaGroup page's examples (bitwise_and 0: one list; div 4: contiguous
+# blocks of 4; mod 4: strided) [v2.33.0/nki/api/generated/nki.collectives.ReplicaGroup.html, "from_partition_op"]
+PARTITION_OPS = {rg_partition_op.bitwise_and: operator.and_, rg_partition_op.div: operator.floordiv, rg_partition_op.mod: operator.mod}
+
+
 class ReplicaGroup:
     """Groups of ranks that take part in a collective together: `ReplicaGroup([[0, 1], [2, 3]])`; sub-groups do
     not overlap."""
@@ -37,6 +53,30 @@ class ReplicaGroup:
         seen = [r for g in self.groups for r in g]
         if len(seen) != len(set(seen)):
             raise rule_error("err_invalid_argument", f"ReplicaGroup {self.groups} lists a rank twice", "sub-groups must not overlap")
+
+    @staticmethod
+    def from_partition_op(world_size: int, op: rg_partition_op, operand: int) -> ReplicaGroup:
+        """Partition ranks [0, world_size): ranks with the same `op(rank, operand)` form one rank-list; the lists are
+        ordered by that id, the ranks of each in ascending order (NKI 0.7)."""
+        gate.require("nki.collectives.rg_partition_op")
+        if op not in PARTITION_OPS:
+            raise rule_error(
+                "err_invalid_argument",
+                f"op={op!r} is not an nki.collectives.rg_partition_op",
+                "pass rg_partition_op.div, .mod or .bitwise_and",
+            )
+        if not isinstance(world_size, int) or world_size < 1 or not isinstance(operand, int):
+            raise rule_error(
+                "err_invalid_argument",
+                f"from_partition_op(world_size={world_size!r}, operand={operand!r})",
+                "world_size is a positive int and operand an int",
+            )
+        if op is not rg_partition_op.bitwise_and and operand == 0:
+            raise rule_error("err_invalid_argument", f"rg_partition_op.{op.name} with operand 0 divides by zero", "pass a non-zero operand")
+        lists: dict[int, list[int]] = {}
+        for rank in range(world_size):
+            lists.setdefault(PARTITION_OPS[op](rank, operand), []).append(rank)
+        return ReplicaGroup([lists[k] for k in sorted(lists)])
 
     def members(self, rank: int) -> tuple[int, ...]:
         for g in self.groups:
