@@ -242,3 +242,55 @@ def test_from_partition_op_groups_drive_the_collective_and_need_nki_0_7():
     lines, start = inspect.getsourcelines(all_reduce_over_strided_lists.fn)
     assert info.value.name == "err_requires_nki_version" and "rg_partition_op" in info.value.message
     assert info.value.lineno == start + next(i for i, line in enumerate(lines) if "# <-" in line)
+
+
+@jit
+def split_all_to_all_v(x, meta):
+    """all_to_all_v_prepare with the metadata first, the srcs filled afterwards, then the trigger (NKI 0.7)."""
+    r = nl.program_id(0)
+    out = nl.ndarray((2, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    counts = nl.ndarray((2, 3, 2), dtype=nl.uint32, buffer=nl.shared_hbm)
+    m = nl.ndarray((3, 2), dtype=nl.uint32, buffer=nl.hbm)
+    src = nl.ndarray((8,), dtype=x.dtype, buffer=nl.hbm)
+    nisa.dma_copy(dst=m, src=meta[r])
+    prep = ncc.all_to_all_v_prepare(srcs=[src], dsts=[out[r]], replica_group=ncc.ReplicaGroup([[0, 1]]), metadata_tensor=m)
+    nisa.dma_copy(dst=src, src=x[r])  # prepare does not read srcs: they may be filled after it
+    ncc.all_to_all_v_trigger(prep)
+    nisa.dma_copy(dst=counts[r], src=m)
+    return out, counts
+
+
+def test_split_all_to_all_v_equals_the_plain_call():
+    x = np.arange(16, dtype=np.float32).reshape(2, 8) + 1
+    meta = np.zeros((2, 3, 2), np.uint32)
+    meta[0, 0], meta[0, 1] = [3, 1], [0, 5]
+    meta[1, 0], meta[1, 1] = [2, 4], [0, 2]
+    out, counts = nkidev.simulate(split_all_to_all_v)[2](x, meta)
+    want, _, want_counts = nkidev.simulate(permute_and_all_to_all_v)[2](x, meta)
+    np.testing.assert_array_equal(out[0, :3], x[0, :3])
+    np.testing.assert_array_equal(out[1, 4:8], x[1, 2:6])
+    np.testing.assert_array_equal(out[:, [0, 1, 2, 4, 5]], want[:, [0, 1, 2, 4, 5]])
+    np.testing.assert_array_equal(counts[:, 2], want_counts[:, 2])
+
+
+@jit
+def two_prepares(x, meta):
+    out = nl.ndarray((8,), dtype=x.dtype, buffer=nl.shared_hbm)
+    m = nl.ndarray((3, 1), dtype=nl.uint32, buffer=nl.hbm)
+    nisa.dma_copy(dst=m, src=meta)
+    group = ncc.ReplicaGroup([[0]])
+    ncc.all_gather_v_prepare(srcs=[x], dsts=[out], replica_group=group, metadata_tensor=m)
+    ncc.all_to_all_v_prepare(srcs=[x], dsts=[out], replica_group=group, metadata_tensor=m)  # <-
+    return out
+
+
+def test_a_second_prepare_before_the_trigger_is_a_named_error_and_split_collectives_need_0_7():
+    x, meta = np.ones((8,), np.float32), np.array([[8], [0], [0]], np.uint32)
+    lines, start = inspect.getsourcelines(two_prepares.fn)
+    with pytest.raises(NkiError) as info:
+        nkidev.simulate(two_prepares)(x, meta)
+    assert info.value.name == "err_invalid_argument" and "all_gather_v_prepare awaits its trigger" in info.value.message
+    assert info.value.lineno == start + next(i for i, line in enumerate(lines) if "# <-" in line)
+    with pytest.raises(NkiError) as info:
+        nkidev.simulate(two_prepares, nki_version="0.6")(x, meta)
+    assert info.value.name == "err_requires_nki_version" and "all_gather_v_prepare" in info.value.message

@@ -135,6 +135,7 @@ class Context:
     kernel: object | None = None  # the top-level Kernel being run (its compile/specialization configs)
     overlap: bool = False  # this program may queue instructions on a worker thread (launch.py; deferred.py)
     worker: object | None = None  # deferred.Worker, from the first queued instruction to the end of the program
+    pending_prepare: object | None = None  # the split *_v collective prepared and not yet triggered (one slot)
 
     @property
     def compute(self) -> bool:

@@ -8,8 +8,9 @@ import types
 from nkidev.emulator import compiler_config, gate, isa, language, nki_typing, versions
 from nkidev.emulator import context as _ctx
 from nkidev.emulator import isa_constants as _constants
+from nkidev.emulator.instruction import NkiInstruction
 from nkidev.emulator.jit import Kernel, jit, simulate
-from nkidev.emulator.location import kernel_location
+from nkidev.emulator.location import kernel_location, rule_error
 from nkidev.emulator.opdef import OPS, public_function
 from nkidev.emulator.ops.collectives import ReplicaGroup, current_processing_rank, rg_partition_op
 from nkidev.emulator.registers import VirtualRegister
@@ -80,6 +81,64 @@ def collective_permute_implicit_current_processing_rank_id(iteration_id, replica
     return VirtualRegister(current_processing_rank(replica_group, _ctx.current().program, it))
 
 
+class PreparedCollective(NkiInstruction):
+    """What `all_gather_v_prepare` / `all_to_all_v_prepare` return: the collective and its arguments, which the
+    paired trigger runs (NKI 0.7 split collectives)."""
+
+    __slots__ = ("collective", "arguments")
+
+    def __init__(self, collective: str, arguments: dict):
+        super().__init__(None)
+        self.collective, self.arguments = collective, arguments
+
+
+_COLLECTIVES = {op_name: public_function(op, {}) for op_name, op in OPS.items() if op.namespace == "collectives"}
+
+
+def _split_collective(collective: str):
+    """`<collective>_prepare` and `<collective>_trigger` (v2.33.0 nki.collectives.all_gather_v_prepare /
+    all_to_all_v_trigger pages): the prepare takes every argument of the plain call and returns the instruction
+    the one trigger that must follow takes; prepares share one slot, so a second prepare before that trigger is
+    an error. nkidev runs the whole exchange at the trigger (the phase that reads srcs and writes dsts), reading
+    the metadata as it is then: a kernel that rewrites the metadata between the two calls is not modelled."""
+    run = _COLLECTIVES[collective]
+
+    def prepare(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=False, has_rdispls=False, priority=None, name=None):
+        gate.require(f"nki.collectives.{collective}_prepare")
+        ctx = _ctx.current()
+        if ctx.pending_prepare is not None:
+            raise rule_error(
+                "err_invalid_argument",
+                f"{collective}_prepare while a {ctx.pending_prepare.collective}_prepare awaits its trigger",
+                f"call {ctx.pending_prepare.collective}_trigger first: prepares share one slot",
+            )
+        arguments = dict(srcs=srcs, dsts=dsts, replica_group=replica_group, metadata_tensor=metadata_tensor)
+        arguments.update(recv_counts_known=recv_counts_known, has_rdispls=has_rdispls, priority=priority, name=name)
+        ctx.pending_prepare = PreparedCollective(collective, arguments)
+        return ctx.pending_prepare
+
+    def trigger(prepare_instr, name=None):
+        gate.require(f"nki.collectives.{collective}_trigger")
+        ctx = _ctx.current()
+        if not isinstance(prepare_instr, PreparedCollective) or prepare_instr.collective != collective:
+            raise rule_error(
+                "err_invalid_argument",
+                f"{collective}_trigger({type(prepare_instr).__name__}) is not given a {collective}_prepare instruction",
+                f"pass the value the paired {collective}_prepare returned",
+            )
+        if ctx.pending_prepare is not prepare_instr:
+            raise rule_error(
+                "err_invalid_argument",
+                f"{collective}_trigger of a prepare that was already triggered",
+                "issue one trigger per prepare",
+            )
+        ctx.pending_prepare = None
+        return run(**prepare_instr.arguments)
+
+    prepare.__name__, trigger.__name__ = f"{collective}_prepare", f"{collective}_trigger"
+    return {prepare.__name__: prepare, trigger.__name__: trigger}
+
+
 collectives = _module(
     "nki.collectives",
     "Collectives across the programs (LNC cores, SPMD grid) of one launch.",
@@ -88,7 +147,9 @@ collectives = _module(
     rg_partition_op=rg_partition_op,
     rank_id=rank_id,
     collective_permute_implicit_current_processing_rank_id=collective_permute_implicit_current_processing_rank_id,
-    **{op_name: public_function(op, {}) for op_name, op in OPS.items() if op.namespace == "collectives"},
+    **_COLLECTIVES,
+    **_split_collective("all_gather_v"),
+    **_split_collective("all_to_all_v"),
 )
 compiler = _module(
     "nki.compiler",
