@@ -11,7 +11,7 @@ from nkidev.emulator import isa_constants as _constants
 from nkidev.emulator.instruction import NkiInstruction
 from nkidev.emulator.jit import Kernel, jit, simulate
 from nkidev.emulator.location import kernel_location, rule_error
-from nkidev.emulator.opdef import OPS, public_function
+from nkidev.emulator.opdef import OPS, ops_where, public_function
 from nkidev.emulator.ops.collectives import ReplicaGroup, current_processing_rank, rg_partition_op
 from nkidev.emulator.registers import VirtualRegister
 from nkidev.emulator.tensor import NkiTensor
@@ -148,8 +148,7 @@ collectives = _module(
     rank_id=rank_id,
     collective_permute_implicit_current_processing_rank_id=collective_permute_implicit_current_processing_rank_id,
     **_COLLECTIVES,
-    **_split_collective("all_gather_v"),
-    **_split_collective("all_to_all_v"),
+    **{name: fn for op in sorted(ops_where(lambda op: op.split)) for name, fn in _split_collective(op).items()},
 )
 compiler = _module(
     "nki.compiler",

@@ -71,6 +71,7 @@ class OpDef:
     # values or read run-time addresses, and return nothing
     deferrable: bool = False
     namespace: str = "isa"  # the module its public function lives in: nki.isa, or nki.collectives
+    split: bool = False  # NKI 0.7 also offers it as <name>_prepare + <name>_trigger (the split _v collectives)
     checked: dict = field(default_factory=dict, repr=False)  # signature (target code first) -> [engine, form]: see dispatch
     # per argument of the public function, in order: its default when immutable (signature() keys it as None),
     # else a marker no argument is

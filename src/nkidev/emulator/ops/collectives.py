@@ -350,6 +350,7 @@ ALL_GATHER_V = _declare(
     "3 recv_displs (has_rdispls); the chunk from member j lands at dst[j * dst.size / n] (or recv_displs[j])",
     ("dsts", "metadata_tensor"),
     (_lists("srcs", "dsts", hbm_only=True, single=True),),
+    split=True,  # v2.33.0 nki.collectives.*_v_prepare / *_v_trigger pages
 )
 
 
@@ -373,6 +374,7 @@ ALL_TO_ALL_V = _declare(
     "3 recv_displs[r] (has_rdispls); the chunk from member j lands at dst[j * dst.size / n] (or recv_displs[j])",
     ("dsts", "metadata_tensor"),
     (_lists("srcs", "dsts", hbm_only=True, single=True),),
+    split=True,  # v2.33.0 nki.collectives.*_v_prepare / *_v_trigger pages
 )
 
 
