@@ -83,6 +83,23 @@ def test_adjusted_rate_leaves_out_compiler_and_upstream_failures():
     assert row.endswith("| 1 | 1/4 = 25% | 1/2 = 50% |")
 
 
+def test_a_pass_whose_test_compared_nothing_is_marked_unvalidated(tmp_path):
+    """The plugin records the orchestrator's skipped validation as a junit property; the report calls such passes out."""
+    xml = tmp_path / "r.xml"
+    xml.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="t.C" name="checked" time="1.0"/>'
+        '<testcase classname="t.C" name="unchecked" time="1.0"><properties>'
+        '<property name="corpus_validation_skipped" value="Validation is disabled because no validation arguments were passed" />'
+        "</properties></testcase></testsuite></testsuites>"
+    )
+    checked, unchecked = harness.junit_cases(xml)
+    assert (checked["status"], checked.get("unvalidated")) == ("PASS", None)
+    assert (unchecked["status"], unchecked["unvalidated"]) == ("PASS", True) and "Validation is disabled" in unchecked["message"]
+    row = report.pass_table([dict(checked, corpus="x"), dict(unchecked, corpus="x")])[2]
+    assert row.startswith("| x | all | 2 (1 unvalidated) |")
+
+
 def test_nki_library_targets_0_6_and_the_option_overrides_every_repository():
     assert nki_version_for("nki-library") == "0.6"
     assert nki_version_for("nki-samples") is None  # nkidev's default, the newest
