@@ -102,12 +102,7 @@ class Memory:
         if storage.kind == "hbm":
             self.hbm += storage.nbytes
         self.total += storage.nbytes
-        storage._usage = self
-
-    def release(self, kind: str, nbytes: int) -> None:
-        if kind == "hbm":
-            self.hbm -= nbytes
-        self.total -= nbytes
+        storage._usage = self  # Storage.__del__ takes its bytes back off
 
 
 @dataclass

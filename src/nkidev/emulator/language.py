@@ -180,7 +180,7 @@ def ndarray(shape, dtype, buffer=sbuf, name: str = "", address=None) -> NkiTenso
             )
     if address is not None and buffer in (sbuf, psum):
         return _placed(shape, dtype, buffer, name, address)
-    return allocate(shape, dtype, buffer, name)
+    return allocate(shape, dtype, buffer, name, skip=2)  # skip: this function and the argument guard calling it
 
 
 def _placed(shape, dtype, buffer, name: str, address) -> NkiTensor:

@@ -119,9 +119,11 @@ def kernel_location(skip: int = 0) -> str | None:
     return None if site is None else site[0]
 
 
-def kernel_site_name() -> tuple[str | None, str | None]:
-    """(kernel_location(), the variable that line assigns to), both cached per line of code."""
-    site = _site()
+def kernel_site_name(skip: int = 0) -> tuple[str | None, str | None]:
+    """(kernel_location(), the variable that line assigns to), both cached per line of code. The search starts
+    at the caller's caller, or `skip` frames further out when the caller knows those are nkidev's own too (the
+    frames skipped get no frame objects: sys._getframe makes one for the frame it returns only)."""
+    site = _site(3 + skip)
     if site is None:
         return None, None
     if site[1] is _UNSET:

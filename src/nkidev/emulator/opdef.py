@@ -77,6 +77,7 @@ class OpDef:
     # else a marker no argument is
     arg_defaults: tuple = field(default=(), repr=False)
     plan: object = field(default=None, repr=False)  # SignaturePlan, made with the public function
+    make_args: Callable | None = field(default=None, repr=False)  # (*operand slots) -> the call's namespace, defaults elsewhere
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -254,6 +255,64 @@ def dispatch(op: OpDef, a: SimpleNamespace):
         if result is None:
             return NkiInstruction(n)
     return result
+
+
+def dispatch_slots(op: OpDef, slots: tuple):
+    """dispatch for a call whose every argument outside the operand slots is its default (the public function
+    checked that), given the slot values in `op.plan.tiles` order. A call whose signature was checked and
+    recorded before, outside an SPMD launch, runs here without a namespace of its arguments unless the semantics
+    need one (compute=True); anything else goes to dispatch with the arguments it had, before any side effect."""
+    ctx = _ctx.current()
+    ids: list[int] = []  # the storage ids of the reads, then of the writes
+    ids_w: list[int] = []
+    storages: list = []
+    written: list = []
+    key = [ctx.target_code, "tiles"]  # as signature() makes it: the same cache entries
+    for v, (_, write, default) in zip(slots, op.plan.tiles):
+        if v.__class__ is NkiTensor:
+            code = v._code
+            if code is None:
+                code = view_code(v)
+            if not code:
+                break
+            key.append(code)
+            st = v.storage
+            if write:
+                ids_w.append(st.id)
+                written.append(st)
+            else:
+                ids.append(st.id)
+            storages.append(st)
+        elif v is default:
+            key.append(None)
+        else:
+            value = _value_key(v)
+            if value is None:
+                break
+            key.append(value)
+    else:
+        entry = op.checked.get(tuple(key))
+        trace = ctx.trace
+        if entry is not None and ctx.barrier is None and (entry[1] is not None or trace is None):
+            usage = ctx.usage
+            if usage.check:
+                _stamp_storages(storages, usage, ctx.target)
+            result = op.impl(op.make_args(*slots), ctx, entry[0]) if ctx.options.compute else None
+            for st in written:
+                st.written = True
+            if trace is not None:
+                counter = ctx.counter
+                n = counter[0]
+                location = kernel_location(1)  # skip=1: called by the generated nki.isa function
+                ids += ids_w
+                trace.record(n, entry[1], location, ctx.program, ids)
+                if usage.check:
+                    usage.instructions[usage.clock] = (n, location)
+                counter[0] = n + 1
+                if result is None:
+                    return NkiInstruction(n)
+            return result
+    return dispatch(op, op.make_args(*slots))
 
 
 def _checked(op: OpDef, a, ctx) -> list:
@@ -602,20 +661,66 @@ def form_of_call(op: OpDef, a, engine: str) -> tuple[Form, list[int], list[int]]
 
 
 def public_function(op: OpDef, namespace: dict) -> Callable:
-    """Build `nki.isa.<name>` with the op's exact signature; its body hands the arguments to dispatch."""
+    """Build `nki.isa.<name>` with the op's exact signature; its body hands the arguments to dispatch (or, when
+    every argument outside the operand slots is its default, the operand slots alone to dispatch_slots)."""
     names = [p.strip().split("=")[0].strip().lstrip("*") for p in op.params.split(",") if p.strip()]
     names = [n for n in names if n]
     body = ", ".join(f"{n}={n}" for n in names)
     src = f"def {op.name}({op.params}):\n    return _dispatch(_op, _NS({body}))\n"
-    scope = dict(namespace, _dispatch=dispatch, _op=op, _NS=SimpleNamespace)
-    exec(compile(src, f"<nki.{op.namespace}.{op.name}>", "exec"), scope)  # noqa: S102 - generated from our own table
-    fn = scope[op.name]
-    op.arg_defaults = tuple(_immutable_default(p.default) for p in inspect.signature(fn).parameters.values())
+    scope = dict(namespace, _dispatch=dispatch, _call=dispatch_slots, _op=op, _NS=SimpleNamespace)
+    fn = _generated(op, src, scope)
+    params = list(inspect.signature(fn).parameters.values())
+    op.arg_defaults = tuple(_immutable_default(p.default) for p in params)
     op.plan = signature_plan(op, fn)
+    fast = _with_slots_path(op, params, scope)
+    fn = fast or fn
     fn.__module__ = f"nki.{op.namespace}"
     fn.__qualname__ = op.name
     fn.__doc__ = op_doc(op)
     fn.__nki_opdef__ = op
+    return fn
+
+
+def _generated(op: OpDef, src: str, scope: dict) -> Callable:
+    exec(compile(src, f"<nki.{op.namespace}.{op.name}>", "exec"), scope)  # noqa: S102 - generated from our own table
+    return scope.pop(op.name)
+
+
+def _with_slots_path(op: OpDef, params: list, scope: dict) -> Callable | None:
+    """The public function with a fast path: a call whose every argument outside the operand slots is its
+    (immutable) default object -- tested with `is` in the function's own bytecode -- passes only the slots, as a
+    tuple, to dispatch_slots (no namespace of arguments, which a shape-only run never reads); the op's
+    `make_args(*slots)` builds that namespace when something does. The defaults are the very objects of the
+    plain function's signature, so `inspect.signature` is unchanged. None when the op has no such path."""
+    plan = op.plan
+    if plan is None:
+        return None
+    slots = [name for name, _, _ in plan.tiles]
+    others = [(i, p) for i, p in enumerate(params) if p.name not in slots]
+    if any(op.arg_defaults[i] is _NO_DEFAULT for i, _ in others):
+        return None
+    head, keyword_only = [], False
+    for i, p in enumerate(params):
+        if p.kind is p.KEYWORD_ONLY and not keyword_only:
+            head.append("*")
+            keyword_only = True
+        if p.default is p.empty:
+            head.append(p.name)
+        else:
+            scope[f"_d{i}"] = p.default
+            head.append(f"{p.name}=_d{i}")
+    every = ", ".join(f"{p.name}={p.name}" for p in params)
+    at_default = " and ".join(f"{p.name} is _d{i}" for i, p in others) or "True"
+    slot_tuple = "".join(f"{name}, " for name in slots)
+    src = (
+        f"def {op.name}({', '.join(head)}):\n"
+        f"    if {at_default}:\n"
+        f"        return _call(_op, ({slot_tuple}))\n"
+        f"    return _dispatch(_op, _NS({every}))\n"
+    )
+    fn = _generated(op, src, scope)
+    with_defaults = ", ".join(f"{p.name}={p.name}" if p.name in slots else f"{p.name}=_d{i}" for i, p in enumerate(params))
+    op.make_args = _generated(op, f"def {op.name}({', '.join(slots)}):\n    return _NS({with_defaults})\n", scope)
     return fn
 
 

@@ -139,8 +139,11 @@ class Storage:
             group.compute()
 
     def __del__(self):
-        if self._usage is not None:
-            self._usage.release(self.kind, self.nbytes)
+        memory = self._usage
+        if memory is not None:  # Memory.release, inlined: this runs per allocation
+            if self.kind == "hbm":
+                memory.hbm -= self.nbytes
+            memory.total -= self.nbytes
 
     def record_in(self, trace) -> None:
         """Add this storage to a trace's tensor table."""
@@ -156,12 +159,22 @@ def new_versions(storages: list) -> None:
 
 
 def allocate(
-    shape, dtype, buffer=None, name: str = "", role: str = "internal", location: str | None = None, fill=None, live_bytes: int | None = None
+    shape,
+    dtype,
+    buffer=None,
+    name: str = "",
+    role: str = "internal",
+    location: str | None = None,
+    fill=None,
+    live_bytes: int | None = None,
+    skip: int = 0,
 ) -> NkiTensor:
     """nl.ndarray: a fresh tensor, filled with the uninitialized-memory sentinel unless `fill` is given.
 
     `live_bytes`: on-chip bytes per partition the allocation keeps live, when less than its size (the legacy
-    API's block dimensions, of which the compiler keeps only some copies live)."""
+    API's block dimensions, of which the compiler keeps only some copies live). `skip`: how many frames above
+    this one are nkidev's own for certain (the caller, its caller, ...): the search for the kernel line starts
+    past them (location.kernel_site_name)."""
     ctx = _ctx.current()
     cacheable = live_bytes is None and dtype.__class__ is NkiDType and buffer.__class__ is MemoryRegion and shape.__class__ is tuple
     checked = None
@@ -178,7 +191,10 @@ def allocate(
         shared = _shared_allocation(ctx, shape, dt, region, name, location)
         if shared is not None:
             return shared
-    ctx.memory.check_fits(kind, shape, dt, checked.nbytes, ctx.target)
+    memory = ctx.memory
+    nbytes = checked.nbytes
+    if kind == "hbm" or memory.total + nbytes > memory.budget:  # an on-chip tile within the budget passes check_fits
+        memory.check_fits(kind, shape, dt, nbytes, ctx.target)
     if fresh:
         if kind != "hbm":
             per_partition = live_bytes if live_bytes is not None else (math.prod(shape[1:]) if len(shape) > 1 else 1) * dt.itemsize
@@ -187,8 +203,13 @@ def allocate(
             if len(_CHECKED) >= 10_000:
                 _CHECKED.clear()
             _CHECKED[key] = checked
-    if fill is None and not ctx.compute:  # numerics are off: nothing reads the values, and no instruction writes them
-        array = checked.zeros() if kind != "hbm" else np.zeros(shape, dtype=dt.storage)
+    if fill is None and not ctx.options.compute:  # numerics are off: nothing reads the values, and no instruction writes them
+        if kind == "hbm":
+            array = np.zeros(shape, dtype=dt.storage)
+        else:
+            array = checked._zeros
+            if array is None:
+                array = checked.zeros()
     else:
         array = np.empty(shape, dtype=dt.storage)
         if fill is None and ctx.options.fill is not None:
@@ -198,13 +219,13 @@ def allocate(
         else:
             fill_uninitialized(array, dt)
     if not location:
-        location, assigned = kernel_site_name()
+        location, assigned = kernel_site_name(skip)
     else:
         assigned = assigned_name(location) if not name else None
     storage = Storage(array, dt, region, name or assigned or "", role, location, checked)
     if live_bytes is not None:
         storage.pp_bytes = live_bytes
-    ctx.memory.claim(storage)
+    memory.claim(storage)
     if kind != "hbm":
         ctx.usage.claim(storage, ctx.target)
     if ctx.trace is not None:
@@ -212,14 +233,23 @@ def allocate(
     if ctx.shared_hbm is not None and region is _SHARED_HBM and ctx.grid != (1,):
         ctx.shared_hbm.append(storage)
         ctx.shared_count += 1
-    return NkiTensor(array, storage, dt, None, None, 0)
+    t = NkiTensor(array, storage, dt, None, None, 0)
+    # a fresh storage's whole view has the same facts as every other fresh one of these arguments: one view code
+    code = checked.code
+    t._code = code if code is not None else _fresh_code(checked, t)
+    return t
+
+
+def _fresh_code(checked: _Checked, t: NkiTensor) -> int:
+    code = checked.code = view_code(t)
+    return code
 
 
 class _Checked:
     """An allocation's arguments that passed every check that depends on them alone (not on what is live), with
     what they imply: a loop allocates the same tile again and again, and checks it once per target."""
 
-    __slots__ = ("region", "dtype", "shape", "kind", "nbytes", "pstride", "pp_bytes", "device_bytes", "_zeros")
+    __slots__ = ("region", "dtype", "shape", "kind", "nbytes", "pstride", "pp_bytes", "device_bytes", "_zeros", "code")
 
     def __init__(self, region: MemoryRegion, dtype: NkiDType, shape: tuple[int, ...], kind: str):
         self.region, self.dtype, self.shape, self.kind = region, dtype, shape, kind
@@ -230,6 +260,7 @@ class _Checked:
         self.pp_bytes = per_partition * dtype.itemsize
         self.device_bytes = shape[0] * self.pp_bytes  # what the trace records
         self._zeros = None
+        self.code = None  # view_code of a fresh storage's whole view (set by the first allocation)
 
     def zeros(self) -> np.ndarray:
         """A read-only zero array of this shape (one object, shared by every shape-only tile of it)."""
@@ -460,6 +491,36 @@ class NkiTensor:
         if self.dyn is not None:
             self._static("index")
         key = key if key.__class__ is tuple else (key,)
+        # The common case first: non-empty in-bounds slices without a step on the leading dims (a loop's tile of an
+        # input). NumPy reads such a key exactly as the normalized one, so it gets the key itself; the view keeps
+        # the strides, and its offset and view code follow from this view's. Anything else takes _index.
+        data = self._data
+        shape = data.shape
+        off = self._off
+        if off is not None and len(key) <= len(shape):
+            for k, n, stride in zip(key, shape, data.strides):
+                if k.__class__ is not slice or k.step is not None:
+                    break
+                start, stop = k.start, k.stop
+                if start is None:
+                    start = 0
+                if stop is None:
+                    stop = n
+                if not (start.__class__ is int and stop.__class__ is int and 0 <= start < stop <= n):
+                    break
+                off += start * stride
+            else:
+                view = NkiTensor(data[key], self.storage, self.dtype, None, self.bad, off)
+                parent = self._code
+                if parent is None:
+                    parent = view_code(self)
+                if parent:
+                    view._code = sliced_code(parent, off, view._data.shape)
+                return view
+        return self._index(key)
+
+    def _index(self, key: tuple) -> NkiTensor:
+        """__getitem__ for any key: ints, steps, nl.ds, Ellipsis, out-of-bounds or empty slices."""
         ellipsis = False
         for k in key:  # `Ellipsis in key` would compare with ==, which NkiScalars trace rather than answer
             if k is Ellipsis:
@@ -1009,6 +1070,23 @@ def view_code(t: NkiTensor) -> int:
 
 _VIEW_CODES: dict[tuple, int] = {}
 _view_codes = count(-1, -1)
+
+
+def sliced_code(parent: int, off: int, shape: tuple) -> int:
+    """The view code of a slice of a plain view (code `parent`) that keeps its strides: the parent's facts, the
+    slice's byte offset in the storage and its shape make every fact view_code names, with a key cheaper to hash
+    (a loop slices the same tiles of its inputs again and again). The same facts reached another way may have
+    another code; a rule cache then checks them once more, never reuses another view's facts."""
+    key = (parent, off, shape)
+    code = _SLICED_CODES.get(key)
+    if code is None:
+        if len(_SLICED_CODES) >= 100_000:
+            _SLICED_CODES.clear()
+        code = _SLICED_CODES[key] = next(_view_codes)
+    return code
+
+
+_SLICED_CODES: dict[tuple, int] = {}
 
 
 def _region(off: int, shape: tuple, strides: tuple, item: int, nbytes: int, hbm: bool, pstride: int) -> tuple[int, int, int, int, int, int]:
