@@ -165,19 +165,19 @@ def target_code(target: Target) -> int:
     return len(_TARGETS) - 1
 
 
-_local = threading.local()
+thread_state = threading.local()  # .ctx: the thread's current Context (read it with current())
 
 
 def current() -> Context:
-    ctx = getattr(_local, "ctx", None)
+    ctx = getattr(thread_state, "ctx", None)
     if ctx is None:
-        ctx = _local.ctx = Context(get_target(None), EmulatorOptions())
+        ctx = thread_state.ctx = Context(get_target(None), EmulatorOptions())
     return ctx
 
 
 def set_current(ctx: Context | None) -> Context | None:
-    previous = getattr(_local, "ctx", None)
-    _local.ctx = ctx
+    previous = getattr(thread_state, "ctx", None)
+    thread_state.ctx = ctx
     return previous
 
 

@@ -80,7 +80,10 @@ _BY_OFFSET: dict[tuple[int, int], tuple[types.CodeType, list]] = {}
 _UNSET = object()
 
 
-def _site(depth: int = 3) -> list | None:
+def kernel_site(depth: int = 3) -> list | None:
+    """The site of the innermost kernel frame at least `depth` frames out from the caller of this function's
+    caller (`depth` - 1 out from the caller): [its "/path/kernel.py:LINE", the name the line assigns to or
+    unset], one list per line; None when no kernel frame is on the stack."""
     try:
         frame = sys._getframe(depth)
     except ValueError:  # a shallower stack than nkidev's own frames: no kernel frame
@@ -115,7 +118,7 @@ def kernel_location(skip: int = 0) -> str | None:
     """ "/path/kernel.py:42" for the innermost user frame, or None when called from nkidev alone (one string
     object per kernel line: the trace interns locations by it). `skip`: frames above the caller known to be
     nkidev's own (the search starts past them)."""
-    site = _site(3 + skip)
+    site = kernel_site(3 + skip)
     return None if site is None else site[0]
 
 
@@ -123,7 +126,7 @@ def kernel_site_name(skip: int = 0) -> tuple[str | None, str | None]:
     """(kernel_location(), the variable that line assigns to), both cached per line of code. The search starts
     at the caller's caller, or `skip` frames further out when the caller knows those are nkidev's own too (the
     frames skipped get no frame objects: sys._getframe makes one for the frame it returns only)."""
-    site = _site(3 + skip)
+    site = kernel_site(3 + skip)
     if site is None:
         return None, None
     if site[1] is _UNSET:

@@ -23,11 +23,12 @@ import numpy as np
 
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.alu import OpSpec
+from nkidev.emulator.context import thread_state as _thread
 from nkidev.emulator.costs import Env, Expr, PerfModes, TransferCost, rate_of
 from nkidev.emulator.deferred import execute
 from nkidev.emulator.dtypes import NkiDType
 from nkidev.emulator.instruction import NkiInstruction
-from nkidev.emulator.location import kernel_location
+from nkidev.emulator.location import kernel_location, kernel_site
 from nkidev.emulator.rules import OPERAND_RULES, Rule
 from nkidev.emulator.spmd import shared
 from nkidev.emulator.tensor import TI_GROUP, NkiTensor, check_access, layout, new_versions, view_code
@@ -262,7 +263,7 @@ def dispatch_slots(op: OpDef, slots: tuple):
     checked that), given the slot values in `op.plan.tiles` order. A call whose signature was checked and
     recorded before, outside an SPMD launch, runs here without a namespace of its arguments unless the semantics
     need one (compute=True); anything else goes to dispatch with the arguments it had, before any side effect."""
-    ctx = _ctx.current()
+    ctx = getattr(_thread, "ctx", None) or _ctx.current()  # current(), inlined: this runs per instruction
     ids: list[int] = []  # the storage ids of the reads, then of the writes
     ids_w: list[int] = []
     storages: list = []
@@ -295,18 +296,32 @@ def dispatch_slots(op: OpDef, slots: tuple):
         trace = ctx.trace
         if entry is not None and ctx.barrier is None and (entry[1] is not None or trace is None):
             usage = ctx.usage
-            if usage.check:
-                _stamp_storages(storages, usage, ctx.target)
+            check = usage.check
+            if check:  # _stamp_storages, inlined: this runs per instruction
+                clock = usage.clock = usage.clock + 1
+                seen: list = []
+                total = 0
+                for st in storages:
+                    life = st.life
+                    if life is not None:
+                        times = life.times
+                        if not times or times[-1] != clock:
+                            times.append(clock)
+                            seen.append(st)
+                            total += st.pp_bytes
+                if len(seen) > 1 and total > ctx.target.psum.bytes_per_partition:
+                    usage.operands(seen, ctx.target)
             result = op.impl(op.make_args(*slots), ctx, entry[0]) if ctx.options.compute else None
             for st in written:
                 st.written = True
             if trace is not None:
                 counter = ctx.counter
                 n = counter[0]
-                location = kernel_location(1)  # skip=1: called by the generated nki.isa function
+                site = kernel_site(3)  # 3: past this function and the generated nki.isa function
+                location = site[0] if site is not None else None
                 ids += ids_w
                 trace.record(n, entry[1], location, ctx.program, ids)
-                if usage.check:
+                if check:
                     usage.instructions[usage.clock] = (n, location)
                 counter[0] = n + 1
                 if result is None:

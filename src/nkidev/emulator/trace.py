@@ -362,6 +362,10 @@ class Columns:
     acc_tensor: np.ndarray  # int64 storage id per operand, each instruction's reads first, then its writes
 
 
+_ROW = 5  # ints per recorded row: id, form code, location code, program, number of operands
+_BLOCK_ROWS = 4096  # rows recorded before they move into the typed columns
+
+
 class Trace:
     def __init__(
         self,
@@ -386,6 +390,9 @@ class Trace:
         self._locations = _Interned()
         self._id, self._form, self._loc, self._program = array("q"), array("i"), array("i"), array("i")
         self._acc_start, self._acc_tensor = array("q"), array("q")
+        # Rows recorded but not yet in the columns above (see record): _ROW ints each, and their operands' ids
+        self._rows: list[int] = []
+        self._row_tensors: list[int] = []
         # Positions k with an ordering fence before instruction k: the compiler keeps source order across a fence
         # (sequential loop iterations, no_reorder blocks), and reorders only within the stretch between two.
         self._fences = array("q")
@@ -397,18 +404,39 @@ class Trace:
     # --- building --------------------------------------------------------------------------------
 
     def record(self, id: int, form: Form, location: str | None, program: int, tensors) -> None:
-        """Append one instruction: the emulator's fast path (`tensors`: storage id per operand, reads then writes)."""
+        """Append one instruction: the emulator's fast path (`tensors`: storage id per operand, reads then writes).
+
+        The row is kept as Python ints first and moved into the typed columns a block at a time (`_settle`):
+        appending to an `array` converts each int through PyArg_Parse, five times the cost of a list append."""
         code = self._form_codes.get(form)
         if code is None:
             code = self._form_codes[form] = len(self.forms)
             self.forms.append(form)
-        self._id.append(id)
-        self._form.append(code)
         loc = self._locations.codes.get(location)
-        self._loc.append(loc if loc is not None else self._locations.code(location))
-        self._program.append(program)
-        self._acc_start.append(len(self._acc_tensor))
-        self._acc_tensor.extend(tensors)
+        if loc is None:
+            loc = self._locations.code(location)
+        rows = self._rows
+        rows += (id, code, loc, program, len(tensors))
+        operands = self._row_tensors
+        operands += tensors
+        if len(rows) >= _BLOCK_ROWS * _ROW:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Move the recorded rows into the typed columns (every reader of the columns calls this first)."""
+        rows = self._rows
+        if not rows:
+            return
+        block = np.array(rows, dtype=np.int64).reshape(-1, _ROW)
+        counts = block[:, 4]
+        self._acc_start.frombytes((np.cumsum(counts) - counts + len(self._acc_tensor)).tobytes())
+        self._acc_tensor.frombytes(np.array(self._row_tensors, dtype=np.int64).tobytes())
+        self._id.frombytes(block[:, 0].tobytes())
+        self._form.frombytes(block[:, 1].astype(np.int32).tobytes())
+        self._loc.frombytes(block[:, 2].astype(np.int32).tobytes())
+        self._program.frombytes(block[:, 3].astype(np.int32).tobytes())
+        rows.clear()
+        self._row_tensors.clear()
 
     def append(self, ins: Instruction) -> None:
         """Append an instruction given as a row."""
@@ -416,6 +444,7 @@ class Trace:
 
     def pop(self) -> Instruction:
         """Remove the last instruction and return it as a row."""
+        self._settle()
         if not self._id:
             raise IndexError("pop from an empty trace")
         ins = self.row(len(self._id) - 1)
@@ -439,13 +468,13 @@ class Trace:
 
     def fence(self) -> None:
         """No instruction recorded after this point may be scheduled before one recorded earlier on its engine."""
-        n = len(self._id)
+        n = len(self)
         if not self._fences or self._fences[-1] != n:
             self._fences.append(n)
 
     def fence_each_since(self, start: int) -> None:
         """Keep the instructions recorded from position `start` on in source order (a no_reorder block)."""
-        self.fence_positions(range(start, len(self._id) + 1))
+        self.fence_positions(range(start, len(self) + 1))
 
     def fence_positions(self, positions) -> None:
         merged = np.union1d(np.asarray(self._fences, dtype=np.int64), np.asarray(list(positions), dtype=np.int64))
@@ -455,11 +484,12 @@ class Trace:
         """Per instruction, the number of fences at or before it (int64): the scheduler may reorder instructions of
         one engine only while they share an epoch."""
         fences = np.asarray(self._fences, dtype=np.int64)
-        return np.searchsorted(fences, np.arange(len(self._id), dtype=np.int64), side="right")
+        return np.searchsorted(fences, np.arange(len(self), dtype=np.int64), side="right")
 
     def order_by_program(self) -> dict[int, int]:
         """List each program's instructions together, each in its own order, with ids renumbered to positions;
         returns old id -> new id."""
+        self._settle()
         n = len(self._id)
         order = np.argsort(np.array(self._program, dtype=np.int32), kind="stable")
         epochs = self.epochs()[order]  # monotone within each program; a program boundary is a fence too
@@ -487,7 +517,7 @@ class Trace:
     # --- rows ------------------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._id)
+        return len(self._id) + len(self._rows) // _ROW
 
     @property
     def instructions(self) -> InstructionRows:
@@ -499,6 +529,8 @@ class Trace:
         return self._locations.values
 
     def row(self, i: int) -> Instruction:
+        if self._rows:
+            self._settle()
         f = self.forms[self._form[i]]
         k = self._acc_start[i]
         ids = self._acc_tensor
@@ -523,6 +555,7 @@ class Trace:
 
     def columns(self) -> Columns:
         """The instruction columns as NumPy arrays (a snapshot, cached until the trace grows)."""
+        self._settle()
         c = self._columns
         if c is None or len(c.id) != len(self._id) or len(c.acc_tensor) != len(self._acc_tensor):
             c = self._columns = Columns(
