@@ -21,6 +21,7 @@ methods (`append`, `tensors[id] = record`, `tensors.set_kind`), never by mutatin
 from __future__ import annotations
 
 import bisect
+import struct
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -366,6 +367,11 @@ _ROW = 5  # ints per recorded row: id, form code, location code, program, number
 _BLOCK_ROWS = 4096  # rows recorded before they move into the typed columns
 
 
+def _int64s(values: list[int]) -> bytes:
+    """Python ints as native int64 bytes: struct converts a list 3x faster than np.array or array('q') do."""
+    return struct.pack(f"{len(values)}q", *values)
+
+
 class Trace:
     def __init__(
         self,
@@ -427,10 +433,10 @@ class Trace:
         rows = self._rows
         if not rows:
             return
-        block = np.array(rows, dtype=np.int64).reshape(-1, _ROW)
+        block = np.frombuffer(_int64s(rows), dtype=np.int64).reshape(-1, _ROW)
         counts = block[:, 4]
         self._acc_start.frombytes((np.cumsum(counts) - counts + len(self._acc_tensor)).tobytes())
-        self._acc_tensor.frombytes(np.array(self._row_tensors, dtype=np.int64).tobytes())
+        self._acc_tensor.frombytes(_int64s(self._row_tensors))
         self._id.frombytes(block[:, 0].tobytes())
         self._form.frombytes(block[:, 1].astype(np.int32).tobytes())
         self._loc.frombytes(block[:, 2].astype(np.int32).tobytes())
