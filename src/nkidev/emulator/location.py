@@ -71,19 +71,23 @@ def kernel_frame(depth: int = 2) -> types.FrameType | None:
     return frame
 
 
-# (code, line, file) -> [location text, assigned name or _UNSET]; the file is part of the key because code objects
-# compare equal across files (the same source loaded from two paths must report each its own path)
-_SITES: dict[tuple[types.CodeType, int, str], list] = {}
-# (id(code), bytecode offset) -> (code, the site list of its line): `frame.f_lineno` scans the code's line table on
-# every read, `f_lasti` is a plain field, and one offset always belongs to one line
-_BY_OFFSET: dict[tuple[int, int], tuple[types.CodeType, list]] = {}
+# (code, line, file) -> location text: one string object per kernel line (the trace interns locations by it); the
+# file is part of the key because code objects compare equal across files (the same source loaded from two paths
+# must report each its own path)
+_SITES: dict[tuple[types.CodeType, int, str], str] = {}
+# (id(code), bytecode offset) -> the site of that offset (see kernel_site), whose last item keeps the code alive so
+# its id is not reused: `frame.f_lineno` scans the code's line table on every read, `f_lasti` is a plain field, and
+# one offset always belongs to one line
+_BY_OFFSET: dict[tuple[int, int], list] = {}
 _UNSET = object()
 
 
 def kernel_site(depth: int = 3) -> list | None:
-    """The site of the innermost kernel frame at least `depth` frames out from the caller of this function's
-    caller (`depth` - 1 out from the caller): [its "/path/kernel.py:LINE", the name the line assigns to or
-    unset], one list per line; None when no kernel frame is on the stack."""
+    """The site of the innermost kernel frame at least `depth` frames out from this function's (`depth` - 1 out
+    from the caller's), None when there is none: one list per bytecode offset of kernel code, [its
+    "/path/kernel.py:LINE", the name the line assigns to (see site_name), a slot the allocator keeps what its
+    last allocation there was in (tensor.allocate), the code object]. Frames skipped by `depth` get no frame
+    objects (sys._getframe makes one for the frame it returns only), so callers start as far out as they can."""
     try:
         frame = sys._getframe(depth)
     except ValueError:  # a shallower stack than nkidev's own frames: no kernel frame
@@ -101,17 +105,17 @@ def kernel_site(depth: int = 3) -> list | None:
     if frame is None:
         return None
     key = (id(code), frame.f_lasti)
-    entry = _BY_OFFSET.get(key)
-    if entry is None:
+    site = _BY_OFFSET.get(key)
+    if site is None:
         if len(_BY_OFFSET) >= 100_000:  # code objects of reloaded task files must not pile up
             _BY_OFFSET.clear()
             _SITES.clear()
         line = (code, frame.f_lineno, code.co_filename)
-        site = _SITES.get(line)
-        if site is None:
-            site = _SITES[line] = [f"{code.co_filename}:{frame.f_lineno}", _UNSET]
-        entry = _BY_OFFSET[key] = (code, site)
-    return entry[1]
+        location = _SITES.get(line)
+        if location is None:
+            location = _SITES[line] = f"{code.co_filename}:{frame.f_lineno}"
+        site = _BY_OFFSET[key] = [location, _UNSET, None, code]
+    return site
 
 
 def kernel_location(skip: int = 0) -> str | None:
@@ -122,16 +126,12 @@ def kernel_location(skip: int = 0) -> str | None:
     return None if site is None else site[0]
 
 
-def kernel_site_name(skip: int = 0) -> tuple[str | None, str | None]:
-    """(kernel_location(), the variable that line assigns to), both cached per line of code. The search starts
-    at the caller's caller, or `skip` frames further out when the caller knows those are nkidev's own too (the
-    frames skipped get no frame objects: sys._getframe makes one for the frame it returns only)."""
-    site = kernel_site(3 + skip)
-    if site is None:
-        return None, None
-    if site[1] is _UNSET:
-        site[1] = assigned_name(site[0])
-    return site[0], site[1]
+def site_name(site: list) -> str | None:
+    """The variable a site's line assigns to (`x = nl.ndarray(...)` -> "x"), read from the source once per site."""
+    name = site[1]
+    if name is _UNSET:
+        name = site[1] = assigned_name(site[0])
+    return name
 
 
 _ASSIGN = re.compile(r"^\s*([A-Za-z_][A-Za-z_0-9]*)\s*(?::[^=]+)?=[^=]")

@@ -17,8 +17,9 @@ from itertools import count
 import numpy as np
 
 from nkidev.emulator import context as _ctx
+from nkidev.emulator.context import thread_state as _thread
 from nkidev.emulator.dtypes import NkiDType, fill_uninitialized, to_f32, to_nki_dtype
-from nkidev.emulator.location import assigned_name, kernel_location, kernel_site_name, rule_error
+from nkidev.emulator.location import assigned_name, kernel_location, kernel_site, rule_error, site_name
 from nkidev.emulator.registers import NkiScalar, VirtualRegister
 from nkidev.emulator.trace import Access, Layout
 from nkidev.errors import NkiNotSupportedError
@@ -174,11 +175,29 @@ def allocate(
     `live_bytes`: on-chip bytes per partition the allocation keeps live, when less than its size (the legacy
     API's block dimensions, of which the compiler keeps only some copies live). `skip`: how many frames above
     this one are nkidev's own for certain (the caller, its caller, ...): the search for the kernel line starts
-    past them (location.kernel_site_name)."""
-    ctx = _ctx.current()
-    cacheable = live_bytes is None and dtype.__class__ is NkiDType and buffer.__class__ is MemoryRegion and shape.__class__ is tuple
+    past them (location.kernel_site)."""
+    ctx = getattr(_thread, "ctx", None) or _ctx.current()  # current(), inlined: this runs per allocation
+    site = None
+    if not location:
+        site = kernel_site(2 + skip)
+        location = site[0] if site is not None else None
+    last = site[2] if site is not None else None  # the last allocation at this kernel bytecode offset
+    if last is not None and not (
+        last.shape == shape
+        and last.dtype is dtype
+        and last.buffer is buffer
+        and last.name == name
+        and last.role == role
+        and last.target_code == ctx.target_code
+        and last.check is ctx.usage.check
+        and live_bytes is None
+    ):
+        last = None
     checked = None
-    if cacheable:
+    cacheable = live_bytes is None and dtype.__class__ is NkiDType and buffer.__class__ is MemoryRegion and shape.__class__ is tuple
+    if last is not None:
+        checked = last.checked
+    elif cacheable:
         key = (shape, id(dtype), id(buffer), ctx.target_code, ctx.usage.check)
         checked = _CHECKED.get(key)
         if checked is not None and checked.dtype is not dtype:  # a dtype object freed and another made at its address
@@ -186,6 +205,7 @@ def allocate(
     fresh = checked is None
     if fresh:
         checked = _check_arguments(ctx, shape, dtype, buffer)
+    requested = shape
     region, dt, shape, kind = checked.region, checked.dtype, checked.shape, checked.kind
     if ctx.shared_hbm is not None and region is _SHARED_HBM and ctx.grid != (1,):
         shared = _shared_allocation(ctx, shape, dt, region, name, location)
@@ -218,18 +238,30 @@ def allocate(
             array[...] = np.asarray(fill).astype(dt.storage)
         else:
             fill_uninitialized(array, dt)
-    if not location:
-        location, assigned = kernel_site_name(skip)
+    if last is not None:
+        storage_name = last.storage_name
+    elif site is not None:
+        storage_name = name or site_name(site) or ""
     else:
-        assigned = assigned_name(location) if not name else None
-    storage = Storage(array, dt, region, name or assigned or "", role, location, checked)
+        storage_name = name or (assigned_name(location) if location else None) or ""
+    storage = Storage(array, dt, region, storage_name, role, location, checked)
     if live_bytes is not None:
         storage.pp_bytes = live_bytes
     memory.claim(storage)
     if kind != "hbm":
         ctx.usage.claim(storage, ctx.target)
-    if ctx.trace is not None:
-        ctx.trace.tensors.add(storage.id, storage.name, kind, shape, dt.name, checked.device_bytes, role, location)
+    if last is None and site is not None and cacheable:
+        last = site[2] = _LastAllocation(requested, dtype, buffer, name, role, ctx, checked, storage_name)
+    trace = ctx.trace
+    if trace is not None:
+        table = trace.tensors
+        if last is not None and last.table == table.serial:
+            table.add_row(storage.id, last.table_code)
+        else:
+            code = table.site_code(storage.name, kind, shape, dt.name, checked.device_bytes, role, location)
+            table.add_row(storage.id, code)
+            if last is not None and storage_name:  # an unnamed storage is t<id>: a new site each time
+                last.table, last.table_code = table.serial, code
     if ctx.shared_hbm is not None and region is _SHARED_HBM and ctx.grid != (1,):
         ctx.shared_hbm.append(storage)
         ctx.shared_count += 1
@@ -238,6 +270,20 @@ def allocate(
     code = checked.code
     t._code = code if code is not None else _fresh_code(checked, t)
     return t
+
+
+class _LastAllocation:
+    """The arguments of the last allocation at one bytecode offset of kernel code, and what they implied: the
+    checked arguments, the storage name, and the tensor table's site code (`table`: the serial of the table it is
+    valid in). A loop allocating a tile at that offset with the same arguments reuses them."""
+
+    __slots__ = ("shape", "dtype", "buffer", "name", "role", "target_code", "check", "checked", "storage_name", "table", "table_code")
+
+    def __init__(self, shape: tuple, dtype, buffer, name, role: str, ctx, checked: _Checked, storage_name: str):
+        self.shape, self.dtype, self.buffer, self.name, self.role = shape, dtype, buffer, name, role
+        self.target_code, self.check = ctx.target_code, ctx.usage.check
+        self.checked, self.storage_name = checked, storage_name
+        self.table, self.table_code = -1, 0
 
 
 def _fresh_code(checked: _Checked, t: NkiTensor) -> int:

@@ -25,6 +25,7 @@ import struct
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import count
 from typing import NamedTuple
 
 import numpy as np
@@ -206,6 +207,9 @@ class Spill:
     tensor_location: str | None
 
 
+_table_serials = count()
+
+
 class TensorTable:
     """Storage id -> TensorRecord, as columns (a big kernel allocates a tile per loop iteration).
 
@@ -223,8 +227,10 @@ class TensorTable:
         self._strings = _Interned()  # names, buffers, dtypes, kinds, locations
         self._shapes = _Interned()
         self._index: dict[int, int] | None = None  # only when ids arrive out of order
+        self.serial = next(_table_serials)  # names this table among all (an allocator caches site codes per table)
 
-    def _site_of(self, name: str, buffer: str, shape: tuple, dtype: str, nbytes: int, kind: str, location: str | None) -> int:
+    def site_code(self, name: str, buffer: str, shape: tuple, dtype: str, nbytes: int, kind: str, location: str | None) -> int:
+        """The code of one distinct (name, buffer, shape, dtype, nbytes, kind, location) in this table."""
         site = (name, buffer, shape, dtype, nbytes, kind, location)
         code = self._sites.get(site)
         if code is None:
@@ -234,13 +240,15 @@ class TensorTable:
         return code
 
     def add(self, id: int, name: str, buffer: str, shape: tuple, dtype: str, nbytes: int, kind: str, location: str | None) -> None:
+        self.add_row(id, self.site_code(name, buffer, shape, dtype, nbytes, kind, location))
+
+    def add_row(self, id: int, code: int) -> None:
+        """add, given the site code of the record (site_code)."""
         ids = self._id
         if self._index is None and (not ids or id > ids[-1]):  # the emulator's case: a new, larger id
-            code = self._sites.get((name, buffer, shape, dtype, nbytes, kind, location))
             ids.append(id)
-            self._site.append(code if code is not None else self._site_of(name, buffer, shape, dtype, nbytes, kind, location))
+            self._site.append(code)
             return
-        code = self._site_of(name, buffer, shape, dtype, nbytes, kind, location)
         row = self._row(id)
         if row is not None:
             self._site[row] = code
@@ -268,7 +276,7 @@ class TensorTable:
         if row is None:
             raise KeyError(id)
         rec = self._record(row)
-        self._site[row] = self._site_of(rec.name, rec.buffer, rec.shape, rec.dtype, rec.nbytes, kind, rec.location)
+        self._site[row] = self.site_code(rec.name, rec.buffer, rec.shape, rec.dtype, rec.nbytes, kind, rec.location)
 
     def pop(self, id: int, default=None):
         """Remove a storage's row (the legacy front end drops a fresh tile it retargeted); its record or `default`."""
