@@ -260,10 +260,12 @@ def dispatch(op: OpDef, a: SimpleNamespace):
 
 def dispatch_slots(op: OpDef, slots: tuple):
     """dispatch for a call whose every argument outside the operand slots is its default (the public function
-    checked that), given the slot values in `op.plan.tiles` order. A call whose signature was checked and
-    recorded before, outside an SPMD launch, runs here without a namespace of its arguments unless the semantics
-    need one (compute=True); anything else goes to dispatch with the arguments it had, before any side effect."""
+    checked that), given the slot values in `op.plan.tiles` order. A shape-only call whose signature was checked
+    and recorded before, outside an SPMD launch, runs here without a namespace of its arguments; anything else
+    (numerics on included) goes to dispatch with the arguments it had, before any side effect."""
     ctx = getattr(_thread, "ctx", None) or _ctx.current()  # current(), inlined: this runs per instruction
+    if ctx.options.compute:  # the semantics read the arguments, and may run on the worker (deferred.execute)
+        return dispatch(op, op.make_args(*slots))
     ids: list[int] = []  # the storage ids of the reads, then of the writes
     ids_w: list[int] = []
     storages: list = []
@@ -311,7 +313,6 @@ def dispatch_slots(op: OpDef, slots: tuple):
                             total += st.pp_bytes
                 if len(seen) > 1 and total > ctx.target.psum.bytes_per_partition:
                     usage.operands(seen, ctx.target)
-            result = op.impl(op.make_args(*slots), ctx, entry[0]) if ctx.options.compute else None
             for st in written:
                 st.written = True
             if trace is not None:
@@ -324,9 +325,8 @@ def dispatch_slots(op: OpDef, slots: tuple):
                 if check:
                     usage.instructions[usage.clock] = (n, location)
                 counter[0] = n + 1
-                if result is None:
-                    return NkiInstruction(n)
-            return result
+                return NkiInstruction(n)
+            return None
     return dispatch(op, op.make_args(*slots))
 
 
