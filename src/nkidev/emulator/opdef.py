@@ -270,31 +270,9 @@ def dispatch_slots(op: OpDef, slots: tuple):
     ids_w: list[int] = []
     storages: list = []
     written: list = []
-    key = [ctx.target_code, "tiles"]  # as signature() makes it: the same cache entries
-    for v, (_, write, default) in zip(slots, op.plan.tiles):
-        if v.__class__ is NkiTensor:
-            code = v._code
-            if code is None:
-                code = view_code(v)
-            if not code:
-                break
-            key.append(code)
-            st = v.storage
-            if write:
-                ids_w.append(st.id)
-                written.append(st)
-            else:
-                ids.append(st.id)
-            storages.append(st)
-        elif v is default:
-            key.append(None)
-        else:
-            value = _value_key(v)
-            if value is None:
-                break
-            key.append(value)
-    else:
-        entry = op.checked.get(tuple(key))
+    key = _slots_key(ctx.target_code, slots, op.plan.tiles, ids, ids_w, storages, written)  # signature()'s cache entries
+    if key is not None:
+        entry = op.checked.get(key)
         trace = ctx.trace
         if entry is not None and ctx.barrier is None and (entry[1] is not None or trace is None):
             usage = ctx.usage
@@ -471,38 +449,45 @@ def signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list, storages
     general signature."""
     plan = op.plan
     if plan is not None and (plan.get is None or all(map(_is, plan.get(a), plan.expected))):
-        key = [target_code, "tiles"]
         args = a.__dict__
-        for name, write, default in plan.tiles:
-            v = args[name]
-            if v.__class__ is NkiTensor:
-                code = v._code
-                if code is None:
-                    code = view_code(v)
-                if not code:
-                    break
-                key.append(code)
-                st = v.storage
-                if write:
-                    ids_w.append(st.id)
-                    written.append(st)
-                else:
-                    ids_r.append(st.id)
-                storages.append(st)
-            elif v is default:
-                key.append(None)
-            else:
-                value = _value_key(v)  # an operand slot that is no tensor: tensor_tensor's op=, tensor_scalar's operand0=
-                if value is None:
-                    break
-                key.append(value)
-        else:
-            return tuple(key)
+        key = _slots_key(target_code, [args[t[0]] for t in plan.tiles], plan.tiles, ids_r, ids_w, storages, written)
+        if key is not None:
+            return key
         ids_r.clear()
         ids_w.clear()
         storages.clear()
         written.clear()
     return _general_signature(op, a, target_code, ids_r, ids_w, storages, written)
+
+
+def _slots_key(target_code: int, values, tiles, ids_r: list, ids_w: list, storages: list, written: list) -> tuple | None:
+    """signature()'s key when every argument outside the operand slots is its default: the target, a marker, then
+    per slot (`values` in `plan.tiles` order) its view code, None for its default, or its value's key; appends
+    as signature() does. None when a slot is uncacheable (the lists are then partly filled)."""
+    key = [target_code, "tiles"]
+    for v, (_, write, default) in zip(values, tiles):
+        if v.__class__ is NkiTensor:
+            code = v._code
+            if code is None:
+                code = view_code(v)
+            if not code:
+                return None
+            key.append(code)
+            st = v.storage
+            if write:
+                ids_w.append(st.id)
+                written.append(st)
+            else:
+                ids_r.append(st.id)
+            storages.append(st)
+        elif v is default:
+            key.append(None)
+        else:
+            value = _value_key(v)  # an operand slot that is no tensor: tensor_tensor's op=, tensor_scalar's operand0=
+            if value is None:
+                return None
+            key.append(value)
+    return tuple(key)
 
 
 def _general_signature(op: OpDef, a, target_code: int, ids_r: list, ids_w: list, storages: list, written: list) -> tuple | None:
