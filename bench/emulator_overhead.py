@@ -100,6 +100,8 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    if args.size <= 0 or args.size % 512:
+        parser.error(f"--size {args.size}: examples/matmul.py tiles N by 512, so pass a positive multiple of 512")
     overhead(args.ops, args.repeat)
     ratio(args.size, args.repeat)
 
