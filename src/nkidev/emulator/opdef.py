@@ -277,20 +277,8 @@ def dispatch_slots(op: OpDef, slots: tuple):
         if entry is not None and ctx.barrier is None and (entry[1] is not None or trace is None):
             usage = ctx.usage
             check = usage.check
-            if check:  # _stamp_storages, inlined: this runs per instruction
-                clock = usage.clock = usage.clock + 1
-                seen: list = []
-                total = 0
-                for st in storages:
-                    life = st.life
-                    if life is not None:
-                        times = life.times
-                        if not times or times[-1] != clock:
-                            times.append(clock)
-                            seen.append(st)
-                            total += st.pp_bytes
-                if len(seen) > 1 and total > ctx.target.psum.bytes_per_partition:
-                    usage.operands(seen, ctx.target)
+            if check:
+                _stamp_storages(storages, usage, ctx.target)
             for st in written:
                 st.written = True
             if trace is not None:
