@@ -20,6 +20,7 @@ import numpy as np
 
 from nkidev.emulator import context as _ctx
 from nkidev.emulator import gate, versions
+from nkidev.emulator import generated as _generated
 from nkidev.emulator import isa as nisa
 from nkidev.emulator.alu import OpSpec
 from nkidev.emulator.dtypes import DTYPES, NkiDType, to_nki_dtype
@@ -1046,17 +1047,8 @@ def _guard_exact(fn, checked: dict):
     if any(p.default is not p.empty for p in params if p.name in checked):  # checked only when given: needs the general guard
         return None
     scope = {"_fn": fn, "_fn_name": fn.__name__, "_rule_error": rule_error}
-    head, call, keyword_only = [], [], False
-    for i, p in enumerate(params):
-        if p.kind is p.KEYWORD_ONLY and not keyword_only:
-            head.append("*")
-            keyword_only = True
-        if p.default is p.empty:
-            head.append(p.name)
-        else:
-            scope[f"_default{i}"] = p.default
-            head.append(f"{p.name}=_default{i}")
-        call.append(p.name if p.kind is p.POSITIONAL_OR_KEYWORD else f"{p.name}={p.name}")
+    head = _generated.parameter_list(params, scope)
+    call = [p.name if p.kind is p.POSITIONAL_OR_KEYWORD else f"{p.name}={p.name}" for p in params]
     body = []
     for name, check in checked.items():
         scope[f"_check_{name}"] = check
@@ -1065,10 +1057,8 @@ def _guard_exact(fn, checked: dict):
             "    if problem:",
             '        raise _rule_error("err_invalid_argument", f"nl.{_fn_name}: {problem}", "pass the kind of value named here")',
         ]
-    src = "\n".join([f"def {fn.__name__}({', '.join(head)}):", *body, f"    return _fn({', '.join(call)})", ""])
-    # "<nki." file names are nkidev's own frames for kernel_location (the error names the kernel line)
-    exec(compile(src, f"<nki.language.{fn.__name__}>", "exec"), scope)  # noqa: S102 - generated from fn's own signature
-    return _functools.wraps(fn)(scope[fn.__name__])
+    src = "\n".join([f"def {fn.__name__}({head}):", *body, f"    return _fn({', '.join(call)})", ""])
+    return _functools.wraps(fn)(_generated.define(fn.__name__, src, "language", scope))
 
 
 def _guard_module() -> None:

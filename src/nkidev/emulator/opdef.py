@@ -27,6 +27,7 @@ from nkidev.emulator.context import thread_state as _thread
 from nkidev.emulator.costs import Env, Expr, PerfModes, TransferCost, rate_of
 from nkidev.emulator.deferred import execute
 from nkidev.emulator.dtypes import NkiDType
+from nkidev.emulator.generated import define, parameter_list
 from nkidev.emulator.instruction import NkiInstruction
 from nkidev.emulator.location import kernel_location, kernel_site
 from nkidev.emulator.rules import OPERAND_RULES, Rule
@@ -670,8 +671,7 @@ def public_function(op: OpDef, namespace: dict) -> Callable:
 
 
 def _generated(op: OpDef, src: str, scope: dict) -> Callable:
-    exec(compile(src, f"<nki.{op.namespace}.{op.name}>", "exec"), scope)  # noqa: S102 - generated from our own table
-    return scope.pop(op.name)
+    return define(op.name, src, op.namespace, scope)
 
 
 def _with_slots_path(op: OpDef, params: list, scope: dict) -> Callable | None:
@@ -687,21 +687,12 @@ def _with_slots_path(op: OpDef, params: list, scope: dict) -> Callable | None:
     others = [(i, p) for i, p in enumerate(params) if p.name not in slots]
     if any(op.arg_defaults[i] is _NO_DEFAULT for i, _ in others):
         return None
-    head, keyword_only = [], False
-    for i, p in enumerate(params):
-        if p.kind is p.KEYWORD_ONLY and not keyword_only:
-            head.append("*")
-            keyword_only = True
-        if p.default is p.empty:
-            head.append(p.name)
-        else:
-            scope[f"_d{i}"] = p.default
-            head.append(f"{p.name}=_d{i}")
+    head = parameter_list(params, scope)
     every = ", ".join(f"{p.name}={p.name}" for p in params)
     at_default = " and ".join(f"{p.name} is _d{i}" for i, p in others) or "True"
     slot_tuple = "".join(f"{name}, " for name in slots)
     src = (
-        f"def {op.name}({', '.join(head)}):\n"
+        f"def {op.name}({head}):\n"
         f"    if {at_default}:\n"
         f"        return _call(_op, ({slot_tuple}))\n"
         f"    return _dispatch(_op, _NS({every}))\n"
