@@ -15,8 +15,16 @@ from nkidev.calibrate import stats
 from nkidev.calibrate.api import calibrate
 from nkidev.calibrate.measurements import read
 from nkidev.errors import NkiUsageError
+from nkidev.fidelity.api import default_set
 from nkidev.hardware import get_target, with_overrides
-from nkidev.hardware.calibration import CALIBRATION_ENV, CONFIG_ENV, calibrated_target, load_calibration, write_calibration
+from nkidev.hardware.calibration import (
+    CALIBRATION_ENV,
+    CONFIG_ENV,
+    bundled_calibration,
+    calibrated_target,
+    load_calibration,
+    write_calibration,
+)
 from nkidev.profile.api import profile_task
 from nkidev.profile.schema import HARDWARE_FILE, KERNEL_FILE, MARKER_FILE
 
@@ -185,3 +193,18 @@ def test_kendall_tau_and_errors():
     assert stats.mape([110, 90], [100, 100]) == pytest.approx(10.0)
     assert stats.median_ape([110, 50, 100], [100, 100, 100]) == pytest.approx(10.0)
     assert stats.top1_agrees([3, 1, 2], [30, 10, 20]) is True and stats.top1_agrees([1, 3], [30, 10]) is False
+
+
+def test_bundled_trn2_calibration_is_fitted_to_the_calibration_rows_and_round_trips(tmp_path):
+    """The shipped calibration names every row it was fitted to: all the trn2 calibration rows of the public set and no
+    held-out row; it reports its leave-one-out error and an evaluation on the held-out rows; writing it back gives
+    the same file content."""
+    path = bundled_calibration("trn2")
+    cal = load_calibration(path)
+    rows = [m for m in read([default_set()]) if m.target == "trn2"]
+    fitted = {(r["label"], r["measured_ns"]) for r in cal.provenance["fitted_to"]}
+    assert fitted == {(m.label, m.measured_ns) for m in rows if m.split == "calibration"}
+    assert cal.provenance["loo_mape_percent"] > 0 and "held-out" in cal.provenance["evaluation"]
+    assert "STALE" not in path.read_text()
+    again = load_calibration(write_calibration(tmp_path / "again.toml", cal.target, cal.overrides, cal.provenance))
+    assert (again.target, again.overrides, again.provenance) == (cal.target, cal.overrides, cal.provenance)
