@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from nkidev.costmodel.throttle import TensorThrottle, refill_ns, throttled
 from nkidev.emulator.trace import Access, Instruction, TensorRecord, Trace
 from nkidev.hardware import get_target
 
@@ -84,3 +85,18 @@ def target(name: str = "trn1", **dma) -> object:
     """A target with some DMA numbers replaced (round numbers make hand computation easy)."""
     hw = get_target(name)
     return dataclasses.replace(hw, dma=dataclasses.replace(hw.dma, **dma)) if dma else hw
+
+
+def matmul_extra_ns(idle_gap_ns: float, work_ns: float, hw) -> float:
+    """Extra time (refill + dI/dt throttle) of one MATMUL of `work_ns` at full rate that starts `idle_gap_ns` after
+    a long full-rate burst (math.inf: the engine's first MATMUL), from the scheduler's burst state."""
+    if not throttled(hw):
+        return refill_ns(hw)
+    th = TensorThrottle(hw)
+    if idle_gap_ns == math.inf:
+        return round(th.matmul(0.0, -math.inf, work_ns) - work_ns, 9)
+    end = th.matmul(0.0, -math.inf, 1000.0)
+    while end < 4 * hw.tensor_engine.throttle_window_ns:  # back to back until the ramp is over and the window is full
+        end = th.matmul(end, end, 1000.0)
+    start = end + idle_gap_ns
+    return round(th.matmul(start, end, work_ns) - (start + work_ns), 9)  # to the ps: the times are absolute

@@ -8,11 +8,13 @@ import math
 
 import pytest
 
+from nkidev.costmodel import schedule
 from nkidev.costmodel.dma import descriptor_efficiency, descriptor_ns, plan_transfer
-from nkidev.costmodel.durations import engine_work, tensor_refill_ns
+from nkidev.costmodel.durations import engine_work
+from nkidev.costmodel.throttle import ramped_ns
 from nkidev.emulator.ops import OPS
 from nkidev.hardware import get_target
-from tests.costmodel.synth import TraceBuilder
+from tests.costmodel.synth import TraceBuilder, matmul_extra_ns
 
 N = 1024  # elements per partition: far above MIN_II, so the cycles are the formula's N term
 
@@ -143,23 +145,76 @@ def test_throttle_after_an_idle_gap_on_trn2_and_trn3():
     utilization over a ~3 us window (an idle gap of 1.5 us or more) re-engages the limit."""
     hw = get_target("trn2")
     refill = 64 / 2.4
-    assert tensor_refill_ns(0.0, MM_NS, hw) == 0.0  # back to back: nothing
-    assert tensor_refill_ns(1000.0, MM_NS, hw) == pytest.approx(refill)  # short gap: the pipeline refill only
-    first = tensor_refill_ns(math.inf, MM_NS, hw)
-    assert tensor_refill_ns(1500.0, MM_NS, hw) == first
+    assert matmul_extra_ns(0.0, MM_NS, hw) == 0.0  # back to back: nothing
+    assert matmul_extra_ns(1000.0, MM_NS, hw) == pytest.approx(refill)  # short gap: the pipeline refill only
+    first = matmul_extra_ns(math.inf, MM_NS, hw)
+    assert matmul_extra_ns(1500.0, MM_NS, hw) == first
     # the first 213 ns of work at a rate ramping from 50%: between 1x and 2x the time
     assert refill < first - refill < MM_NS
     # long work: the whole ramp's loss, 3 us x (1 - 0.5) / 2 = 750 ns
-    assert tensor_refill_ns(math.inf, 10_000.0, hw) == pytest.approx(refill + 750.0)
-    assert tensor_refill_ns(math.inf, MM_NS, get_target("trn3")) == pytest.approx(first)
+    assert matmul_extra_ns(math.inf, 10_000.0, hw) == pytest.approx(refill + 750.0)
+    assert matmul_extra_ns(math.inf, MM_NS, get_target("trn3")) == pytest.approx(first)
+
+
+def _matmul_spans(tl, matmuls: list[int]) -> list[tuple[float, float]]:
+    return [next((s, e) for op, s, e in tl.spans(i) if op == "MATMUL") for i in matmuls]
+
+
+def _starved_tensor_engine(target: str, n: int = 12):
+    """n MATMULs (bf16, N = 512), each waiting on its moving tile from a GpSimd op over [128, 2048]: 2048 cycles at
+    1.2 GHz = 1707 ns per tile, so the Tensor Engine is ~1/8 busy and every idle gap is shorter than 1.5 us."""
+    b = TraceBuilder(target)
+    a = b.tensor("a", "sbuf", (128, 128))
+    acc = b.tensor("acc", "psum", (128, 512), "float32")
+    matmuls = []
+    for k in range(n):
+        m = b.tensor(f"m{k}", "sbuf", (128, 2048))
+        b.add("iota", "gpsimd", [], [b.access(m, "dst")])
+        matmuls.append(b.matmul(b.access(acc, "dst"), b.access(a, "stationary"), b.access(m, "moving", cols=(0, 512))))
+    return schedule(b.trace, target), matmuls
+
+
+def test_a_starved_tensor_engine_with_short_gaps_stays_throttled():
+    """The burst state: a Tensor Engine kept below 50% busy over every ~3 us window is re-engaged at every MATMUL
+    [explorer-summary, glossary "dI/dt (delta current) throttling": "bursty workloads that repeatedly leave the Tensor Engine
+    below 50% utilization"], although each of its gaps is shorter than the 1.5 us a single gap needs."""
+    tl, matmuls = _starved_tensor_engine("trn2")
+    spans = _matmul_spans(tl, matmuls)
+    gaps = [s1 - e0 for (_, e0), (s1, _) in zip(spans, spans[1:])]
+    assert all(0 < g < 1500 for g in gaps)
+    throttled_ns = 64 / 2.4 + ramped_ns(MM_NS, 0.5, 0.5 / 3000)  # refill, then the work from a 50% limit
+    assert throttled_ns > 1.8 * MM_NS
+    assert [e - s for s, e in spans] == [pytest.approx(throttled_ns)] * len(spans)
+    assert tl.busy_ns()["tensor"] > len(spans) * 1.8 * MM_NS
+
+
+def test_a_busy_tensor_engine_ramps_once_and_then_runs_at_full_rate():
+    b = TraceBuilder("trn2")
+    a = b.tensor("a", "sbuf", (128, 128))
+    m = b.tensor("m", "sbuf", (128, 512))
+    acc = b.tensor("acc", "psum", (128, 512), "float32")
+    matmuls = [b.matmul(b.access(acc, "dst"), b.access(a, "stationary"), b.access(m, "moving")) for _ in range(40)]
+    tl = schedule(b.trace, "trn2")
+    spans = _matmul_spans(tl, matmuls)
+    assert all(s1 == e0 for (_, e0), (s1, _) in zip(spans, spans[1:]))  # back to back
+    first = spans[0][0]
+    ramped = [e - s for s, e in spans if s >= first + 64 / 2.4 + 3000]  # once the limit has ramped to full
+    assert len(ramped) >= 25 and ramped == [pytest.approx(MM_NS)] * len(ramped)
+    # the whole ramp's loss once: 3 us x (1 - 0.5) / 2 = 750 ns, after the pipeline refill
+    assert spans[-1][1] - first == pytest.approx(40 * MM_NS + 64 / 2.4 + 750.0)
+
+
+def test_the_starved_tensor_engine_is_not_throttled_on_trn1():
+    tl, matmuls = _starved_tensor_engine("trn1")
+    assert [e - s for s, e in _matmul_spans(tl, matmuls)] == [pytest.approx((512 + 64) / 2.8)] * len(matmuls)
 
 
 def test_no_throttle_on_trn1():
     hw = get_target("trn1")
-    assert tensor_refill_ns(math.inf, 10_000.0, hw) == pytest.approx(64 / 2.8)
+    assert matmul_extra_ns(math.inf, 10_000.0, hw) == pytest.approx(64 / 2.8)
 
 
 def test_throttle_is_monotone_in_the_work_of_the_first_matmul():
     hw = get_target("trn2")
-    delays = [tensor_refill_ns(math.inf, w, hw) for w in (10.0, 100.0, 1000.0, 2000.0, 2250.0, 5000.0)]
+    delays = [matmul_extra_ns(math.inf, w, hw) for w in (10.0, 100.0, 1000.0, 2000.0, 2250.0, 5000.0)]
     assert delays == sorted(delays)

@@ -15,9 +15,8 @@ import pytest
 
 from nkidev.costmodel import schedule
 from nkidev.costmodel.dma import descriptor_ns
-from nkidev.costmodel.durations import tensor_refill_ns
 from nkidev.hardware import get_target
-from tests.costmodel.synth import TraceBuilder, target
+from tests.costmodel.synth import TraceBuilder, matmul_extra_ns, target
 
 TE = 2.8
 LS_128 = 128 * 0.25 / TE  # LoadStationary of M = 128: 11.43 ns
@@ -240,7 +239,7 @@ def test_schedule_defaults_to_the_trace_target_and_never_mutates_the_trace():
     tl = schedule(b.trace)
     assert tl.target.name == "trn3"
     # LoadStationary + MATMUL, and the first MATMUL pays the refill and the trn3 dI/dt ramp (it starts at ~50%)
-    assert tl.total_ns == approx((32 + 512) / 2.4 + tensor_refill_ns(math.inf, 512 / 2.4, tl.target))
+    assert tl.total_ns == approx((32 + 512) / 2.4 + matmul_extra_ns(math.inf, 512 / 2.4, tl.target))
     assert [(i.id, i.opcode) for i in b.trace.instructions] == before
 
 

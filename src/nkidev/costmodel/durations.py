@@ -7,7 +7,6 @@ ns. Every Tensor Engine instruction (matmul, transpose) becomes two profile rows
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from nkidev.emulator.ops import OPS
@@ -61,33 +60,3 @@ def dependent_latency_ns(engine: str, hw: Target) -> float:
     if engine in ("tensor", "dma"):
         return 0.0
     return hw.engines.static_overhead_cycles / clock_ghz(engine, hw)
-
-
-def tensor_refill_ns(idle_gap_ns: float, busy_ns: float, hw: Target) -> float:
-    """Extra time of a MATMUL of `busy_ns` (at full rate) that starts after the Tensor Engine sat idle for
-    `idle_gap_ns` (math.inf for its first): the PE pipeline refill after any gap ([sources: arch-v2 "Cost
-    Model"] MM_INIT_LATENCY) plus the dI/dt throttle of [sources: explorer-summary "Understanding throttling"]:
-    an idle gap that leaves the engine below `throttle_start_utilization` over a `throttle_window_ns` window
-    re-engages the limit, so the burst restarts at that share of full rate and ramps (linearly) to full over
-    `throttle_ramp_ns`. Only this MATMUL's slowdown is charged: the scheduler keeps no burst state, so the
-    later MATMULs of a ramp run at full rate (an underestimate for bursts of many short MATMULs), and a
-    starved engine whose gaps are each shorter than the window's idle share is not throttled here."""
-    if idle_gap_ns <= 0.0:
-        return 0.0  # back to back: the pipeline stays full and the limit keeps ramping
-    te = hw.tensor_engine
-    refill = te.mm_init_latency_cycles / te.clock_ghz
-    start = te.throttle_start_utilization
-    if start >= 1.0 or idle_gap_ns < te.throttle_window_ns * (1.0 - start):
-        return refill
-    return refill + _ramp_delay_ns(busy_ns, start, te.throttle_ramp_ns)
-
-
-def _ramp_delay_ns(work_ns: float, start: float, ramp_ns: float) -> float:
-    """How much longer `work_ns` of full-rate work takes when the rate starts at `start` and rises linearly
-    to 1 over `ramp_ns`: solve start*t + (1 - start)*t^2 / (2*ramp) = work for t, minus work."""
-    ramp_work = ramp_ns * (1.0 + start) / 2.0  # work done by the end of the ramp
-    if work_ns >= ramp_work or ramp_ns <= 0.0:
-        return ramp_ns - ramp_work if ramp_ns > 0.0 else work_ns * (1.0 / start - 1.0)
-    a = (1.0 - start) / (2.0 * ramp_ns)
-    t = (-start + math.sqrt(start * start + 4.0 * a * work_ns)) / (2.0 * a)
-    return t - work_ns

@@ -10,7 +10,8 @@ Model (every number from the target's TOML):
 - Tensor Engine: LDWEIGHTS (LoadStationary) may run in the background of the previous MATMUL (it
   starts once that MATMUL has started and its stationary operand is ready); MATMUL follows its
   LDWEIGHTS, the previous MATMUL and every other dependency (moving operand, PSUM accumulation); a
-  MATMUL after an idle gap pays the pipeline refill (`mm_init_latency_cycles`).
+  MATMUL after an idle gap pays the pipeline refill (`mm_init_latency_cycles`); where the target has a dI/dt
+  limit, each Tensor Engine keeps its burst state (throttle.py) and a MATMUL runs at the limit of its time.
 - DMA: the trigger takes `issue_ns` on its queue; after `fixed_cost_ns` each DMA engine serving the
   transfer moves its share as one packet, first come first served per DMA engine.
 - core_barrier / sendrecv: the k-th one of every core starts together, once all cores reached it.
@@ -43,8 +44,8 @@ from nkidev.costmodel.durations import (
     dependent_latency_ns,
     engine_work,
     opcode_name,
-    tensor_refill_ns,
 )
+from nkidev.costmodel.throttle import TensorThrottle, refill_ns, throttled
 from nkidev.costmodel.timeline import FormValues, Packets, Rows, Timeline, Transfers
 from nkidev.emulator.ops import OPS
 from nkidev.emulator.trace import Trace
@@ -496,6 +497,9 @@ class _Run:
         ports, port_free = self.ports, self.port_free
         pop, push = heapq.heappop, heapq.heappush
         inf = math.inf
+        refill = refill_ns(hw)
+        # the dI/dt burst state of each tensor stream (None: the target has no throttle)
+        throttles = [TensorThrottle(hw) if t else None for t in tensor_stream] if throttled(hw) else None
         n_issued = 0
         while heap:
             ready, i, tok = pop(heap)
@@ -566,13 +570,17 @@ class _Run:
                     ls_e = ls_s + load[i]
                     mm_in_order = ls_e if ls_e > fr else fr
                     mm_s = mm_in_order if mm_in_order > dr else dr
-                    if mm_started[q]:
-                        gap = mm_s - fr
-                        refill = 0.0 if gap <= 0.0 else tensor_refill_ns(gap, busy[i], hw)  # 0 when back to back: no call
-                    else:
-                        refill = tensor_refill_ns(inf, busy[i], hw)
+                    if not mm_started[q]:
                         mm_started[q] = True
-                    mm_e = mm_s + busy[i] + refill
+                        fr = -inf  # the first MATMUL: after an idle engine
+                    if throttles is None:  # no dI/dt limit: only the pipeline refill after a gap
+                        mm_e = mm_s + busy[i] + (refill if mm_s > fr else 0.0)
+                    else:
+                        th = throttles[q]
+                        if mm_s <= fr and mm_s >= th.full_at:  # back to back at full rate: nothing to ask
+                            mm_e = mm_s + busy[i]
+                        else:
+                            mm_e = th.matmul(mm_s, fr, busy[i])
                     row_start[row], row_end[row] = ls_s, ls_e
                     row_start[row + 1], row_end[row + 1] = mm_s, mm_e
                     row_wait[row] = lr - in_order if lr > in_order else 0.0
