@@ -294,3 +294,33 @@ def test_a_second_prepare_before_the_trigger_is_a_named_error_and_split_collecti
     with pytest.raises(NkiError) as info:
         nkidev.simulate(two_prepares, nki_version="0.6")(x, meta)
     assert info.value.name == "err_requires_nki_version" and "all_gather_v_prepare" in info.value.message
+
+
+@jit
+def split_all_to_all_v_with_the_metadata_rewritten(x, meta, later):
+    """The metadata is rewritten between the prepare and the trigger: the prepare has already read it."""
+    r = nl.program_id(0)
+    out = nl.ndarray((2, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    counts = nl.ndarray((2, 3, 2), dtype=nl.uint32, buffer=nl.shared_hbm)
+    m = nl.ndarray((3, 2), dtype=nl.uint32, buffer=nl.hbm)
+    nisa.dma_copy(dst=m, src=meta[r])
+    prep = ncc.all_to_all_v_prepare(srcs=[x[r]], dsts=[out[r]], replica_group=ncc.ReplicaGroup([[0, 1]]), metadata_tensor=m)
+    nisa.dma_copy(dst=m, src=later[r])
+    ncc.all_to_all_v_trigger(prep)
+    nisa.dma_copy(dst=counts[r], src=m)
+    return out, counts
+
+
+def test_the_split_trigger_sends_by_the_metadata_its_prepare_read():
+    """v2.33 all_to_all_v_prepare page: "prepare reads metadata_tensor, which must already hold valid data"."""
+    x = np.arange(16, dtype=np.float32).reshape(2, 8) + 1
+    meta = np.zeros((2, 3, 2), np.uint32)
+    meta[0, 0], meta[0, 1] = [3, 1], [0, 5]
+    meta[1, 0], meta[1, 1] = [2, 4], [0, 2]
+    later = np.zeros_like(meta)
+    later[:, 0] = 1  # one element to each member, from offset 0
+    out, counts = nkidev.simulate(split_all_to_all_v_with_the_metadata_rewritten)[2](x, meta, later)
+    want, _, want_counts = nkidev.simulate(permute_and_all_to_all_v)[2](x, meta)
+    np.testing.assert_array_equal(out[:, [0, 1, 2, 4, 5]], want[:, [0, 1, 2, 4, 5]])
+    np.testing.assert_array_equal(counts[:, 2], want_counts[:, 2])  # recv counts of the prepared exchange
+    np.testing.assert_array_equal(counts[:, :2], later[:, :2])  # rows 0/1 as the kernel rewrote them

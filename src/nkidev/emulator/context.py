@@ -131,6 +131,7 @@ class Context:
     overlap: bool = False  # this program may queue instructions on a worker thread (launch.py; deferred.py)
     worker: object | None = None  # deferred.Worker, from the first queued instruction to the end of the program
     pending_prepare: object | None = None  # the split *_v collective prepared and not yet triggered (one slot)
+    prepared_metadata: object | None = None  # while its trigger runs: the metadata values read at the prepare
 
     @property
     def compute(self) -> bool:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import sys
 import types
 
+import numpy as np
+
 from nkidev.emulator import compiler_config, gate, isa, language, nki_typing, versions
 from nkidev.emulator import context as _ctx
 from nkidev.emulator import isa_constants as _constants
 from nkidev.emulator.instruction import NkiInstruction
 from nkidev.emulator.jit import Kernel, jit, simulate
 from nkidev.emulator.location import kernel_location, rule_error
+from nkidev.emulator.memory import raw
 from nkidev.emulator.opdef import OPS, ops_where, public_function
 from nkidev.emulator.ops.collectives import ReplicaGroup, current_processing_rank, rg_partition_op
 from nkidev.emulator.registers import VirtualRegister
@@ -85,11 +88,12 @@ class PreparedCollective(NkiInstruction):
     """What `all_gather_v_prepare` / `all_to_all_v_prepare` return: the collective and its arguments, which the
     paired trigger runs (NKI 0.7 split collectives)."""
 
-    __slots__ = ("collective", "arguments")
+    __slots__ = ("collective", "arguments", "metadata")
 
-    def __init__(self, collective: str, arguments: dict):
+    def __init__(self, collective: str, arguments: dict, metadata: np.ndarray | None):
         super().__init__(None)
         self.collective, self.arguments = collective, arguments
+        self.metadata = metadata  # the metadata_tensor's values when prepared: the trigger exchanges by these
 
 
 _COLLECTIVES = {op_name: public_function(op, {}) for op_name, op in OPS.items() if op.namespace == "collectives"}
@@ -99,8 +103,10 @@ def _split_collective(collective: str):
     """`<collective>_prepare` and `<collective>_trigger` (v2.33.0 nki.collectives.all_gather_v_prepare /
     all_to_all_v_trigger pages): the prepare takes every argument of the plain call and returns the instruction
     the one trigger that must follow takes; prepares share one slot, so a second prepare before that trigger is
-    an error. nkidev runs the whole exchange at the trigger (the phase that reads srcs and writes dsts), reading
-    the metadata as it is then: a kernel that rewrites the metadata between the two calls is not modelled."""
+    an error. The prepare reads metadata_tensor ("which must already hold valid data") and not srcs/dsts, so
+    nkidev copies the metadata's values at the prepare and runs the exchange at the trigger (the phase that reads
+    srcs and writes dsts) by that copy: a kernel that rewrites the metadata between the two calls still sends
+    what it had prepared."""
     run = _COLLECTIVES[collective]
 
     def prepare(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=False, has_rdispls=False, priority=None, name=None):
@@ -114,7 +120,8 @@ def _split_collective(collective: str):
             )
         arguments = dict(srcs=srcs, dsts=dsts, replica_group=replica_group, metadata_tensor=metadata_tensor)
         arguments.update(recv_counts_known=recv_counts_known, has_rdispls=has_rdispls, priority=priority, name=name)
-        ctx.pending_prepare = PreparedCollective(collective, arguments)
+        metadata = np.array(raw(metadata_tensor)) if isinstance(metadata_tensor, NkiTensor) else None
+        ctx.pending_prepare = PreparedCollective(collective, arguments, metadata)
         return ctx.pending_prepare
 
     def trigger(prepare_instr, name=None):
@@ -133,7 +140,11 @@ def _split_collective(collective: str):
                 "issue one trigger per prepare",
             )
         ctx.pending_prepare = None
-        return run(**prepare_instr.arguments)
+        ctx.prepared_metadata = prepare_instr.metadata
+        try:
+            return run(**prepare_instr.arguments)
+        finally:
+            ctx.prepared_metadata = None
 
     prepare.__name__, trigger.__name__ = f"{collective}_prepare", f"{collective}_trigger"
     return {prepare.__name__: prepare, trigger.__name__: trigger}

@@ -299,12 +299,14 @@ def _all_to_all(a, ctx, engine):
 # ---------------------------------------------------------------- variable-length: all_gather_v, all_to_all_v
 
 
-def _metadata(a, n: int) -> np.ndarray:
+def _metadata(a, ctx, n: int) -> np.ndarray:
+    """The metadata as (rows, n) int64: as the tensor holds it now, or as a split collective's prepare read it."""
     meta = a.metadata_tensor
     if not isinstance(meta, NkiTensor) or meta.dtype.name != "uint32":
         raise rule_error("err_invalid_argument", "metadata_tensor must be a uint32 tensor", "allocate it as nl.uint32")
     rows = 4 if a.has_rdispls else 3
-    values = np.asarray(raw(meta)).astype(np.int64).reshape(-1)
+    read = ctx.prepared_metadata if ctx.prepared_metadata is not None else raw(meta)
+    values = np.asarray(read).astype(np.int64).reshape(-1)
     if values.size != rows * n:
         raise rule_error(
             "err_shape_mismatch",
@@ -335,9 +337,10 @@ def _place_chunks(a, group, chunks: dict[int, np.ndarray], meta: np.ndarray) -> 
             )
         out[at : at + chunk.size] = chunk
     store_raw(dst, out.reshape(dst.shape))
-    if not a.recv_counts_known:
-        meta[2] = [chunks[r].size for r in group]
-        store_raw(a.metadata_tensor, meta.astype(np.uint32).reshape(a.metadata_tensor.shape))
+    if not a.recv_counts_known:  # only row 2 is written: the other rows stay as the kernel last wrote them
+        now = np.array(raw(a.metadata_tensor)).reshape(meta.shape)
+        now[2] = [chunks[r].size for r in group]
+        store_raw(a.metadata_tensor, now.reshape(a.metadata_tensor.shape))
 
 
 V_PARAMS = f"srcs, dsts, replica_group, metadata_tensor, recv_counts_known=False, has_rdispls=False, {PRIORITY}"
@@ -358,7 +361,7 @@ ALL_GATHER_V = _declare(
 def _all_gather_v(a, ctx, engine):
     group = _members(a, ctx)
     a._ranks = len(group)
-    meta = _metadata(a, len(group))
+    meta = _metadata(a, ctx, len(group))
     src = a.srcs[0]
     count, displ = int(meta[0, 0]), int(meta[1, 0])
     chunk = cast_array(_flat(src)[displ : displ + count], src.dtype, a.dsts[0].dtype)
@@ -382,7 +385,7 @@ ALL_TO_ALL_V = _declare(
 def _all_to_all_v(a, ctx, engine):
     group = _members(a, ctx)
     a._ranks = len(group)
-    meta = _metadata(a, len(group))
+    meta = _metadata(a, ctx, len(group))
     src = a.srcs[0]
     flat = cast_array(_flat(src), src.dtype, a.dsts[0].dtype)
     outgoing = {r: flat[int(meta[1, j]) : int(meta[1, j]) + int(meta[0, j])] for j, r in enumerate(group)}
