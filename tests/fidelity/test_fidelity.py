@@ -16,6 +16,7 @@ from nkidev.calibrate import stats
 from nkidev.calibrate.measurements import read
 from nkidev.errors import NkiUsageError
 from nkidev.fidelity.api import default_set, fidelity
+from nkidev.hardware.calibration import write_calibration
 from nkidev.profile.api import profile_task
 from nkidev.taskfile import kernel_spec, load_task
 
@@ -23,14 +24,14 @@ KERNELS = Path(__file__).resolve().parents[1] / "calibrate" / "kernels.py"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "fidelity"
 
 
-def _row(kernel: str, case: int, order: int, measured_ns: float, progression: str = "synthetic") -> str:
+def _row(kernel: str, case: int, order: int, measured_ns: float, progression: str = "synthetic", target: str = "trn2") -> str:
     return f"""
 [[measurement]]
 progression = "{progression}"
 order = {order}
 kernel = "{KERNELS}::{kernel}"
 case = {case}
-target = "trn2"
+target = "{target}"
 dtype = "float32"
 shapes = "x [128, N]"
 measured_ns = {measured_ns}
@@ -120,3 +121,20 @@ def test_transpose_progression_kernels_compute_the_product(kernel):
     arg = a if kernel == "matmul_transpose_tiles" else np.ascontiguousarray(a.T)
     out = np.asarray(nkidev.simulate(task.kernel(kernel))(arg, b), np.float64)
     np.testing.assert_allclose(out, task.attr("reference")(a, b), atol=0.5, rtol=2e-2)
+
+
+def test_a_calibration_file_applies_to_its_own_targets_rows_only(tmp_path):
+    """A file is fitted for one target: a mixed set predicts the other targets' rows with the documented constants."""
+    path = tmp_path / "set.toml"
+    path.write_text(_row("dma_stream", 2, 1, 30000.0, "on trn2") + _row("dma_stream", 2, 1, 30000.0, "on trn1", target="trn1"))
+    cal = write_calibration(tmp_path / "trn2.toml", "trn2", {"dma": {"fixed_cost_ns": 4000.0}}, {"written_by": "test"})
+    plain = {r["target"]: r["predicted_ns"] for r in fidelity(path, calibration="none")["rows"]}
+    report = fidelity(path, calibration=str(cal))
+    got = {r["target"]: r["predicted_ns"] for r in report["rows"]}
+    assert got["trn1"] == plain["trn1"] and got["trn2"] > plain["trn2"]
+    assert report["calibration"]["trn2"] == str(cal) and "calibration file is for trn2" in report["calibration"]["trn1"]
+    only_trn1 = tmp_path / "trn1.toml"
+    only_trn1.write_text(_row("dma_stream", 2, 1, 30000.0, target="trn1"))
+    with pytest.raises(NkiUsageError) as e:
+        fidelity(only_trn1, calibration=str(cal))
+    assert e.value.name == "err_bad_calibration_file" and "no selected measurement is on trn2" in e.value.message

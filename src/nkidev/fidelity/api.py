@@ -20,7 +20,15 @@ from nkidev.calibrate import measurements as measured
 from nkidev.calibrate import stats
 from nkidev.errors import NkiError, NkiUsageError
 from nkidev.examples import examples_dir
-from nkidev.hardware.calibration import calibrated_target
+from nkidev.hardware.calibration import calibrated_target, calibration_choice, load_calibration
+
+
+def _file_target(calibration: str | None) -> str | None:
+    """The target a chosen calibration file was fitted for (None for "default", "none" or no calibration)."""
+    chosen, _ = calibration_choice(calibration)
+    if chosen is None or chosen.lower() in ("none", "default"):
+        return None
+    return load_calibration(chosen).target
 
 
 def default_set() -> Path:
@@ -65,7 +73,8 @@ def fidelity(
 ) -> dict:
     """Predict every row of `measurement_set` (default: the bundled set) with the cost model on its target
     (`calibration` as for `nkidev profile`: a file, "default", "none", or None for $NKIDEV_CALIBRATION / the
-    user config); only rows of `progression` (a substring) or `split` when given."""
+    user config); only rows of `progression` (a substring) or `split` when given. A calibration file is fitted
+    for one target: it applies to that target's rows, and the other targets' rows use the documented constants."""
     emit = progress or (lambda event: None)
     path = Path(measurement_set) if measurement_set is not None else default_set()
     rows = [m for m in measured.read([path], split) if progression is None or progression.lower() in m.progression.lower()]
@@ -75,9 +84,20 @@ def fidelity(
     predicted: dict[int, float] = {}
     errors: dict[int, dict] = {}
     targets: dict[str, str] = {}
+    file_target = _file_target(calibration)
+    if file_target is not None and all(m.target != file_target for m in rows):
+        raise NkiUsageError(
+            "err_bad_calibration_file",
+            f"{calibration} is fitted for {file_target} and no selected measurement is on {file_target}",
+            f"pass a calibration file for {', '.join(sorted({m.target for m in rows}))}, or select {file_target} rows",
+        )
     for i, m in enumerate(rows):
-        hw = calibrated_target(m.target, calibration)
-        targets[m.target] = hw.calibration or "none (documented constants)"
+        if file_target is not None and m.target != file_target:
+            hw = calibrated_target(m.target, "none")
+            targets[m.target] = f"none (documented constants: the calibration file is for {file_target})"
+        else:
+            hw = calibrated_target(m.target, calibration)
+            targets[m.target] = hw.calibration or "none (documented constants)"
         try:
             predicted[i] = fitting.simulate([m], hw, emit)(hw, [0])[0]
         except NkiError as e:  # a row the emulator rejects is reported, not fatal: the others still count
