@@ -51,7 +51,8 @@ def analyze(
             off_critical_path(f, engine_of(f.kind), bottleneck)
         findings.sort(key=finding_order)
         locations = [r["src"] for r in profile.rows("SELECT DISTINCT src FROM inst WHERE src IS NOT NULL ORDER BY src")]
-        source.attach(findings, locations, source_root, profile.path)
+        roots = source.readable_roots(source_root, profile.path)  # once: the findings and lines resolve ~100 paths
+        source.attach(findings, locations, source_root, profile.path, roots)
         investigations = {
             name: {"status": o.status, "reason": o.reason, "findings": len(o.findings), "details": o.details}
             for name, o in outcomes.items()
@@ -67,7 +68,7 @@ def analyze(
             investigations=investigations,
             warnings=_warnings(profile, bounds, bool(locations)),
             timeline=_timeline(profile),
-            lines=_line_costs(profile, source_root),
+            lines=_line_costs(profile, source_root, roots),
         )
     except duckdb.Error as e:
         raise watchdog.error(e) from None
@@ -110,11 +111,11 @@ def _warnings(profile: Profile, bounds: dict, has_locations: bool) -> list[str]:
     return out
 
 
-def _line_costs(profile: Profile, source_root) -> list[dict]:
+def _line_costs(profile: Profile, source_root, roots) -> list[dict]:
     """Per kernel source line: instruction time per engine, DMA transfers, and the line's text (lines.sql)."""
     out = []
     for r in profile.rows(sql_text("lines.sql")):
-        where = source.describe(r["src"], source_root, profile.path)
+        where = source.describe(r["src"], source_root, profile.path, roots)
         out.append(
             {
                 "source_line": where["location"],

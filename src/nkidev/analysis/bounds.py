@@ -18,16 +18,14 @@ COMPUTE_BOUNDS = ("compute_bound_ns", "compute_bound_ideal_flops_ns", "compute_b
 
 
 def build_busy(profile: Profile) -> str:
-    """Fill busy_raw/busy (merged busy intervals per engine); returns where engine busy time came from."""
+    """Fill busy (merged busy intervals per engine, busy.sql); returns where engine busy time came from."""
     if profile.has("ActiveTime", "engine", "start_ts", "end_ts"):
         engines, source = "SELECT CAST(engine_key(engine) AS nk_engine) AS engine, start_ts, end_ts FROM _raw_ActiveTime", "ActiveTime"
     else:
         engines, source = "SELECT engine, start_ts, end_ts FROM inst", "Instruction"
         profile.notes.append("no ActiveTime table: engine busy time is the merged Instruction intervals")
-    profile.con.execute(  # a view: busy.sql reads it once, so it is never materialized
-        f"CREATE OR REPLACE TEMP VIEW busy_raw AS {engines} WHERE start_ts IS NOT NULL AND end_ts IS NOT NULL "
-        "UNION ALL SELECT CAST('dma' AS nk_engine), start_ts, end_ts FROM pkt"
-    )
+    # a view: busy.sql reads it once, so it is never materialized
+    profile.con.execute(f"CREATE OR REPLACE TEMP VIEW busy_engines AS {engines} WHERE start_ts IS NOT NULL AND end_ts IS NOT NULL")
     profile.con.execute(sql_text("busy.sql"))
     return source
 

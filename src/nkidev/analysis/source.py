@@ -27,8 +27,9 @@ def _read_lines(path: str) -> tuple[str, ...]:
         return ()
 
 
-def resolve_path(path: str, source_root: str | Path | None, profile_dir: str | Path | None) -> str | None:
-    """The first existing file among the candidates for `path`, or None."""
+def resolve_path(path: str, source_root: str | Path | None, profile_dir: str | Path | None, roots: list[Path] | None = None) -> str | None:
+    """The first existing file among the candidates for `path`, or None. `roots`: readable_roots(source_root,
+    profile_dir), when the caller resolves many paths (finding the roots costs more than checking a path)."""
     name = os.path.basename(path)
     candidates: list[Path] = []
     if source_root:
@@ -37,7 +38,7 @@ def resolve_path(path: str, source_root: str | Path | None, profile_dir: str | P
     candidates.append(Path(path))
     if profile_dir:
         candidates += [Path(profile_dir) / name, Path(profile_dir) / "source" / name]
-    roots = readable_roots(source_root, profile_dir)
+    roots = roots if roots is not None else readable_roots(source_root, profile_dir)
     for c in candidates:
         if c.is_file() and readable(c, roots):
             return str(c.resolve())
@@ -63,7 +64,7 @@ def readable(path: Path, roots: list[Path]) -> bool:
     return real.suffix == ".py" and any(real.is_relative_to(r) for r in roots)
 
 
-def describe(location: str, source_root=None, profile_dir=None) -> dict:
+def describe(location: str, source_root=None, profile_dir=None, roots: list[Path] | None = None) -> dict:
     """{location, path, line, text, context} for one 'path:line' (text None when the file is not found)."""
     parts = split_location(location)
     entry = {"location": short_location(location), "path": None, "line": None, "text": None, "context": []}
@@ -71,7 +72,7 @@ def describe(location: str, source_root=None, profile_dir=None) -> dict:
         return entry
     path, line = parts
     entry["line"] = line
-    resolved = resolve_path(path, source_root, profile_dir)
+    resolved = resolve_path(path, source_root, profile_dir, roots)
     lines = _read_lines(resolved) if resolved else ()
     if resolved and 0 < line <= len(lines):
         entry["path"] = resolved
@@ -81,14 +82,15 @@ def describe(location: str, source_root=None, profile_dir=None) -> dict:
     return entry
 
 
-def attach(findings: list[Finding], full_locations: list[str], source_root=None, profile_dir=None) -> None:
+def attach(findings: list[Finding], full_locations: list[str], source_root=None, profile_dir=None, roots: list[Path] | None = None) -> None:
     """Fill `finding.source` for every short location, using the profile's full paths to find the file."""
+    roots = roots if roots is not None else readable_roots(source_root, profile_dir)
     by_short: dict[str, list[str]] = {}
     for loc in full_locations:
         by_short.setdefault(short_location(loc), []).append(loc)
     for f in findings:
         f.source = []
         for short in f.source_lines:
-            entries = [describe(full, source_root, profile_dir) for full in by_short.get(short, [short])]
+            entries = [describe(full, source_root, profile_dir, roots) for full in by_short.get(short, [short])]
             found = [e for e in entries if e["text"] is not None]
             f.source.append(found[0] if found else entries[0])
