@@ -340,9 +340,12 @@ def tiles(source, *, tile_shape=None) -> NkiTileGrid:
         _same_tiles(source, tile_shape)
         lay = source._layout
         axes = []
-        for a in source._axes:
+        for i, a in enumerate(source._axes):
             units = tuple((c, c + 1) for lo, hi in a.units for c in range(lo, hi))
-            axes.append(_Axis(units, a.consumed and len(units) == 1))
+            # A selected block exposes its interior tile coordinates along every tiled dim, even where the block
+            # holds one tile (block_shape 1, or a clamped last block): the grid's rank does not depend on remainders.
+            block_axis = isinstance(source, NkiBlockGrid) and i >= lay.prefix
+            axes.append(_Axis(units, a.consumed and len(units) == 1 and not block_axis))
         return NkiTileGrid(layout=lay, axes=tuple(axes))
     raise _type_error(f"nl.tiles of a {type(source).__name__}", "pass an NkiTensor, NkiTileGrid or NkiBlockGrid")
 

@@ -904,6 +904,9 @@ _DOCUMENTED_MISSING = {"atomic_rmw", "all_reduce", "loop_reduce"}
 
 _TILE_PARAMS = ("x", "y", "src", "data", "indices", "w", "condition", "dst")
 _SCALAR_OK = {"where": ("x", "y")}  # parameters that may also be a Python number, per function
+# parameters that may also be an NKI 0.7 tile/block grid (v2.33.0/.../nki.language.empty_like.html: "x: NkiTensor | NkiTileGrid
+# | NkiBlockGrid", returning the same kind)
+_GRID_OK = {"empty_like": ("x",)}
 
 
 def _is_number(v) -> bool:
@@ -911,7 +914,7 @@ def _is_number(v) -> bool:
 
 
 def _tile_check(fn_name: str, name: str, value, args: dict) -> str | None:
-    if isinstance(value, NkiTensor):
+    if isinstance(value, NkiTensor) or (isinstance(value, NkiGrid) and name in _GRID_OK.get(fn_name, ())):
         return None
     scalar_ok = name in _SCALAR_OK.get(fn_name, ()) or getattr(globals().get(fn_name), "__nki_scalar_operands__", False)
     if scalar_ok and name in ("x", "y"):
