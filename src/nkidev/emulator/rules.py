@@ -162,6 +162,11 @@ def max_free(name: str, limit: int, what: str = "elements per partition") -> Rul
     return Rule("err_size_of_dimension_exceed_arch_limit", f"{name} has at most {limit} {what}", check)
 
 
+# A scalar operand: a Python number or a NumPy scalar (legacy kernels pass `np.dtype(np.float32).type(1)`, and
+# np.float32 / np.int32 are not Python floats / ints)
+NUMBER = (int, float, np.integer, np.floating)
+
+
 def vector_operand(name: str, error: str = "err_shape_mismatch") -> Rule:
     """A scalar, or a [P, 1] tile matching the data's partitions."""
 
@@ -172,7 +177,7 @@ def vector_operand(name: str, error: str = "err_shape_mismatch") -> Rule:
             p = partitions(data) if data is not None else partitions(v)
             if free_size(v) != 1 or partitions(v) != p:
                 return (f"{name} {v.shape} must be a scalar or a [{p}, 1] vector", f"pass a Python float or a ({p}, 1) tile")
-        elif v is not None and not isinstance(v, int | float):
+        elif v is not None and not isinstance(v, NUMBER):
             return (f"{name} must be a number or a [P, 1] tile, got {type(v).__name__}", "pass a Python float or a (P, 1) tile")
 
     return Rule(error, f"{name} is a scalar or a [P, 1] vector", check)

@@ -27,7 +27,7 @@ def _bias_check(a, ctx, engine):
                 f"pass a ({partitions(a.data)}, 1) tile (one value per partition)",
             )
         return None
-    if not isinstance(b, int | float):
+    if not isinstance(b, R.NUMBER):
         return f"bias must be a [P, 1] tile or a number, got {type(b).__name__}", None
     if not ctx.target.features.activation_scalar_bias:
         return "a scalar bias needs NeuronCore-v3 (trn2) or newer; trn1 takes a [P, 1] vector", "pass bias as a (P, 1) tile"
@@ -40,7 +40,7 @@ def _scale_shape(a, ctx, engine):
             f"scale {s.shape} must be a scalar or a [{partitions(a.data)}, 1] vector",
             f"pass a Python float or a ({partitions(a.data)}, 1) float32 tile",
         )
-    if not isinstance(s, NkiTensor | int | float):
+    if not isinstance(s, (NkiTensor, *R.NUMBER)):
         return f"scale must be a number or a [P, 1] tile, got {type(s).__name__}", None
 
 
