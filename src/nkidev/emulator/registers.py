@@ -26,11 +26,15 @@ class VirtualRegister:
         # On hardware a register's value exists only while the kernel runs on device; kernel Python code
         # (if/while/int()/range()) cannot see it. nkidev's own loop helpers read `.value` directly.
         if not is_internal(sys._getframe(2).f_code.co_filename) and context.current().in_kernel:
-            raise rule_error(
-                "err_dynamic_control_flow_not_supported",
-                f"kernel code reads a register's run-time value ({what})",
-                "use nl.fori_loop / nl.while_loop / nl.dynamic_range with the register, or pass it as an .ap(scalar_offset=...) offset",
-            )
+            loops = "nl.fori_loop / nl.while_loop" + (" / nl.dynamic_range" if gate.has("nki.language.dynamic_range") else "")
+            message = f"kernel code reads a register's run-time value ({what})"
+            fix = f"use {loops} with the register, or pass it as an .ap(scalar_offset=...) offset"
+            if gate.has("tracer front end"):  # the tracer runs the kernel as Python: there it is a TypeError
+                raise KernelTypeError(
+                    "err_dynamic_control_flow_not_supported", message + "; a register has no Python value while NKI 0.7 traces the kernel",
+                    fix, kernel_location(),
+                )
+            raise rule_error("err_dynamic_control_flow_not_supported", message, fix)
         return self.value
 
     def __int__(self) -> int:
