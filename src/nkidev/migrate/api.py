@@ -81,7 +81,12 @@ def migrate_source(source: str, filename: str = "<string>") -> tuple[str, str, l
     if modules:
         rules = legacy_rules.LegacyToCurrent(notes, modules)
         module = MetadataWrapper(module).visit(rules)
-        module = module.visit(legacy_rules.Cleanup(notes, rules.accumulators, rules.index_names))
+        # until nothing changes: dropping a dead mask definition can leave the index variables it used dead too
+        for _ in range(8):
+            cleaned = module.visit(legacy_rules.Cleanup(notes, rules.accumulators, rules.index_names))
+            if cleaned.deep_equals(module):
+                break
+            module = cleaned
         for line, text in _leftover_index(module):
             notes.manual(line, text, "an nl.arange / nl.mgrid expression is left: rewrite it as slices or an .ap() pattern")
         kind = f"legacy -> {versions.NEWEST}"

@@ -169,6 +169,7 @@ class LegacyToCurrent(Rules):
         self.returned: set[str] = set()
         self.top_calls: set[int] = set()  # the calls that are a statement's whole value (rewritten as statements)
         self.index_names: set[str] = set()  # index, grid and mask variables (their definitions go when unused)
+        self.psum_names: set[str] = set()  # tiles allocated with buffer=nl.psum
 
     @property
     def scope(self) -> Scope:
@@ -237,6 +238,7 @@ class LegacyToCurrent(Rules):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.scopes.append(Scope(self._is_arange))
+        self.returned |= _returned_names(node)  # before the body: an output is allocated before its return
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
         self.scopes.pop()
@@ -296,12 +298,12 @@ class LegacyToCurrent(Rules):
             value = getattr(s, "value", None)
             if isinstance(s, cst.Assign | cst.AugAssign | cst.Expr) and isinstance(value, cst.Call):
                 self.top_calls.add(id(value))
-            if isinstance(s, cst.Return) and s.value is not None:
-                values = s.value.elements if isinstance(s.value, cst.Tuple) else [s.value]
-                self.returned |= {code(v.value if isinstance(v, cst.Element) else v) for v in values}
             if not (isinstance(s, cst.Assign) and len(s.targets) == 1):
                 continue
             target, value = s.targets[0].target, s.value
+            buffer = kwarg(value, "buffer") if isinstance(value, cst.Call) else None
+            if isinstance(target, cst.Name) and buffer is not None and code(buffer.value).endswith("psum"):
+                self.psum_names.add(target.value)
             var = derived_var(value, self.scope, lambda c: self._is(c, "language", "arange"))
             if var is not None and isinstance(target, cst.Name):
                 self.scope.vars[target.value] = var
@@ -480,7 +482,13 @@ class LegacyToCurrent(Rules):
             self.notes.changed(
                 line, f"nisa.{name}(..., mask=...)", "mask dropped: the whole tile is computed (masked-off values were undefined)"
             )
-        alloc = None
+        alloc = copy = None
+        if dst is not None and self._result_in_psum(name, kw) and _base_name(dst) not in self.psum_names:
+            # `sbuf_tile[...] = nisa.nc_transpose(...)`: the legacy result is a PSUM tile the assignment copies out;
+            # the current op writes PSUM only, so go through a PSUM tile and copy it to the destination
+            self.counter += 1
+            target, copy = f"{name}_psum_{self.counter}", stmt(f"nisa.tensor_copy(dst={code(dst)}, src={name}_psum_{self.counter})")
+            dst = None
         if dst is None:
             alloc = self._result_alloc(name, kw, dtype, line, target)
             if alloc is None:
@@ -490,7 +498,15 @@ class LegacyToCurrent(Rules):
         if body is None:
             return None
         self.notes.changed(line, f"nisa.{name}(...) returning a tile", f"nisa.{name}(dst=..., ...) with the result allocated first")
-        return ([alloc] if alloc is not None else []) + [body]
+        return ([alloc] if alloc is not None else []) + [body] + ([copy] if copy is not None else [])
+
+    @staticmethod
+    def _result_in_psum(name: str, kw: dict) -> bool:
+        """Whether the legacy op returns its result in PSUM (TensorE: matmul, and transpose unless on VectorE)."""
+        if name == L.nc_matmul.__name__:
+            return True
+        engine = kw.get("engine")
+        return name == L.nc_transpose.__name__ and not (engine is not None and code(engine).endswith("vector"))
 
     def _result_alloc(self, name: str, kw: dict, dtype, line: int, target: str) -> cst.BaseStatement | None:
         def like(param):
@@ -878,14 +894,14 @@ class Cleanup(cst.CSTTransformer):
     def __init__(self, notes: Notes, accumulators: set[str], index_defs: set[str]):
         super().__init__()
         self.notes, self.accumulators, self.index_defs = notes, accumulators, index_defs
-        self.scopes: list[set[str]] = []  # per enclosing function (module first): names used more than once
+        self.scopes: list[set[str]] = []  # per enclosing function (module first): names read
 
     def visit_Module(self, node: cst.Module) -> None:
-        self.scopes = [_names_used_twice(node)]
+        self.scopes = [_names_read(node)]
 
     # uses are counted per function: `i` still used by another kernel of the file does not keep this one's `i`
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.scopes.append(_names_used_twice(node))
+        self.scopes.append(_names_read(node))
 
     def leave_FunctionDef(self, original, updated):
         self.scopes.pop()
@@ -926,16 +942,41 @@ class Cleanup(cst.CSTTransformer):
         return updated
 
 
-def _names_used_twice(node: cst.CSTNode) -> set[str]:
-    """Names occurring more than once under `node` (a definition plus at least one use)."""
-    counts: dict[str, int] = {}
+def _names_read(node: cst.CSTNode) -> set[str]:
+    """Names read under `node`: every occurrence except as the target of an assignment (a name assigned twice, like
+    a mask redefined for the next access, is still unused when nothing reads it)."""
+    read: set[str] = set()
 
     class Count(cst.CSTVisitor):
+        def visit_AssignTarget(self_, n: cst.AssignTarget) -> bool:  # noqa: N805
+            return not isinstance(n.target, cst.Name | cst.Tuple)  # `t[i] = ...` reads t and i
+
         def visit_Name(self_, n: cst.Name):  # noqa: N805
-            counts[n.value] = counts.get(n.value, 0) + 1
+            read.add(n.value)
 
     node.visit(Count())
-    return {n for n, c in counts.items() if c > 1}
+    return read
+
+
+def _returned_names(fn: cst.FunctionDef) -> set[str]:
+    """The expressions a function returns (`return a, b` -> {"a", "b"}), nested functions included."""
+    names: set[str] = set()
+
+    class Returns(cst.CSTVisitor):
+        def visit_Return(self_, r: cst.Return):  # noqa: N805
+            if r.value is not None:
+                values = r.value.elements if isinstance(r.value, cst.Tuple) else [r.value]
+                names.update(code(v.value if isinstance(v, cst.Element) else v) for v in values)
+
+    fn.visit(Returns())
+    return names
+
+
+def _base_name(node: cst.BaseExpression) -> str | None:
+    """`t` of `t`, `t[...]` or `t.attr[...]` (the tile an assignment writes)."""
+    while isinstance(node, cst.Subscript | cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
 
 
 def _target_names(t) -> list[str]:
