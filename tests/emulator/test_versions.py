@@ -238,3 +238,62 @@ def test_compile_config_is_07_only():
     with versions.scope("0.6"), pytest.raises(NkiError) as e:
         nkidev.simulate(nki.jit(kernel, compile_config=cfg))(X)
     assert e.value.name == "err_requires_nki_version"
+
+
+def test_empty_like_of_a_selected_tile_allocates_its_exact_extent():
+    # the NkiTileGrid docs' pattern: nl.empty_like(src_tiles[i, j], buffer=nl.sbuf) is a one-tile grid whose .data is
+    # the SBUF operand, clamped at the remainder tiles
+    @jit
+    def scale(src):
+        dst = nl.ndarray(src.shape, dtype=src.dtype, buffer=nl.shared_hbm)
+        src_tiles, dst_tiles = nl.tiles(src, tile_shape=(128, 128)), nl.tiles(dst, tile_shape=(128, 128))
+        for i in range(src_tiles.shape[0]):
+            for j in range(src_tiles.shape[1]):
+                t = nl.empty_like(src_tiles[i, j], buffer=nl.sbuf)
+                nisa.dma_copy(t.data, src_tiles[i, j].data)
+                nisa.tensor_scalar(t.data, t.data, nl.multiply, 3.0)
+                nisa.dma_copy(dst_tiles[i, j].data, t.data)
+        return dst
+
+    x = np.arange(200 * 150, dtype=np.float32).reshape(200, 150)
+    np.testing.assert_array_equal(nkidev.simulate(scale, nki_version="0.7")(x), 3 * x)
+
+
+def test_tiles_of_a_block_one_tile_wide_keep_both_grid_axes():
+    # 3 tiles of 256 columns in blocks of 2: the last block holds one tile, and nl.tiles of it is still a 1 x 1 grid
+    @jit
+    def copy_blocks(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        src = nl.blocks(x, tile_shape=(128, 256), block_shape=(1, 2))
+        dst = nl.blocks(out, tile_shape=(128, 256), block_shape=(1, 2))
+        shapes = []
+        for b in range(src.shape[1]):
+            st, dt = nl.tiles(src[0, b]), nl.tiles(dst[0, b])
+            shapes.append(st.shape)
+            for j in range(st.shape[1]):
+                t = nl.ndarray(st[0, j].element_shape, dtype=x.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=t, src=st[0, j].data)
+                nisa.dma_copy(dst=dt[0, j].data, src=t)
+        assert shapes == [(1, 2), (1, 1)], shapes
+        return out
+
+    x = np.arange(128 * 768, dtype=np.float32).reshape(128, 768)
+    np.testing.assert_array_equal(nkidev.simulate(copy_blocks, nki_version="0.7")(x), x)
+
+
+@jit
+def ranges_over_a_register(n):
+    t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=n)
+    r = nisa.register_alloc()
+    nisa.register_load(r, t)
+    for _i in range(r):  # <-
+        pass
+    return n
+
+
+def test_range_of_a_register_is_a_type_error_under_07_and_names_no_removed_loop():
+    err = expect("err_dynamic_control_flow_not_supported", ranges_over_a_register, N, nki_version="0.7")
+    assert isinstance(err, TypeError) and "dynamic_range" not in str(err) and "nl.fori_loop" in str(err)
+    old = expect("err_dynamic_control_flow_not_supported", ranges_over_a_register, N, nki_version="0.6")
+    assert not isinstance(old, TypeError) and "nl.dynamic_range" in str(old)

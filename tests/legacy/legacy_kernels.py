@@ -93,6 +93,17 @@ def squared_index(x):
     return out
 
 
+@nki.jit
+def numpy_scalar_operands(x):
+    # machine-generated kernels (AccelOpt's NKIBench) spell constants as NumPy scalars, which are not Python floats
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    a = nisa.tensor_scalar(data=t, op0=nl.add, operand0=np.dtype(np.float32).type(1), reverse0=True, dtype=np.float32)
+    e = nisa.activation(op=nl.exp, data=a, bias=np.float32(0.0), scale=np.float32(-0.5), dtype=np.float32)
+    nl.store(out, value=e)
+    return out
+
+
 def rng_inputs(*shapes):
     rng = np.random.default_rng(0)
     return [rng.standard_normal(s).astype(np.float32) for s in shapes]

@@ -33,6 +33,11 @@ def test_masked_tail_tile_touches_only_the_rows_that_exist():
     np.testing.assert_array_equal(nki.simulate_kernel(K.masked_tail, x), 3 * x)
 
 
+def test_numpy_scalar_constants_are_numbers_for_isa_operands():
+    (x,) = K.rng_inputs((128, 64))
+    np.testing.assert_allclose(nki.simulate_kernel(K.numpy_scalar_operands, x), np.exp(-0.5 * (x + 1)), rtol=1e-6)
+
+
 def test_mgrid_affine_index_reads_every_other_column():
     (x,) = K.rng_inputs((128, 64))
     np.testing.assert_array_equal(nki.simulate_kernel(K.mgrid_stride, x), x[:, ::2])

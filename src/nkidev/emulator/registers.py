@@ -31,8 +31,10 @@ class VirtualRegister:
             fix = f"use {loops} with the register, or pass it as an .ap(scalar_offset=...) offset"
             if gate.has("tracer front end"):  # the tracer runs the kernel as Python: there it is a TypeError
                 raise KernelTypeError(
-                    "err_dynamic_control_flow_not_supported", message + "; a register has no Python value while NKI 0.7 traces the kernel",
-                    fix, kernel_location(),
+                    "err_dynamic_control_flow_not_supported",
+                    message + "; a register has no Python value while NKI 0.7 traces the kernel",
+                    fix,
+                    kernel_location(),
                 )
             raise rule_error("err_dynamic_control_flow_not_supported", message, fix)
         return self.value

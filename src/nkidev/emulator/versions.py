@@ -73,7 +73,9 @@ API: dict[str, Entry] = {
         ),
         # The tracer front end (specialization by running the kernel as Python): a VirtualRegister has no Python
         # value there, so int()/range()/truth-testing one is a TypeError (v2.32.0/nki/api/generated/nki.isa.VirtualRegister.html)
-        Entry("tracer front end", added="0.7", source="latest/about-neuron/announcements/neuron2.x/announce-nki-specialization-change.html"),
+        Entry(
+            "tracer front end", added="0.7", source="latest/about-neuron/announcements/neuron2.x/announce-nki-specialization-change.html"
+        ),
         # scalars
         Entry("nki.isa.NkiScalar", added="0.7", source=_REF07 + "nki.isa.NkiScalar.html"),
         Entry("nki.isa.scalar_load", added="0.7", source=_REF07 + "nki.isa.scalar_load.html"),
