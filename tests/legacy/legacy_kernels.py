@@ -104,6 +104,24 @@ def numpy_scalar_operands(x):
     return out
 
 
+@nki.jit
+def loop_reductions(x):
+    # x: (2, 3, 128, 64). Row sums over k as NKIBench writes them (an uninitialized destination, a subscript
+    # assignment, the reduced loop inside another), and a running max in the legacy docs' form (`b = ...`).
+    sums = nl.ndarray((2, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    peak = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((2, nl.par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)
+    b = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(2):
+        for k in nl.affine_range(3):
+            t = nl.load(x[i, k])
+            acc[i, nl.arange(128)[:, None], nl.arange(64)[None, :]] = nl.loop_reduce(t, op=np.add, loop_indices=[k])
+            b = nl.loop_reduce(t, op=np.max, loop_indices=[k])
+        nl.store(sums[i], value=acc[i])
+    nl.store(peak, value=b)
+    return sums, peak
+
+
 def rng_inputs(*shapes):
     rng = np.random.default_rng(0)
     return [rng.standard_normal(s).astype(np.float32) for s in shapes]

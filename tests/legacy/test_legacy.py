@@ -38,6 +38,13 @@ def test_numpy_scalar_constants_are_numbers_for_isa_operands():
     np.testing.assert_allclose(nki.simulate_kernel(K.numpy_scalar_operands, x), np.exp(-0.5 * (x + 1)), rtol=1e-6)
 
 
+def test_loop_reduce_into_an_unwritten_tile_starts_with_x_and_into_a_written_one_accumulates():
+    (x,) = K.rng_inputs((2, 3, 128, 64))
+    sums, peak = nki.simulate_kernel(K.loop_reductions, x)
+    np.testing.assert_allclose(sums, x.sum(axis=1), rtol=1e-5)
+    np.testing.assert_array_equal(peak, np.maximum(x.max(axis=(0, 1)), 0.0))  # b starts at zeros, reduced over both i
+
+
 def test_mgrid_affine_index_reads_every_other_column():
     (x,) = K.rng_inputs((128, 64))
     np.testing.assert_array_equal(nki.simulate_kernel(K.mgrid_stride, x), x[:, ::2])

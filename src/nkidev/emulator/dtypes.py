@@ -196,6 +196,15 @@ def fill_uninitialized(array: np.ndarray, dt: NkiDType) -> None:
     (array.view(view) if view is not None else array).fill(bits)
 
 
+def is_uninitialized(array: np.ndarray, dt: NkiDType) -> bool:
+    """Whether every element still holds the uninitialized sentinel (storage raw bits, as fill_uninitialized wrote)."""
+    found = _SENTINELS.get(dt.name)
+    if found is None:
+        found = _SENTINELS[dt.name] = _sentinel(dt)
+    view, bits = found
+    return bool(np.all((array.view(view) if view is not None else array) == bits))
+
+
 def _sentinel(dt: NkiDType) -> tuple[np.dtype | None, object]:
     """(unsigned view dtype or None, the fill value): NaN's bit pattern for floats, 4 for the rest."""
     if dt.name == "float8_e8m0fnu":

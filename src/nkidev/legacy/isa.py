@@ -24,7 +24,7 @@ from nkidev.emulator.tensor import NkiTensor, free_size, partitions
 from nkidev.errors import NkiNotSupportedError
 from nkidev.legacy import language as nl
 from nkidev.legacy.index import IndexExpr, Mask, mask_box
-from nkidev.legacy.language import _dtype_of, _operand, _shape_of, masked, promote
+from nkidev.legacy.language import _NUMPY_OPS, _dtype_of, _operand, _shape_of, masked, promote
 from nkidev.legacy.tile import as_legacy, need_tile, produced, result_tile, tile_of
 
 tensor_engine, vector_engine, scalar_engine, gpsimd_engine, unknown_engine = (
@@ -39,9 +39,6 @@ engine = engine
 reduce_cmd, dge_mode, oob_mode, nc_version = reduce_cmd, dge_mode, oob_mode, nc_version
 fp32 = nl.fp32
 get_nc_version = cur.get_nc_version
-
-# NumPy reductions legacy kernels pass as ops (np.max is not a ufunc, so it has no __nki_op__ of its own)
-_NUMPY_OPS = {np.max: cl.maximum, np.amax: cl.maximum, np.min: cl.minimum, np.amin: cl.minimum, np.sum: cl.add, np.copy: cl.copy}
 
 
 def _alu(op):

@@ -14,6 +14,7 @@ Masking"), https://github.com/aws-neuron/aws-neuron-sdk/tree/49ee15c58418d5f19b2
 
 from __future__ import annotations
 
+import dis
 import math as _math
 import sys
 
@@ -23,15 +24,17 @@ import numpy as np
 from nkidev.emulator import context as _ctx
 from nkidev.emulator import isa as nisa
 from nkidev.emulator import language as cur
-from nkidev.emulator.dtypes import NkiDType, lookup, to_nki_dtype
-from nkidev.emulator.location import kernel_location, rule_error
-from nkidev.emulator.memory import f32
+from nkidev.emulator.alu import op_name as _op_name
+from nkidev.emulator.dtypes import NkiDType, is_uninitialized, lookup, to_nki_dtype
+from nkidev.emulator.location import is_internal, kernel_location, rule_error
+from nkidev.emulator.memory import f32, raw
 from nkidev.emulator.rules import aligned
 from nkidev.emulator.tensor import MemoryRegion, NkiTensor, free_size, partition_start, partitions
 from nkidev.errors import NkiNotSupportedError
 from nkidev.legacy import tile as _tile
 from nkidev.legacy.index import Box, IndexExpr, arange, is_empty, mask_box, mgrid
 from nkidev.legacy.tile import (
+    AssignedValue,
     Dyn,
     Indexed,
     LegacyTensor,
@@ -775,7 +778,57 @@ def atomic_rmw(dst, value, op, *, mask=None) -> None:
     nisa.dma_compute(dst=target, srcs=[src, target], reduce_op=cur.add)
 
 
-loop_reduce = _missing("loop_reduce")
+# NumPy reductions legacy kernels pass as ops (op=np.max is not a ufunc, so it has no __nki_op__ of its own): the
+# element-wise op each stands for (nl.loop_reduce here, the nisa wrappers in legacy/isa.py)
+_NUMPY_OPS = {np.max: cur.maximum, np.amax: cur.maximum, np.min: cur.minimum, np.amin: cur.minimum, np.sum: cur.add, np.copy: cur.copy}
+
+
+class _LoopReduce(AssignedValue):
+    """`dst[...] = nl.loop_reduce(x, op, loop_indices)`: dst = op(dst, x) (the legacy docs: "the destination tile is
+    also the rhs input to op", `b = nisa.tensor_tensor(b, x, op)`). A destination never written yet (an nl.ndarray,
+    as machine-generated NKIBench kernels reduce into) starts the reduction with x: `loop_indices` names the loops
+    the reduction runs over, and it begins at their first iteration."""
+
+    def __init__(self, x, op, dtype, mask):
+        self.x, self.op, self.dtype, self.mask = x, op, dtype, mask
+
+    def value_for(self, dst) -> NkiTensor:
+        target = _operand(dst, "dst")
+        if is_uninitialized(raw(target), target.dtype):
+            return copy(self.x, dtype=self.dtype, mask=self.mask)
+        return _binary(_op_name(_NUMPY_OPS.get(self.op, self.op)), target, self.x, self.dtype, self.mask)
+
+
+def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kwargs):
+    """Reduce x over the iterations of the loops `loop_indices` into the destination: the tensor the result is
+    assigned to, or, for `b = nl.loop_reduce(x, ...)` (the docs' form), the tile b holds before the assignment."""
+    reduction = _LoopReduce(_operand(x, "x"), op, dtype, mask)
+    frame = sys._getframe(1)
+    while frame is not None and is_internal(frame.f_code.co_filename):  # past the module's wrappers
+        frame = frame.f_back
+    rebound = _rebound_local(frame) if frame is not None else None
+    return reduction.value_for(rebound) if rebound is not None else reduction
+
+
+def _rebound_local(frame):
+    """The tile a local name holds when the caller's next instruction stores the call's result into that name
+    (`b = nl.loop_reduce(...)`); None for any other use (a subscript assignment goes through AssignedValue)."""
+    key = (frame.f_code, frame.f_lasti)
+    name = _STORED_NAME.get(key, ...)
+    if name is ...:
+        # f_lasti is the call's last code unit (its inline caches included): the next instruction is the one after it
+        nxt = next((ins for ins in dis.get_instructions(frame.f_code) if ins.offset > frame.f_lasti), None)
+        stores = nxt is not None and nxt.opname in ("STORE_FAST", "STORE_NAME", "STORE_DEREF", "STORE_GLOBAL")
+        name = _STORED_NAME[key] = nxt.argval if stores else None
+    if name is None:
+        return None
+    value = frame.f_locals.get(name, frame.f_globals.get(name))
+    return value if isinstance(value, NkiTensor) else None
+
+
+_STORED_NAME: dict = {}  # (code, call offset) -> the name its result is stored to, or None
+
+
 all_reduce = _missing("all_reduce")
 gemm_grid = _missing("gemm_grid")
 gemm_stationary_grid = _missing("gemm_stationary_grid")

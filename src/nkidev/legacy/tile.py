@@ -460,8 +460,17 @@ def _fresh(value: LegacyTensor) -> bool:
     return value.origin is not None and ctx.trace is not None and value.origin == ctx.counter[0]
 
 
+class AssignedValue:
+    """A value computed from the tensor it is assigned to (`dst[...] = nl.loop_reduce(x, ...)` is op(dst, x))."""
+
+    def value_for(self, dst) -> NkiTensor:
+        raise NotImplementedError
+
+
 def assign(dst, value, spare: bool) -> None:
     """`dst = value` into an existing tensor: the producing instruction writes dst when it can, else a copy."""
+    if isinstance(value, AssignedValue):
+        value, spare = value.value_for(dst), True
     if isinstance(value, bool | int | float | np.number):
         target = tile_of(dst)
         if target.storage.kind == "hbm":
