@@ -276,3 +276,14 @@ def test_mask_variables_transpose_into_sbuf_and_an_hbm_output_migrate_to_the_sam
     new = load_task(path)
     (x,) = new.cases()[0]
     np.testing.assert_array_equal(new.module.nki.simulate(new.kernels["transpose_kernel"])(x), x.T)
+
+
+def test_explicit_mask_none_and_memset_shape_of_generated_kernels_migrate_to_the_same_outputs(tmp_path):
+    path = copy(tmp_path, "legacy_generated_style.py")
+    result = migrate_file(path, write=True)
+    assert result.validation["status"] == "identical", result.validation
+    text = path.read_text()
+    assert "if None" not in text and "mask=" not in text and "shape=(128, 1)" not in text
+    new = load_task(path)
+    (x,) = new.cases()[0]
+    np.testing.assert_allclose(new.module.nki.simulate(new.kernels["kernel"])(x), np.exp(x + 0.5), rtol=1e-6)

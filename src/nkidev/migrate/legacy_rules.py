@@ -372,6 +372,8 @@ class LegacyToCurrent(Rules):
                     )
             if name == "num_programs" and not updated.args:
                 self.notes.manual(line, "nl.num_programs()", "the default is now axis 0, not all axes: pass the axes you mean")
+            if kwarg(updated, "mask") is not None and _mask(updated) is None:
+                updated = without_kwargs(updated, {"mask"})  # mask=None is no mask (machine-generated kernels spell it)
             if kwarg(updated, "mask") is not None and name not in ("load", "store"):
                 self.notes.changed(
                     line, f"nl.{name}(..., mask=...)", "mask dropped: the whole tile is computed (masked-off values were undefined)"
@@ -478,7 +480,7 @@ class LegacyToCurrent(Rules):
         kw = self._keywords(call, name)
         dtype = kw.pop("dtype", None)
         mask = kw.pop("mask", None)
-        if mask is not None:
+        if mask is not None and code(mask) != "None":
             self.notes.changed(
                 line, f"nisa.{name}(..., mask=...)", "mask dropped: the whole tile is computed (masked-off values were undefined)"
             )
@@ -581,6 +583,8 @@ class LegacyToCurrent(Rules):
 
     def _current_call(self, name: str, kw: dict, dst, line: int) -> cst.BaseStatement | None:
         kw.pop("dtype", None)
+        if name == L.memset.__name__:
+            kw.pop("shape", None)  # `t[...] = nisa.memset(shape=...)`: the destination has the shape
         if name == L.iota.__name__:
             a = kw.pop("_iota", None)
             if a is None:
@@ -693,7 +697,7 @@ class LegacyToCurrent(Rules):
 
     def _load(self, call: cst.Call, target, new_target, line: int):
         src = arg_value(call, 0, "src")
-        mask = kwarg(call, "mask")
+        mask = _mask(call)
         dtype = kwarg(call, "dtype")
         if mask is None:
             if isinstance(target, cst.Subscript):
@@ -816,7 +820,7 @@ class LegacyToCurrent(Rules):
         return None
 
     def _store(self, call: cst.Call, new_call: cst.Call, line: int):
-        mask = kwarg(call, "mask")
+        mask = _mask(call)
         if mask is None:
             dst, value = arg_value(new_call, 0, "dst"), arg_value(new_call, 1, "value")
             if dst is None or value is None:
@@ -844,7 +848,7 @@ class LegacyToCurrent(Rules):
         return [_guard(stmt(f"nisa.dma_copy(dst={code(dst_new)}, src={value_code})"), loop_only)]
 
     def _dma_copy(self, call: cst.Call, new_call: cst.Call, line: int):
-        mask = kwarg(call, "mask")
+        mask = _mask(call)
         rmw = kwarg(new_call, "dst_rmw_op")
         dst, src = arg_value(call, 0, "dst"), arg_value(call, 1, "src")
         if mask is not None:
@@ -956,6 +960,12 @@ def _names_read(node: cst.CSTNode) -> set[str]:
 
     node.visit(Count())
     return read
+
+
+def _mask(call: cst.Call) -> cst.Arg | None:
+    """The call's mask= argument; None when absent or the literal None (no mask)."""
+    arg = kwarg(call, "mask")
+    return None if arg is None or code(arg.value) == "None" else arg
 
 
 def _returned_names(fn: cst.FunctionDef) -> set[str]:
