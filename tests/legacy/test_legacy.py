@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import nkidev
+from nkidev.emulator.context import EmulatorOptions
 from nkidev.errors import NkiError
 
 with nkidev.emulate():
@@ -43,6 +44,11 @@ def test_loop_reduce_into_an_unwritten_tile_starts_with_x_and_into_a_written_one
     sums, peak = nki.simulate_kernel(K.loop_reductions, x)
     np.testing.assert_allclose(sums, x.sum(axis=1), rtol=1e-5)
     np.testing.assert_array_equal(peak, np.maximum(x.max(axis=(0, 1)), 0.0))  # b starts at zeros, reduced over both i
+    # validate reruns with another fill for fresh memory: the unwritten destination is still recognised, so the
+    # outputs do not change with the fill (else validate would report a read of unwritten memory)
+    sums7, peak7 = nkidev.run(K.loop_reductions, (x,), options=EmulatorOptions(fill=7.0)).outputs
+    np.testing.assert_array_equal(sums7, sums)
+    np.testing.assert_array_equal(peak7, peak)
 
 
 def test_mgrid_affine_index_reads_every_other_column():

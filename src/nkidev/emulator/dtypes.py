@@ -196,8 +196,14 @@ def fill_uninitialized(array: np.ndarray, dt: NkiDType) -> None:
     (array.view(view) if view is not None else array).fill(bits)
 
 
-def is_uninitialized(array: np.ndarray, dt: NkiDType) -> bool:
-    """Whether every element still holds the uninitialized sentinel (storage raw bits, as fill_uninitialized wrote)."""
+def is_uninitialized(array: np.ndarray, dt: NkiDType, fill=None) -> bool:
+    """Whether every element still holds what a fresh allocation holds: the uninitialized sentinel (storage raw
+    bits, as fill_uninitialized wrote) or, when given, the run's other `fill` (EmulatorOptions.fill, cast the way
+    allocation casts it), compared bit for bit so that a NaN fill matches itself."""
+    if fill is not None:
+        want = np.asarray(fill if dt.is_float else np.array(fill).astype(np.int64)).astype(dt.storage).reshape(1)
+        width = np.dtype(f"u{want.itemsize}")
+        return bool(np.all(np.ascontiguousarray(array).view(width) == want.view(width)[0]))
     found = _SENTINELS.get(dt.name)
     if found is None:
         found = _SENTINELS[dt.name] = _sentinel(dt)

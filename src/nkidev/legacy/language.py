@@ -794,7 +794,8 @@ class _LoopReduce(AssignedValue):
 
     def value_for(self, dst) -> NkiTensor:
         target = _operand(dst, "dst")
-        if is_uninitialized(raw(target), target.dtype):
+        # a destination no instruction wrote yet (it still holds this run's fresh-allocation fill) starts with x
+        if is_uninitialized(raw(target), target.dtype, _ctx.current().options.fill):
             return copy(self.x, dtype=self.dtype, mask=self.mask)
         return _binary(_op_name(_NUMPY_OPS.get(self.op, self.op)), target, self.x, self.dtype, self.mask)
 
