@@ -37,7 +37,7 @@ import numpy as np
 
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.location import kernel_frame
-from nkidev.emulator.tensor import new_versions
+from nkidev.emulator.tensor import UNFILLED, new_versions
 from nkidev.errors import NkiError
 
 _AHEAD = 4  # queued instructions the kernel may run ahead of the worker (bounds the group buffers in flight)
@@ -66,11 +66,13 @@ class Task:
             gemm.result()  # raises the GEMM's exception here
         self.impl(self.args, ctx, self.engine)
 
-    def settle(self) -> None:
+    def settle(self) -> bool:
         """Storage.flush of a storage this task marks: on the main thread, wait for it (which clears the mark);
-        on the worker, nothing: the tasks before this one are done, in order."""
+        on the worker, nothing: the tasks before this one are done, in order. Whether it waited."""
         if threading.get_ident() != self.worker.ident:
             self.worker.wait(self.ticket)
+            return True
+        return False
 
 
 class Worker:
@@ -152,7 +154,7 @@ class Worker:
             task = inflight.popleft()
             for st in task.storages:
                 if st.pending is task:
-                    st.pending = None
+                    st.pending = UNFILLED if st.unfilled is not None else None  # a fresh storage written in part
         if self.error is not None:  # raised at every wait: what the queue skipped since is not there to read
             task, e = self.error
             if not self.raised:

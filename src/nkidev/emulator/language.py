@@ -207,6 +207,7 @@ def _placed(shape, dtype, buffer, name: str, address) -> NkiTensor:
 def _filled(shape, value, dtype, buffer, name) -> NkiTensor:
     t = allocate(shape, dtype, buffer, name)
     if t.storage.kind == "hbm":
+        t.storage.overwrite_all()
         t._data[...] = value  # no engine can memset HBM; the compiler materializes such constants
         t.storage.written = True
     else:

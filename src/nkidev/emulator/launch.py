@@ -246,6 +246,8 @@ def _collect_outputs(value, trace: Trace | None):
             st.role = "output"
             if trace is not None and st.id in trace.tensors:
                 trace.tensors.set_kind(st.id, "output")
+        if st.unfilled is not None:  # what no instruction wrote holds the fill, as if filled when allocated
+            st.fill_rest()
         if value._data is st.array and not st.handed_out:
             # the whole storage, returned once: nothing else can see it after the run, so no copy is needed
             st.handed_out = True

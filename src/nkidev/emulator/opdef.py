@@ -32,7 +32,7 @@ from nkidev.emulator.instruction import NkiInstruction
 from nkidev.emulator.location import kernel_location, kernel_site
 from nkidev.emulator.rules import OPERAND_RULES, Rule
 from nkidev.emulator.spmd import shared
-from nkidev.emulator.tensor import TI_GROUP, NkiTensor, check_access, layout, new_versions, view_code
+from nkidev.emulator.tensor import TI_GROUP, UNFILLED, NkiTensor, byte_span, check_access, dense_span, layout, new_versions, view_code
 from nkidev.emulator.trace import Form, Instruction, intern_form
 from nkidev.errors import KernelRuleError, NkiNotSupportedError
 from nkidev.hardware import Target, get_target, target_names
@@ -62,6 +62,11 @@ class OpDef:
     rendezvous: bool = False  # the k-th one of every core starts together (core_barrier, sendrecv)
     semantics: str = ""  # the math, for the docs
     writes: tuple[str, ...] = ("dst",)
+    # written parameters whose whole view the semantics overwrite, element by element, reading none of its old
+    # values (no mask, skip or accumulation), when every operand is a plain view: a fresh tile written so needs
+    # no uninitialized fill first (tensor.py, "Lazily filled allocations"). `overwrite_when(args)`: only then.
+    overwrites: tuple[str, ...] = ()
+    overwrite_when: Callable | None = None
     tiles: tuple[str, ...] = ()  # parameters that must be on-chip tiles when given (OPERAND_RULES)
     rules: tuple[Rule, ...] = ()
     impl: Callable | None = None  # (args, ctx, engine) -> return value of the call
@@ -230,11 +235,18 @@ def dispatch(op: OpDef, a: SimpleNamespace):
     else:
         if key is None:
             written = _written_storages(op, a)
-        if ctx.overlap:  # GEMMs on the worker thread while the kernel goes on (deferred.py)
-            result = execute(op, a, ctx, engine, storages if key is not None else None, written)
+            claimed = define_operands(op, a, None)
         else:
-            new_versions(written)
-            result = op.impl(a, ctx, engine)
+            for st in storages:
+                if st.unfilled is not None:
+                    claimed = define_operands(op, a, storages)
+                    break
+            else:
+                claimed = None
+        if claimed is None:
+            result = _semantics(op, a, ctx, engine, storages if key is not None else None, written)
+        else:
+            result = _semantics_claiming(op, a, ctx, engine, storages if key is not None else None, written, claimed)
     if key is not None:
         for st in written:
             st.written = True
@@ -257,6 +269,82 @@ def dispatch(op: OpDef, a: SimpleNamespace):
         if result is None:
             return NkiInstruction(n)
     return result
+
+
+def _semantics(op: OpDef, a, ctx, engine: str, storages: list | None, written: list):
+    if ctx.overlap:  # GEMMs on the worker thread while the kernel goes on (deferred.py)
+        return execute(op, a, ctx, engine, storages, written)
+    new_versions(written)
+    return op.impl(a, ctx, engine)
+
+
+def _semantics_claiming(op: OpDef, a, ctx, engine: str, storages: list | None, written: list, claimed: list):
+    """_semantics of an instruction that overwrites bytes of fresh storages nothing filled (define_operands): their
+    mark is off while the semantics write them (store() would fill them first); a failure fills them after all."""
+    try:
+        result = _semantics(op, a, ctx, engine, storages, written)
+    except BaseException:  # (a kernel may catch it and read on): what it claimed holds the fill, as if never written
+        for st, fill, spans in claimed:
+            st.unfilled, st.spans = fill, spans
+            st.fill_rest()
+        raise
+    for st, _, _ in claimed:
+        if st.unfilled is not None and st.pending is None:
+            st.pending = UNFILLED
+    return result
+
+
+def define_operands(op: OpDef, a, storages: list | None) -> list | None:
+    """Before the semantics run, settle the lazily filled operands (tensor.py, "Lazily filled allocations"): bytes
+    the op overwrites in full need no fill, nor does a read of bytes written since the allocation; anything else
+    it touches of such a storage is filled first. Returns (storage, its Fill, its written spans before) of the
+    storages left unfilled, whose mark is off while the semantics run, or None. `storages` None: the call's
+    operands are not all plain views (run-time addressed, nested lists): every marked one is filled."""
+    if storages is None:
+        for value in a.__dict__.values():
+            for t in tiles_in(value):
+                _fill_marked(t)
+        return None
+    writes, overwrites = op.writes, op.overwrites
+    full = []
+    kept = []
+    for name, value in a.__dict__.items():
+        for t in tiles_in(value) if value.__class__ is not NkiTensor else (value,):
+            st = t.storage
+            if st.unfilled is None:
+                continue
+            if name in writes:
+                span = dense_span(t) if name in overwrites and (op.overwrite_when is None or op.overwrite_when(a)) else None
+                if span is not None:
+                    full.append((st, span))
+                    continue
+            else:
+                span = byte_span(t)
+                if span is not None and st.written_within(*span):
+                    kept.append(st)
+                    continue
+            st.fill_rest()  # read, or written in part: what it does not write holds the fill first
+    claimed = []
+    for st in kept:  # (reads come before this instruction's writes)
+        if st.unfilled is not None:
+            claimed.append((st, st.unfilled, st.spans))
+    for st, (lo, hi) in full:
+        if st.unfilled is not None:  # not filled for another operand's access, nor covered by an earlier one
+            claimed.append((st, st.unfilled, st.spans))
+            st.wrote(lo, hi)
+    if not claimed:
+        return None
+    for st, _, _ in claimed:
+        if st.pending is UNFILLED:
+            st.pending = None
+    return claimed
+
+
+def _fill_marked(t: NkiTensor) -> None:
+    if t.storage.unfilled is not None:
+        t.storage.fill_rest()
+    if t.dyn is not None and isinstance(t.dyn.index, NkiTensor):  # the offsets tile of an indirect view is read too
+        _fill_marked(t.dyn.index)
 
 
 def dispatch_slots(op: OpDef, slots: tuple):

@@ -79,6 +79,8 @@ class Storage:
         "life",
         "handed_out",
         "_usage",
+        "unfilled",
+        "spans",
         "__weakref__",
     )
 
@@ -120,6 +122,10 @@ class Storage:
         self.life = None  # on-chip: the accesses that make its lifetime (liveness.py)
         self.handed_out = False  # the run returned this array to the caller (launch: outputs without a copy)
         self._usage = None  # the Memory that counts its bytes while Python holds it
+        # A fresh allocation's fill, not yet done (see "Lazily filled allocations" below): what it holds until
+        # written (a Fill), and the byte ranges instructions wrote in full since (sorted, merged, or None)
+        self.unfilled = None
+        self.spans = None
 
     @property
     def ptr(self) -> int:
@@ -129,15 +135,88 @@ class Storage:
 
     def flush(self) -> None:
         """Settle the values of this storage before anything touches it: compute its deferred matmul groups
-        (psum.py), or wait for the worker thread's instructions that access it (deferred.py)."""
+        (psum.py), or wait for the worker thread's instructions that access it (deferred.py); then fill what
+        no write covered of a fresh allocation (fill_rest)."""
         pending = self.pending
-        if pending.__class__ is not dict:
-            if pending is not None:
-                pending.settle()  # on the main thread: waits and clears the mark; on the worker: already in order
+        if pending.__class__ is dict:
+            self.pending = None
+            for group in pending.values():
+                group.compute()
+        elif pending is not None and pending is not UNFILLED:
+            # on the main thread: waits and clears the mark; on the worker: already in order, and the fill is
+            # the main thread's (it alone changes `unfilled`)
+            if not pending.settle():
+                return
+        if self.unfilled is not None:
+            self.fill_rest()
+
+    def fill_rest(self) -> None:
+        """Fill the bytes of a fresh allocation that no write covered with what it holds until written (the
+        uninitialized sentinel or EmulatorOptions.fill): its values are then what filling it when allocated
+        would have left. Nothing else reads or writes those bytes meanwhile (they are no write's)."""
+        fill = self.unfilled
+        if fill is None:
             return
-        self.pending = None
-        for group in pending.values():
-            group.compute()
+        spans = self.spans
+        self.unfilled = self.spans = None
+        if self.pending is UNFILLED:
+            self.pending = None
+        FILLS[0] += 1
+        if spans is None:
+            fill.into(self.array)
+            return
+        flat = self.array.reshape(-1)  # a fresh storage is one C-order array: a view
+        item = flat.itemsize
+        at = 0
+        for lo, hi in spans:
+            if lo > at:
+                fill.into(flat[at // item : lo // item])
+            at = hi
+        if at < self.nbytes:
+            fill.into(flat[at // item :])
+
+    def wrote(self, lo: int, hi: int) -> None:
+        """An instruction is about to overwrite bytes [lo, hi) of this fresh allocation in full (each byte, no
+        read of the old values): they need no fill. All of it written: no fill at all."""
+        if lo <= 0 and hi >= self.nbytes:
+            self.unfilled = self.spans = None
+            if self.pending is UNFILLED:
+                self.pending = None
+            return
+        item = self.array.itemsize
+        spans = self.spans
+        if lo % item or hi % item or (spans is not None and len(spans) >= _MAX_SPANS):
+            self.fill_rest()  # part of an element (a narrower view), or too scattered to track: fill now
+            return
+        if spans is None:
+            self.spans = [(lo, hi)]
+            return
+        merged = []
+        for a, b in spans:  # few spans (a loop writes a tensor's rows in order: one, growing)
+            if b < lo or a > hi:
+                merged.append((a, b))
+            else:
+                lo, hi = min(a, lo), max(b, hi)
+        merged.append((lo, hi))
+        merged.sort()
+        if merged[0][0] <= 0 and merged[0][1] >= self.nbytes:
+            self.wrote(0, self.nbytes)
+            return
+        self.spans = merged
+
+    def written_within(self, lo: int, hi: int) -> bool:
+        """Whether bytes [lo, hi) were all written since this fresh allocation was made (reading them needs no fill)."""
+        spans = self.spans
+        if spans is not None:
+            for a, b in spans:
+                if a <= lo and hi <= b:
+                    return True
+        return False
+
+    def overwrite_all(self) -> None:
+        """Code outside an instruction is about to write every element (nl.full of an HBM tensor): no fill."""
+        if self.unfilled is not None:
+            self.wrote(0, self.nbytes)
 
     def __del__(self):
         memory = self._usage
@@ -150,6 +229,108 @@ class Storage:
         """Add this storage to a trace's tensor table."""
         nbytes = self.array.size * self.dtype.itemsize
         trace.tensors.add(self.id, self.name, self.kind, tuple(self.array.shape), self.dtype.name, nbytes, self.role, self.location)
+
+
+# ---------------------------------------------------------------- lazily filled allocations
+#
+# A fresh allocation holds the uninitialized sentinel (NaN, 4 for ints; EmulatorOptions.fill instead when set)
+# until written: that is how a plain run shows a read of memory the kernel never wrote, and what validate's
+# alternative-fill run changes. Filling a large tile that the next instruction overwrites anyway is a pass over
+# its memory for nothing (a tenth of an elementwise kernel's run), so a large fresh storage is filled lazily:
+# - it is allocated empty and marked (`unfilled`; `pending` = UNFILLED, so every path that settles a storage
+#   before touching its values, Storage.flush, fills it first: stored_values, store, the DMA fast path, ...);
+# - dispatch (opdef.define_operands) looks at an instruction's marked operands before its semantics run: bytes
+#   an op declared to overwrite in full (`declare(overwrites=...)`) and that a view covers densely are recorded
+#   as written (`spans`) and need no fill; a read of bytes not all written, or any other access, fills the rest
+#   first. Once writes cover the whole storage the mark goes, never filled;
+# - the run's outputs, and anything settling the storage outside an instruction, fill the rest first.
+# So the values every reader sees are those an eager fill would have left, bit for bit. A path that reaches
+# the array without settling it is the one way to see the empty memory: values are only read through
+# stored_values / flush (the deferred worker's contract, deferred.py), which tests check with a poisoned
+# allocator (`_fresh_array`).
+
+LAZY_BYTES = 1 << 16  # smaller tiles are filled when allocated: a fill costs less than tracking them
+_MAX_SPANS = 64  # disjoint written ranges tracked per storage; more are filled
+FILLS = [0]  # lazy fills done (tests assert that a fully overwritten tile is never filled)
+
+
+class Fill:
+    """What a fresh allocation holds until written: its dtype's uninitialized sentinel, or a value."""
+
+    __slots__ = ("dtype", "value")
+
+    def __init__(self, dtype: NkiDType, value: np.ndarray | None):
+        self.dtype, self.value = dtype, value
+
+    def into(self, array: np.ndarray) -> None:
+        if self.value is None:
+            fill_uninitialized(array, self.dtype)
+        else:
+            array[...] = self.value
+
+
+class _Unfilled:
+    """Storage.pending of a lazily filled storage with nothing else pending (Storage.flush fills it)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNFILLED"
+
+
+UNFILLED = _Unfilled()
+_FILLS: dict[tuple, Fill] = {}
+
+
+def _fill_of(dt: NkiDType, value) -> Fill:
+    """The Fill of dtype dt under EmulatorOptions.fill = value (None: the sentinel), as an eager fill writes it."""
+    key = (dt.name, value)
+    found = _FILLS.get(key)
+    if found is None:
+        if value is not None:
+            value = np.asarray(value if dt.is_float else np.array(value).astype(np.int64)).astype(dt.storage)
+        found = _FILLS[key] = Fill(dt, value)
+    return found
+
+
+def _fresh_array(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """The memory of a lazily filled storage (its contents are never read before fill_rest or a full write)."""
+    return np.empty(shape, dtype)
+
+
+def dense_span(t: NkiTensor) -> tuple[int, int] | None:
+    """The storage bytes [lo, hi) a plain view covers, each byte once with no gap, or None (run-time addressed,
+    out of bounds, broadcast, strided): a write through such a view leaves nothing of the old values there."""
+    if t.dyn is not None or t.bad is not None:
+        return None
+    data = t._data
+    item = data.itemsize
+    dims = sorted((abs(s), n) for s, n in zip(data.strides, data.shape) if n != 1)
+    expect = item
+    for stride, n in dims:
+        if stride != expect:
+            return None
+        expect *= n
+    if any(s < 0 for s in data.strides):
+        return None
+    lo = t._off if t._off is not None else data.__array_interface__["data"][0] - t.storage.ptr
+    return lo, lo + data.size * item
+
+
+def byte_span(t: NkiTensor) -> tuple[int, int] | None:
+    """Storage bytes [lo, hi) that hold every byte a plain view reads (a superset), or None: run-time addressed."""
+    if t.dyn is not None:
+        return None
+    data = t._data
+    lo = t._off if t._off is not None else data.__array_interface__["data"][0] - t.storage.ptr
+    hi = lo + data.itemsize
+    for s, n in zip(data.strides, data.shape):
+        if n > 1:
+            if s < 0:
+                lo += s * (n - 1)
+            else:
+                hi += s * (n - 1)
+    return lo, hi
 
 
 def new_versions(storages: list) -> None:
@@ -223,6 +404,7 @@ def allocate(
             if len(_CHECKED) >= 10_000:
                 _CHECKED.clear()
             _CHECKED[key] = checked
+    lazy = None
     if fill is None and not ctx.options.compute:  # numerics are off: nothing reads the values, and no instruction writes them
         if kind == "hbm":
             array = np.zeros(shape, dtype=dt.storage)
@@ -230,6 +412,11 @@ def allocate(
             array = checked._zeros
             if array is None:
                 array = checked.zeros()
+    elif fill is None and nbytes >= LAZY_BYTES and ctx.in_kernel:
+        # filled when first accessed, and not at all where instructions overwrite it first (see "Lazily filled
+        # allocations"); outside a kernel, code may look at the array itself
+        array = _fresh_array(shape, dt.storage)
+        lazy = _fill_of(dt, ctx.options.fill)
     else:
         array = np.empty(shape, dtype=dt.storage)
         if fill is None and ctx.options.fill is not None:
@@ -245,6 +432,9 @@ def allocate(
     else:
         storage_name = name or (assigned_name(location) if location else None) or ""
     storage = Storage(array, dt, region, storage_name, role, location, checked)
+    if lazy is not None:
+        storage.unfilled = lazy
+        storage.pending = UNFILLED  # every access that settles a storage first (Storage.flush) fills it
     if live_bytes is not None:
         storage.pp_bytes = live_bytes
     memory.claim(storage)
@@ -446,6 +636,8 @@ def _index_value(index) -> np.ndarray:
     if isinstance(index, NkiScalar):
         return np.array([[index.usable("an access-pattern offset")]], dtype=np.int64)
     if isinstance(index, NkiTensor):
+        if index.storage.pending is not None:
+            index.storage.flush()
         return np.asarray(to_f32(index._data, index.dtype), dtype=np.float64).astype(np.int64)
     return np.array([[int(index)]], dtype=np.int64)
 

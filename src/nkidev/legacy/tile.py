@@ -25,7 +25,7 @@ from nkidev.emulator import context as _ctx
 from nkidev.emulator.dtypes import to_nki_dtype
 from nkidev.emulator.location import rule_error
 from nkidev.emulator.memory import acc_view, raw, store_raw
-from nkidev.emulator.tensor import DynSlice, MemoryRegion, NkiTensor, access, allocate, free_size, partitions
+from nkidev.emulator.tensor import UNFILLED, DynSlice, MemoryRegion, NkiTensor, access, allocate, free_size, partitions
 from nkidev.legacy.index import Box, IndexExpr, Mask, MGrid, is_empty
 
 
@@ -514,7 +514,7 @@ def retarget(target: LegacyTensor, value: LegacyTensor, src: LegacyTensor, accum
         ctx.trace.instructions.pop()  # the matmul into the fresh tile; its deferred group is dropped with the tile
         ctx.counter[0] -= 1
         ctx.trace.tensors.pop(value.storage.id, None)
-        value.storage.pending = None
+        value.storage.pending = UNFILLED if value.storage.unfilled is not None else None
         value.redo(target, _accumulate_mode(target) if accumulate else False)
         value.origin = None
         return True

@@ -77,6 +77,7 @@ DMA_COPY = declare(
     ),
     attrs=_dma_attrs,
     flops=lambda a: 0,
+    overwrites=("dst",),
     kind="move",
     cost=costs.TRANSFER,
     deferrable=True,
@@ -159,6 +160,7 @@ DMA_TRANSPOSE = declare(
     ),
     attrs=lambda a: dict(_dma_attrs(a), transpose=True),
     flops=lambda a: 0,
+    overwrites=("dst",),
     kind="move",
     cost=costs.TRANSFER,
 )
@@ -198,6 +200,7 @@ DMA_COMPUTE = declare(
     ),
     attrs=lambda a: {"dge_mode": "none", "dst_dtype": a.dst.dtype.name, "sources": len(a.srcs)},
     flops=lambda a: a.dst.size * max(0, len(a.srcs) - 1),
+    overwrites=("dst",),
     kind="compute",
     cost=costs.TRANSFER,
 )

@@ -57,6 +57,7 @@ IOTA = declare(
         R.int_arg("channel_multiplier", -(2**31), lambda a: 2**31 - 1, "2**31 - 1"),
         R.custom("err_shape_mismatch", "pattern is up to 4-d and covers the tile's elements per partition", _pattern_check("dst")),
     ),
+    overwrites=("dst",),
     kind="constant",
     cost=costs.GPSIMD,
 )
@@ -91,6 +92,7 @@ AFFINE_SELECT = declare(
         R.custom("err_shape_mismatch", "pattern covers the tile's elements per partition", _pattern_check("dst")),
     ),
     attrs=lambda a: {"cmp_op": op_name(a.cmp_op)},
+    overwrites=("dst",),
     kind="move",
     cost=costs.GPSIMD,
 )

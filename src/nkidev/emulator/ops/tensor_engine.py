@@ -149,6 +149,13 @@ def _matmul_attrs(a) -> dict:
     }
 
 
+def _overwrites_dst(a) -> bool:
+    """Whether a matmul overwrites its dst rather than adding to it (the mode _nc_matmul picks)."""
+    if a.accumulate is not None:
+        return a.accumulate is False
+    return a.dst.storage.acc is None or not acc_view(a.dst).any()
+
+
 NC_MATMUL = declare(
     "nc_matmul",
     "dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False, "
@@ -177,6 +184,8 @@ NC_MATMUL = declare(
     ),
     attrs=_matmul_attrs,
     flops=lambda a: 2 * math.prod(_km(a)),
+    overwrites=("dst",),
+    overwrite_when=_overwrites_dst,
     kind="matmul",
     cost=costs.MATMUL,
     load_cost=costs.LOAD_STATIONARY,
@@ -272,6 +281,7 @@ NC_TRANSPOSE = declare(
     choose_engine=_transpose_engine,
     attrs=lambda a: {"F": free_size(a.data), "dtype": a.data.dtype.name, "is_transpose": True},
     flops=lambda a: 2 * partitions(a.data) * free_size(a.data) * partitions(a.data),
+    overwrites=("dst",),
     kind="move",
     cost=costs.PE_TRANSPOSE,
     opcode="TRANSPOSE",

@@ -67,6 +67,7 @@ TENSOR_TENSOR = declare(
     ),
     choose_engine=_tt_engine,
     attrs=lambda a: {"op": op_name(a.op)},
+    overwrites=("dst",),
     kind="compute",
     cost=costs.TENSOR_TENSOR,
     perf_modes=costs.TENSOR_TENSOR_MODES,
@@ -140,6 +141,7 @@ TENSOR_SCALAR = declare(
         R.bitvec_needs_int(("op0", "op1"), ("dst", "data")),
     ),
     attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1) if a.op1 is not None else None},
+    overwrites=("dst",),
     kind="compute",
     cost=costs.PERF_STREAMING,
     opcode="SCALAR",
@@ -203,6 +205,7 @@ TENSOR_REDUCE = declare(
         R.custom("err_reduce_axis_invalid", "axis lists the last contiguous free dims (never 0); dst holds the rest", _reduce_check),
     ),
     attrs=lambda a: {"op": op_name(a.op), "negate": bool(a.negate)},
+    overwrites=("dst",),
     kind="compute",
     cost=costs.TENSOR_REDUCE,
     opcode="REDUCE",
@@ -247,6 +250,7 @@ TENSOR_PARTITION_REDUCE = declare(
         ),
     ),
     attrs=lambda a: {"op": op_name(a.op)},
+    overwrites=("dst",),
     kind="compute",
     cost=costs.GPSIMD_STREAMING,
 )
@@ -279,6 +283,7 @@ TENSOR_TENSOR_SCAN = declare(
         R.vector_operand("initial"),
     ),
     attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1)},
+    overwrites=("dst",),
     kind="compute",
     cost=costs.SCAN,
 )
@@ -314,6 +319,7 @@ SCALAR_TENSOR_TENSOR = declare(
         R.vector_operand("operand0"),
     ),
     attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1)},
+    overwrites=("dst",),
     kind="compute",
     cost=costs.SCALAR_TENSOR_TENSOR,
 )
@@ -374,6 +380,7 @@ TENSOR_SCALAR_REDUCE = declare(
         ),
     ),
     attrs=lambda a: {"op0": op_name(a.op0), "reduce_op": op_name(a.reduce_op)},
+    overwrites=("dst", "reduce_res"),
     kind="compute",
     cost=costs.PLUS_MIN_II,
 )
@@ -412,6 +419,7 @@ TENSOR_SCALAR_CUMULATIVE = declare(
         R.vector_operand("imm0"),
     ),
     attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1)},
+    overwrites=("dst",),
     kind="compute",
     cost=costs.SCAN,
 )
@@ -457,6 +465,7 @@ TENSOR_COPY = declare(
         R.custom("err_unsupported_on_target", "not on the Scalar Engine on trn1", _scalar_copy_on_trn1),
     ),
     attrs=lambda a: {"dtype": a.src.dtype.name, "dst_dtype": a.dst.dtype.name},
+    overwrites=("dst",),
     kind="move",
     cost=costs.PERF_STREAMING,
     perf_modes=costs.COPY_MODES,
@@ -532,6 +541,7 @@ MEMSET = declare(
     tiles=("dst",),
     rules=(R.custom("err_memset_value_type", "value is a number representable in dst's dtype (x4 types: only 0)", _memset_check),),
     attrs=lambda a: {"value": a.value},
+    overwrites=("dst",),
     kind="constant",
     cost=costs.MEMSET,
 )
@@ -553,6 +563,7 @@ RECIPROCAL = declare(
     "Element-wise 1/x on the Vector Engine (more precise, ~8x slower than activation(nl.reciprocal)).",
     tiles=("dst", "data"),
     rules=(R.same_partitions("dst", "data"), R.same_free_size("dst", "data")),
+    overwrites=("dst",),
     kind="compute",
     cost=costs.RECIPROCAL,
 )
@@ -581,6 +592,7 @@ BN_STATS = declare(
             lambda a, ctx, engine: None if free_size(a.dst) == 6 else f"dst {a.dst.shape} must hold 6 elements per partition",
         ),
     ),
+    overwrites=("dst",),
     kind="compute",
     cost=costs.STREAMING,
 )
@@ -624,6 +636,7 @@ BN_AGGR = declare(
             ),
         ),
     ),
+    overwrites=("dst",),
     kind="compute",
     cost=costs.BN_AGGR,
 )
@@ -664,6 +677,7 @@ MAX8 = declare(
         R.same_partitions("dst", "src"),
         R.custom("err_size_of_dimension_exceed_arch_limit", "src has 8..16384 elements per partition, dst 8", _top8_check("src")),
     ),
+    overwrites=("dst",),
     kind="compute",
     cost=costs.LINEAR,
 )
@@ -769,6 +783,7 @@ EXPONENTIAL = declare(
             lambda a, ctx, engine: None if a.src.ndim <= 4 and a.dst.ndim <= 4 else "tiles must be at most 4-d",
         ),
     ),
+    overwrites=("dst", "reduce_res"),
     kind="compute",
     cost=costs.EXPONENTIAL,
 )
