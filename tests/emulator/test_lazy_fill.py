@@ -25,9 +25,11 @@ POISON = 0x41  # fp32 0x41414141 = 12.08, bf16 0x4141 = 12.06, int32 1094795585:
 
 @pytest.fixture(autouse=True)
 def poisoned(monkeypatch):
-    def fresh(shape, dtype):
-        array = np.empty(shape, dtype)
-        array.view(np.uint8).fill(POISON)
+    new = tensor._fresh_array
+
+    def fresh(shape, dtype):  # new or recycled memory, poisoned
+        array = new(shape, dtype)
+        array.reshape(-1).view(np.uint8).fill(POISON)
         return array
 
     monkeypatch.setattr(tensor, "_fresh_array", fresh)

@@ -20,7 +20,7 @@ from nkidev.emulator.context import Context, EmulatorOptions, warn_at
 from nkidev.emulator.dtypes import lookup
 from nkidev.emulator.location import strip_internal_frames
 from nkidev.emulator.spmd import Baton
-from nkidev.emulator.tensor import MemoryRegion, NkiTensor, from_array
+from nkidev.emulator.tensor import MemoryRegion, NkiTensor, from_array, recycling
 from nkidev.emulator.trace import Trace
 from nkidev.errors import KernelRuleError, NkiError, NkiUsageError
 from nkidev.hardware import get_target
@@ -96,7 +96,7 @@ def run_kernel(
     fn, args: tuple, kwargs: dict, options: EmulatorOptions | None = None, grid=None, kernel_name: str | None = None, kernel=None
 ) -> RunResult:
     """Emulate `fn(*args, **kwargs)` over the launch grid; NkiErrors point at the kernel line."""
-    with blas.single_thread():  # why one BLAS thread: emulator/blas.py
+    with blas.single_thread(), recycling():  # why one BLAS thread: emulator/blas.py; recycling: tensor.py
         return _run_kernel(fn, args, kwargs, options, grid, kernel_name, kernel)
 
 

@@ -11,6 +11,8 @@ Layer: this module imports only the layers below it (dtypes, context, location, 
 from __future__ import annotations
 
 import math
+import sys
+import threading
 from enum import Enum
 from itertools import count
 
@@ -81,6 +83,7 @@ class Storage:
         "_usage",
         "unfilled",
         "spans",
+        "recyclable",
         "__weakref__",
     )
 
@@ -126,6 +129,7 @@ class Storage:
         # written (a Fill), and the byte ranges instructions wrote in full since (sorted, merged, or None)
         self.unfilled = None
         self.spans = None
+        self.recyclable = False  # its memory came from the recycler and may go back to it (see "Recycled memory")
 
     @property
     def ptr(self) -> int:
@@ -224,6 +228,8 @@ class Storage:
             if self.kind == "hbm":
                 memory.hbm -= self.nbytes
             memory.total -= self.nbytes
+        if self.recyclable and not self.handed_out:
+            _recycle(self.array)
 
     def record_in(self, trace) -> None:
         """Add this storage to a trace's tensor table."""
@@ -294,8 +300,94 @@ def _fill_of(dt: NkiDType, value) -> Fill:
 
 
 def _fresh_array(shape: tuple, dtype: np.dtype) -> np.ndarray:
-    """The memory of a lazily filled storage (its contents are never read before fill_rest or a full write)."""
-    return np.empty(shape, dtype)
+    """The memory of a lazily filled storage (its contents are never read before fill_rest or a full write):
+    recycled memory of a dead storage of the same size, or new."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    buf = _take(nbytes)
+    if buf is None:
+        buf = np.empty(nbytes, np.uint8)
+    return buf.view(dtype).reshape(shape)
+
+
+# ---------------------------------------------------------------- recycled memory
+#
+# A kernel's loop allocates the same large tiles every iteration. Memory new from the OS costs a page fault per
+# 4 KiB on first touch, and malloc gives freed large blocks back to the OS, so every iteration faults its tiles
+# in again (a third of an elementwise kernel's run on the 2-core machine). The memory of a lazily filled
+# storage goes back to a small pool when the storage dies with nothing else viewing it, and the next lazily
+# filled storage of that size takes it: its old contents are never read (the lazy fill protocol fills or
+# overwrites bytes before any read). The pool exists while a run is (launch.run_kernel: `recycling`).
+
+_RECYCLE_BYTES = 256 << 20  # memory the pool holds at most
+_RECYCLE_PER_SIZE = 4  # buffers kept per size (a loop's tile and the one of the iteration before, a few sites)
+_pool_lock = threading.Lock()
+_pool: dict[int, list[np.ndarray]] = {}
+_pool_state = [0, 0]  # runs in progress, bytes held
+
+
+def _take(nbytes: int) -> np.ndarray | None:
+    with _pool_lock:
+        free = _pool.get(nbytes)
+        if not free:
+            return None
+        _pool_state[1] -= nbytes
+        return free.pop()
+
+
+def _recycle(array: np.ndarray, probe: list | None = None) -> None:
+    """Storage.__del__ of a recyclable storage: its buffer back to the pool, unless something still views it (a
+    view's base is the buffer, so the references are exactly the storage's array's and those counted here)."""
+    buf = array.base
+    if buf is None:
+        return
+    counts = [sys.getrefcount(array), sys.getrefcount(buf)]
+    if probe is not None:
+        probe.extend(counts)
+        return
+    if counts != _REFS:
+        return
+    nbytes = buf.nbytes
+    with _pool_lock:
+        if not _pool_state[0] or _pool_state[1] + nbytes > _RECYCLE_BYTES:
+            return
+        free = _pool.setdefault(nbytes, [])
+        if len(free) < _RECYCLE_PER_SIZE:
+            free.append(buf)
+            _pool_state[1] += nbytes
+
+
+class recycling:
+    """While a run is in progress: the pool takes buffers; when the last run ends, its memory is released."""
+
+    def __enter__(self):
+        with _pool_lock:
+            _pool_state[0] += 1
+        return self
+
+    def __exit__(self, *exc):
+        with _pool_lock:
+            _pool_state[0] -= 1
+            if not _pool_state[0]:
+                _pool.clear()
+                _pool_state[1] = 0
+        return False
+
+
+def _reference_counts() -> list[int]:
+    """The reference counts _recycle sees for a storage's array that nothing else references, and its buffer
+    (measured the same way, not assumed: they depend on the interpreter)."""
+
+    class Holder:
+        __slots__ = ("array",)
+
+    counts: list[int] = []
+    holder = Holder()
+    holder.array = np.empty(16, np.uint8).view(np.float32).reshape(2, 2)
+    _recycle(holder.array, counts)
+    return counts
+
+
+_REFS = _reference_counts()
 
 
 def dense_span(t: NkiTensor) -> tuple[int, int] | None:
@@ -435,6 +527,7 @@ def allocate(
     if lazy is not None:
         storage.unfilled = lazy
         storage.pending = UNFILLED  # every access that settles a storage first (Storage.flush) fills it
+        storage.recyclable = True
     if live_bytes is not None:
         storage.pp_bytes = live_bytes
     memory.claim(storage)
