@@ -182,11 +182,17 @@ def _sin(x, _a=0.0):
 
 
 def _safe(fn):
-    def run(x, _a=0.0):
+    def run(x, _a=0.0, out=None):
         with np.errstate(all="ignore"):
+            if out is not None:  # an element-wise ufunc: the same bits written over its fp32 input
+                return fn(x, out=out)
             return fn(x).astype(F32, copy=False)
 
+    _IN_PLACE.add(run)
     return run
+
+
+_IN_PLACE: set = set()
 
 
 ACTIVATIONS: dict[str, Callable] = {
@@ -217,6 +223,9 @@ ACTIVATIONS: dict[str, Callable] = {
     "sign": lambda x, a=0.0: np.sign(x),
     "abs": lambda x, a=0.0: np.abs(x),
 }
+
+# activations that may write their result over their (fp32) input: `ACTIVATIONS[name](x, alpha, x)`
+IN_PLACE = frozenset(name for name, fn in ACTIVATIONS.items() if fn in _IN_PLACE)
 
 # What nkidev computes for each activation, and how that relates to the NKI docs (docs/sources.md
 # "activations"). ScalarE evaluates piecewise polynomial fits whose coefficients are unpublished; nkidev

@@ -6,6 +6,9 @@ so `array.astype(nl.bfloat16)` and `np.zeros(n, nl.float8_e4m3)` work in user te
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import ml_dtypes
 import numpy as np
 
@@ -180,10 +183,61 @@ def to_f32(values: np.ndarray, dt: NkiDType) -> np.ndarray:
     if values.dtype == _F32:
         return values
     if isinstance(values, np.ndarray) and (values.dtype == _BF16 or values.dtype in _BYTE_FLOATS):
-        out = np.empty(values.shape, _F32)
+        out = scratch_f32(values.shape)
         widen_into(out, values)
         return out
     return values.astype(_F32)
+
+
+# ---------------------------------------------------------------- recycled conversion buffers
+#
+# An engine widens a bf16/fp8 tile to fp32 for every instruction that reads it: a large temporary that is
+# dropped right after. Memory new from the OS costs a page fault per 4 KiB on first touch, and malloc gives
+# large freed blocks back, so each conversion faulted its buffer in again. While a run is in progress
+# (tensor.recycling), conversions take a buffer of their size that nothing references any more (only this pool
+# does: its reference count says so) instead; the values written into it are the same either way.
+
+_SCRATCH_PER_SIZE = 4
+_SCRATCH_MIN = 1 << 16  # smaller ones come from malloc's own free lists
+_scratch_lock = threading.Lock()
+_scratch: dict[int, list[np.ndarray]] = {}
+_scratch_runs = [0]
+
+
+def scratch_f32(shape: tuple) -> np.ndarray:
+    """An fp32 array of `shape` whose memory nothing else references (contents undefined)."""
+    n = 1
+    for s in shape:
+        n *= s
+    nbytes = 4 * n
+    if nbytes < _SCRATCH_MIN or not _scratch_runs[0]:
+        return np.empty(shape, _F32)
+    with _scratch_lock:
+        bufs = _scratch.setdefault(nbytes, [])
+        for buf in bufs:
+            if sys.getrefcount(buf) == _FREE_REFS:  # the list and this loop hold it: no view of it is alive
+                return buf.view(_F32).reshape(shape)
+        buf = np.empty(nbytes, _U8)
+        if len(bufs) < _SCRATCH_PER_SIZE:
+            bufs.append(buf)
+    return buf.view(_F32).reshape(shape)
+
+
+def scratch_runs(delta: int) -> None:
+    """A run starts (+1) or ends (-1); the buffers are released when none is in progress."""
+    with _scratch_lock:
+        _scratch_runs[0] += delta
+        if not _scratch_runs[0]:
+            _scratch.clear()
+
+
+def _free_refs() -> int:
+    bufs = [np.empty(1, _U8)]
+    for buf in bufs:
+        return sys.getrefcount(buf)
+
+
+_FREE_REFS = _free_refs()
 
 
 def fill_uninitialized(array: np.ndarray, dt: NkiDType) -> None:

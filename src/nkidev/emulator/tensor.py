@@ -20,7 +20,7 @@ import numpy as np
 
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.context import thread_state as _thread
-from nkidev.emulator.dtypes import NkiDType, fill_uninitialized, to_f32, to_nki_dtype
+from nkidev.emulator.dtypes import NkiDType, fill_uninitialized, scratch_runs, to_f32, to_nki_dtype
 from nkidev.emulator.location import assigned_name, kernel_location, kernel_site, rule_error, site_name
 from nkidev.emulator.registers import NkiScalar, VirtualRegister
 from nkidev.emulator.trace import Access, Layout
@@ -362,9 +362,11 @@ class recycling:
     def __enter__(self):
         with _pool_lock:
             _pool_state[0] += 1
+        scratch_runs(1)
         return self
 
     def __exit__(self, *exc):
+        scratch_runs(-1)
         with _pool_lock:
             _pool_state[0] -= 1
             if not _pool_state[0]:

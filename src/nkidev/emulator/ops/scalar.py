@@ -6,7 +6,7 @@ import numpy as np
 
 from nkidev.emulator import costs
 from nkidev.emulator import rules as R
-from nkidev.emulator.alu import ACTIVATIONS, ALU, op_name
+from nkidev.emulator.alu import ACTIVATIONS, ALU, IN_PLACE, op_name
 from nkidev.emulator.context import warn
 from nkidev.emulator.memory import rows, scalar_or_vector, store
 from nkidev.emulator.opdef import declare
@@ -92,7 +92,11 @@ def _activate(a, ctx) -> np.ndarray:
         owned = True
     if a.bias is not None:
         x = np.add(x, scalar_or_vector(a.bias, p), out=x if owned else None)
-    return ACTIVATIONS[op_name(a.op)](x.astype(np.float32, copy=False), 0.0)
+        owned = True
+    name = op_name(a.op)
+    if owned and x.dtype == np.float32 and name in IN_PLACE:
+        return ACTIVATIONS[name](x, 0.0, x)  # no new array: ours to overwrite
+    return ACTIVATIONS[name](x.astype(np.float32, copy=False), 0.0)
 
 
 ACTIVATION = declare(
