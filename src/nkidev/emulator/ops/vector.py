@@ -8,6 +8,7 @@ import numpy as np
 from nkidev.emulator import costs
 from nkidev.emulator import rules as R
 from nkidev.emulator.alu import ALU, op_name
+from nkidev.emulator.dtypes import scratch_f32
 from nkidev.emulator.memory import f32, raw, read, rows, scalar_or_vector, store, store_raw
 from nkidev.emulator.opdef import declare
 from nkidev.emulator.tensor import NkiTensor, free_size, partitions
@@ -30,7 +31,18 @@ def _apply(op, x, operand, reverse: bool):
     alu = _alu(op)
     if alu.kind in ("unary", "bitvec_unary"):
         return alu.fn(x)
-    return alu.fn(operand, x) if reverse else alu.fn(x, operand)
+    a, b = (operand, x) if reverse else (x, operand)
+    return _binary(alu.fn, a, b)
+
+
+def _binary(fn, a, b):
+    """fn(a, b); an fp32 ufunc of fp32 operands writes into a recycled buffer (dtypes.scratch_f32), the same bits."""
+    if fn.__class__ is np.ufunc and getattr(a, "dtype", None) == _F32 and getattr(b, "dtype", None) == _F32:
+        return fn(a, b, out=scratch_f32(np.broadcast_shapes(np.shape(a), np.shape(b))))
+    return fn(a, b)
+
+
+_F32 = np.dtype(np.float32)
 
 
 def _int_operand(v, p: int, like: np.ndarray):
@@ -87,7 +99,7 @@ def _tensor_tensor(a, ctx, engine):
         info = np.iinfo(a.dst.dtype.storage)
         store_raw(a.dst, np.clip(np.rint(res), info.min, info.max).astype(a.dst.dtype.storage))
         return
-    store(a.dst, _alu(a.op).fn(rows(a.data1), rows(a.data2)))
+    store(a.dst, _binary(_alu(a.op).fn, rows(a.data1), rows(a.data2)))
 
 
 # ---------------------------------------------------------------- tensor_scalar
