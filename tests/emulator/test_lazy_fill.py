@@ -168,3 +168,25 @@ def test_lazy_fill_gives_the_bits_of_an_eager_fill(path, name, monkeypatch):
         lazy, eager = (x if isinstance(x, tuple | list) else (x,) for x in (lazy, eager))
         for got, want in zip(lazy, eager, strict=True):
             assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_recycled_memory_is_taken_only_when_nothing_views_it():
+    from nkidev.emulator import dtypes
+
+    shape = (128, 1024)
+    with tensor.recycling():
+        a = dtypes.scratch_f32(shape)
+        address = a.__array_interface__["data"][0]
+        view = a[64:]
+        del a
+        b = dtypes.scratch_f32(shape)
+        assert not np.shares_memory(b, view)  # a's buffer is still viewed
+        del view, b
+        c = dtypes.scratch_f32(shape)
+        assert c.__array_interface__["data"][0] == address  # free again: reused, no fresh pages
+        array = tensor._fresh_array(shape, np.dtype(np.float32))
+        kept = array[:1]
+        tensor._recycle(array)
+        assert tensor._take(array.nbytes) is None  # something views it: not recycled
+        del kept
+    assert not tensor._pool and not dtypes._scratch  # released when no run is in progress

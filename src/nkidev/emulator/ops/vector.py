@@ -36,12 +36,16 @@ def _apply(op, x, operand, reverse: bool):
 
 
 def _binary(fn, a, b):
-    """fn(a, b); an fp32 ufunc of fp32 operands writes into a recycled buffer (dtypes.scratch_f32), the same bits."""
+    """fn(a, b); a large fp32 ufunc result of fp32 operands of one shape (or one a scalar) goes into a recycled
+    buffer (dtypes.scratch_f32): the same bits, without a fresh allocation's page faults."""
     if fn.__class__ is np.ufunc and getattr(a, "dtype", None) == _F32 and getattr(b, "dtype", None) == _F32:
-        return fn(a, b, out=scratch_f32(np.broadcast_shapes(np.shape(a), np.shape(b))))
+        big, other = (a, b) if a.size >= b.size else (b, a)
+        if big.size >= _SCRATCH_ELEMS and (other.shape == big.shape or other.size == 1 or other.shape == big.shape[:-1] + (1,)):
+            return fn(a, b, out=scratch_f32(big.shape))
     return fn(a, b)
 
 
+_SCRATCH_ELEMS = 1 << 14
 _F32 = np.dtype(np.float32)
 
 
