@@ -243,8 +243,12 @@ def dispatch(op: OpDef, a: SimpleNamespace):
                     break
             else:
                 claimed = None
-        if claimed is None:
-            result = _semantics(op, a, ctx, engine, storages if key is not None else None, written)
+        if claimed is None:  # _semantics, inlined: this runs per instruction
+            if ctx.overlap:  # GEMMs on the worker thread while the kernel goes on (deferred.py)
+                result = execute(op, a, ctx, engine, storages if key is not None else None, written)
+            else:
+                new_versions(written)
+                result = op.impl(a, ctx, engine)
         else:
             result = _semantics_claiming(op, a, ctx, engine, storages if key is not None else None, written, claimed)
     if key is not None:

@@ -31,8 +31,9 @@ def _apply(op, x, operand, reverse: bool):
     alu = _alu(op)
     if alu.kind in ("unary", "bitvec_unary"):
         return alu.fn(x)
-    a, b = (operand, x) if reverse else (x, operand)
-    return _binary(alu.fn, a, b)
+    if x.size >= _SCRATCH_ELEMS:
+        return _binary(alu.fn, operand, x) if reverse else _binary(alu.fn, x, operand)
+    return alu.fn(operand, x) if reverse else alu.fn(x, operand)
 
 
 def _binary(fn, a, b):
@@ -40,8 +41,9 @@ def _binary(fn, a, b):
     buffer (dtypes.scratch_f32): the same bits, without a fresh allocation's page faults."""
     if fn.__class__ is np.ufunc and getattr(a, "dtype", None) == _F32 and getattr(b, "dtype", None) == _F32:
         big, other = (a, b) if a.size >= b.size else (b, a)
-        if big.size >= _SCRATCH_ELEMS and (other.shape == big.shape or other.size == 1 or other.shape == big.shape[:-1] + (1,)):
-            return fn(a, b, out=scratch_f32(big.shape))
+        shape = big.shape
+        if other.ndim <= big.ndim and (other.shape == shape or other.size == 1 or other.shape == shape[:-1] + (1,)):
+            return fn(a, b, out=scratch_f32(shape))  # the shape fn(a, b) has
     return fn(a, b)
 
 
@@ -103,7 +105,8 @@ def _tensor_tensor(a, ctx, engine):
         info = np.iinfo(a.dst.dtype.storage)
         store_raw(a.dst, np.clip(np.rint(res), info.min, info.max).astype(a.dst.dtype.storage))
         return
-    store(a.dst, _binary(_alu(a.op).fn, rows(a.data1), rows(a.data2)))
+    x, y = rows(a.data1), rows(a.data2)
+    store(a.dst, _binary(_alu(a.op).fn, x, y) if x.size >= _SCRATCH_ELEMS else _alu(a.op).fn(x, y))
 
 
 # ---------------------------------------------------------------- tensor_scalar
