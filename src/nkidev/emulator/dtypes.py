@@ -250,12 +250,18 @@ def fill_uninitialized(array: np.ndarray, dt: NkiDType) -> None:
     (array.view(view) if view is not None else array).fill(bits)
 
 
+def fill_value(dt: NkiDType, fill) -> np.ndarray:
+    """EmulatorOptions.fill as a fresh allocation of dtype dt holds it: cast to its storage dtype (ints by way of
+    int64, so a float fill truncates)."""
+    return np.asarray(fill if dt.is_float else np.array(fill).astype(np.int64)).astype(dt.storage)
+
+
 def is_uninitialized(array: np.ndarray, dt: NkiDType, fill=None) -> bool:
     """Whether every element still holds what a fresh allocation holds: the uninitialized sentinel (storage raw
-    bits, as fill_uninitialized wrote) or, when given, the run's other `fill` (EmulatorOptions.fill, cast the way
-    allocation casts it), compared bit for bit so that a NaN fill matches itself."""
+    bits, as fill_uninitialized wrote) or, when given, the run's other `fill` (fill_value), compared bit for bit
+    so that a NaN fill matches itself."""
     if fill is not None:
-        want = np.asarray(fill if dt.is_float else np.array(fill).astype(np.int64)).astype(dt.storage).reshape(1)
+        want = fill_value(dt, fill).reshape(1)
         width = np.dtype(f"u{want.itemsize}")
         return bool(np.all(np.ascontiguousarray(array).view(width) == want.view(width)[0]))
     found = _SENTINELS.get(dt.name)

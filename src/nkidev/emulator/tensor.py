@@ -20,7 +20,7 @@ import numpy as np
 
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.context import thread_state as _thread
-from nkidev.emulator.dtypes import NkiDType, fill_uninitialized, scratch_runs, to_f32, to_nki_dtype
+from nkidev.emulator.dtypes import NkiDType, fill_uninitialized, fill_value, scratch_runs, to_f32, to_nki_dtype
 from nkidev.emulator.location import assigned_name, kernel_location, kernel_site, rule_error, site_name
 from nkidev.emulator.registers import NkiScalar, VirtualRegister
 from nkidev.emulator.trace import Access, Layout
@@ -293,9 +293,7 @@ def _fill_of(dt: NkiDType, value) -> Fill:
     key = (dt.name, value)
     found = _FILLS.get(key)
     if found is None:
-        if value is not None:
-            value = np.asarray(value if dt.is_float else np.array(value).astype(np.int64)).astype(dt.storage)
-        found = _FILLS[key] = Fill(dt, value)
+        found = _FILLS[key] = Fill(dt, None if value is None else fill_value(dt, value))
     return found
 
 
@@ -513,10 +511,10 @@ def allocate(
         lazy = _fill_of(dt, ctx.options.fill)
     else:
         array = np.empty(shape, dtype=dt.storage)
-        if fill is None and ctx.options.fill is not None:
-            fill = ctx.options.fill if dt.is_float else np.array(ctx.options.fill).astype(np.int64)
         if fill is not None:
             array[...] = np.asarray(fill).astype(dt.storage)
+        elif ctx.options.fill is not None:
+            array[...] = fill_value(dt, ctx.options.fill)
         else:
             fill_uninitialized(array, dt)
     if last is not None:
