@@ -37,6 +37,7 @@ from nkidev.emulator.grids import (  # noqa: F401  (NKI 0.7 names of nki.languag
 from nkidev.emulator.location import kernel_location, rule_error
 from nkidev.emulator.memory import f32
 from nkidev.emulator.registers import NkiScalar, VirtualRegister
+from nkidev.emulator.rules import NUMBER
 from nkidev.emulator.tensor import DynSlice, MemoryRegion, NkiTensor, allocate, free_size, from_array, partitions
 from nkidev.errors import NkiNotSupportedError
 
@@ -911,7 +912,7 @@ _GRID_OK = {"empty_like": ("x",)}
 
 
 def _is_number(v) -> bool:
-    return isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
+    return isinstance(v, NUMBER) and not isinstance(v, bool)
 
 
 def _tile_check(fn_name: str, name: str, value, args: dict) -> str | None:
