@@ -245,8 +245,9 @@ def test_from_partition_op_groups_drive_the_collective_and_need_nki_0_7():
 
 
 @jit
-def split_all_to_all_v(x, meta):
-    """all_to_all_v_prepare with the metadata first, the srcs filled afterwards, then the trigger (NKI 0.7)."""
+def split_all_to_all_v(x, meta, later):
+    """all_to_all_v_prepare with the metadata first; the srcs filled and the metadata rewritten (with `later`)
+    afterwards, then the trigger (NKI 0.7): the prepare has already read the metadata."""
     r = nl.program_id(0)
     out = nl.ndarray((2, 8), dtype=x.dtype, buffer=nl.shared_hbm)
     counts = nl.ndarray((2, 3, 2), dtype=nl.uint32, buffer=nl.shared_hbm)
@@ -255,6 +256,7 @@ def split_all_to_all_v(x, meta):
     nisa.dma_copy(dst=m, src=meta[r])
     prep = ncc.all_to_all_v_prepare(srcs=[src], dsts=[out[r]], replica_group=ncc.ReplicaGroup([[0, 1]]), metadata_tensor=m)
     nisa.dma_copy(dst=src, src=x[r])  # prepare does not read srcs: they may be filled after it
+    nisa.dma_copy(dst=m, src=later[r])
     ncc.all_to_all_v_trigger(prep)
     nisa.dma_copy(dst=counts[r], src=m)
     return out, counts
@@ -265,7 +267,7 @@ def test_split_all_to_all_v_equals_the_plain_call():
     meta = np.zeros((2, 3, 2), np.uint32)
     meta[0, 0], meta[0, 1] = [3, 1], [0, 5]
     meta[1, 0], meta[1, 1] = [2, 4], [0, 2]
-    out, counts = nkidev.simulate(split_all_to_all_v)[2](x, meta)
+    out, counts = nkidev.simulate(split_all_to_all_v)[2](x, meta, meta)
     want, _, want_counts = nkidev.simulate(permute_and_all_to_all_v)[2](x, meta)
     np.testing.assert_array_equal(out[0, :3], x[0, :3])
     np.testing.assert_array_equal(out[1, 4:8], x[1, 2:6])
@@ -296,21 +298,6 @@ def test_a_second_prepare_before_the_trigger_is_a_named_error_and_split_collecti
     assert info.value.name == "err_requires_nki_version" and "all_gather_v_prepare" in info.value.message
 
 
-@jit
-def split_all_to_all_v_with_the_metadata_rewritten(x, meta, later):
-    """The metadata is rewritten between the prepare and the trigger: the prepare has already read it."""
-    r = nl.program_id(0)
-    out = nl.ndarray((2, 8), dtype=x.dtype, buffer=nl.shared_hbm)
-    counts = nl.ndarray((2, 3, 2), dtype=nl.uint32, buffer=nl.shared_hbm)
-    m = nl.ndarray((3, 2), dtype=nl.uint32, buffer=nl.hbm)
-    nisa.dma_copy(dst=m, src=meta[r])
-    prep = ncc.all_to_all_v_prepare(srcs=[x[r]], dsts=[out[r]], replica_group=ncc.ReplicaGroup([[0, 1]]), metadata_tensor=m)
-    nisa.dma_copy(dst=m, src=later[r])
-    ncc.all_to_all_v_trigger(prep)
-    nisa.dma_copy(dst=counts[r], src=m)
-    return out, counts
-
-
 def test_the_split_trigger_sends_by_the_metadata_its_prepare_read():
     """v2.33 all_to_all_v_prepare page: "prepare reads metadata_tensor, which must already hold valid data"."""
     x = np.arange(16, dtype=np.float32).reshape(2, 8) + 1
@@ -319,7 +306,7 @@ def test_the_split_trigger_sends_by_the_metadata_its_prepare_read():
     meta[1, 0], meta[1, 1] = [2, 4], [0, 2]
     later = np.zeros_like(meta)
     later[:, 0] = 1  # one element to each member, from offset 0
-    out, counts = nkidev.simulate(split_all_to_all_v_with_the_metadata_rewritten)[2](x, meta, later)
+    out, counts = nkidev.simulate(split_all_to_all_v)[2](x, meta, later)
     want, _, want_counts = nkidev.simulate(permute_and_all_to_all_v)[2](x, meta)
     np.testing.assert_array_equal(out[:, [0, 1, 2, 4, 5]], want[:, [0, 1, 2, 4, 5]])
     np.testing.assert_array_equal(counts[:, 2], want_counts[:, 2])  # recv counts of the prepared exchange
