@@ -53,3 +53,16 @@ def test_csv_and_json_formats_carry_every_column():
 def test_unknown_format_is_a_named_error():
     done = nkidev("query", REAL, "SELECT 1", "--format", "xml", "--json")
     assert done.returncode == 2 and json.loads(done.stdout)["error"]["name"] == "err_bad_argument"
+
+
+def test_a_message_with_a_long_path_stays_on_one_line(tmp_path):
+    """Piped output is 80 columns wide: a message naming a long path is not broken inside it (grep, copy-paste)."""
+    deep = tmp_path / ("a_folder_with_a_rather_long_name_" * 3) / "kernel_file_with_a_long_name.py"
+    deep.parent.mkdir()
+    deep.write_text("import nki\n")
+    done = nkidev("migrate", str(deep))
+    assert done.returncode == 0, done.stderr
+    assert f"{deep}: nothing to migrate" in done.stdout.splitlines()[0]
+    missing = deep.with_name("missing_" + deep.name)
+    done = nkidev("validate", str(missing))
+    assert done.returncode == 2 and str(missing) in done.stderr.splitlines()[0]

@@ -14,8 +14,20 @@ from rich.console import Console
 from nkidev import exitcodes
 from nkidev.errors import NkiError, NkiUsageError
 
-console = Console()
-err_console = Console(stderr=True)
+
+class _Console(Console):
+    """A console whose text messages are never broken with inserted newlines: a path or a command in one stays on
+    one line for grep, copy-paste and agents reading piped output (Rich wraps at 80 columns when not on a
+    terminal; a terminal still wraps long lines visually). Tables and other renderables keep fitting the width."""
+
+    def print(self, *objects, soft_wrap: bool | None = None, **kwargs) -> None:
+        if soft_wrap is None and all(isinstance(o, str) for o in objects):
+            soft_wrap = True
+        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
+
+
+console = _Console()
+err_console = _Console(stderr=True)
 
 # Options every command spells the same way, declared once.
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object (the library's plain data) instead of text.")]
