@@ -6,6 +6,8 @@
    reports microseconds per instruction with the trace on (the default) and off.
 2. Ratio: examples/matmul.py on an NxNxN bf16 problem vs NumPy doing the same math
    (bf16 -> fp32 conversion and one fp32 matmul), best of --repeat runs each.
+3. With --ab: the same matmul alternately with and without overlapped GEMMs (EmulatorOptions(overlap=)),
+   with the time spent inside the group GEMMs, to show where the ratio's time goes.
 """
 
 from __future__ import annotations
@@ -94,16 +96,43 @@ def ratio(size: int, repeat: int) -> None:
     )
 
 
+def overlap_ab(size: int, repeat: int) -> None:
+    from nkidev.emulator import psum
+
+    rng = np.random.default_rng(0)
+    args = tuple(rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16) for _ in range(2))
+    compute, spent = psum.Group.compute, [0.0]
+
+    def timed_compute(group) -> None:
+        t0 = time.perf_counter()
+        compute(group)
+        spent[0] += time.perf_counter() - t0
+
+    psum.Group.compute = timed_compute
+    try:
+        for _ in range(repeat):
+            for overlap in (False, True):
+                spent[0] = 0.0
+                (wall,), (cpu,) = timed(lambda o=overlap: nkidev.run(matmul_kernel, args, options=EmulatorOptions(overlap=o)), 1)
+                mode = "on " if overlap else "off"
+                print(f"  overlap {mode}: wall {wall:.3f} s, CPU {cpu:.3f} s, in group GEMMs {spent[0]:.3f} s (all threads)")
+    finally:
+        psum.Group.compute = compute
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=2048)
     parser.add_argument("--ops", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--ab", action="store_true", help="also time the matmul with and without overlapped GEMMs")
     args = parser.parse_args()
     if args.size <= 0 or args.size % 512:
         parser.error(f"--size {args.size}: examples/matmul.py tiles N by 512, so pass a positive multiple of 512")
     overhead(args.ops, args.repeat)
     ratio(args.size, args.repeat)
+    if args.ab:
+        overlap_ab(args.size, args.repeat)
 
 
 if __name__ == "__main__":
