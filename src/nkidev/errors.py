@@ -568,6 +568,10 @@ class NkiVersionError(NkiError, TypeError):
     """The kernel uses an API its NKI version does not have (also a TypeError, like the 0.7 tracer's errors)."""
 
 
+class NkiVersionAttributeError(NkiVersionError, AttributeError):
+    """A module name the NKI version lacks, looked up (also an AttributeError, so `hasattr` is False as in that version)."""
+
+
 class KernelTypeError(KernelRuleError, TypeError):
     """A kernel rule error the official API raises as TypeError (NkiScalar host reads, grid shapes)."""
 

@@ -194,9 +194,12 @@ def _language_page(name: str, fn) -> Page:
 
 
 def _dtypes_page(nl) -> Page:
-    from nkidev.emulator.dtypes import NkiDType
+    from nkidev.emulator import versions
+    from nkidev.emulator.dtypes import DTYPES, NkiDType
 
     rows = [f"| `nl.{n}` | {getattr(nl, n).itemsize} |" for n in nl.__all__ if isinstance(getattr(nl, n), NkiDType)]
+    # the dtypes only some versions have (served by nl.__getattr__, so not in nl.__all__)
+    rows += [f"| `nl.{n}` | {DTYPES[n].itemsize} ({versions.availability_text(f'nki.language.{n}')}) |" for n in ("int64", "uint64")]
     body = "\n".join(
         [
             "# NKI data types",

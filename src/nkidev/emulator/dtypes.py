@@ -84,10 +84,11 @@ DTYPES: dict[str, NkiDType] = {
         _d("int8", np.int8, 1, "int"),
         _d("int16", np.int16, 2, "int"),
         _d("int32", np.int32, 4, "int"),
-        _d("int64", np.int64, 8, "int"),  # NKI 0.7: scalar_load/scalar_store tiles
+        _d("int64", np.int64, 8, "int"),  # NKI 0.7: scalar_load/scalar_store tiles (v2.33.0/_modules/nki/language.html)
         _d("uint8", np.uint8, 1, "uint"),
         _d("uint16", np.uint16, 2, "uint"),
         _d("uint32", np.uint32, 4, "uint"),
+        _d("uint64", np.uint64, 8, "uint"),  # NKI 0.7 (v2.33.0/_modules/nki/language.html)
         _d("float16", np.float16, 2, "float", 10),
         _d("float32", np.float32, 4, "float", 23),
         _d("bfloat16", ml_dtypes.bfloat16, 2, "float", 7),

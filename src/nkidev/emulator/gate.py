@@ -15,7 +15,7 @@ from enum import EnumMeta
 from nkidev.emulator import context as _ctx
 from nkidev.emulator import versions
 from nkidev.emulator.location import kernel_location
-from nkidev.errors import NkiVersionError
+from nkidev.errors import NkiVersionAttributeError, NkiVersionError
 
 _SHORT = (("nki.language.", "nl."), ("nki.isa.", "nisa."), ("nki.collectives.", "nki.collectives."), ("nki.compiler.", "nki.compiler."))
 
@@ -28,18 +28,29 @@ def short_name(name: str) -> str:
     return name
 
 
-def version_error(entry: versions.Entry, version: str) -> NkiVersionError:
-    """The error for using `entry` under `version` (which lacks it)."""
+def version_error(entry: versions.Entry, version: str, lookup: bool = False) -> NkiVersionError:
+    """The error for using `entry` under `version` (which lacks it); `lookup`: the name was looked up on its module
+    (the error is then also an AttributeError, so feature tests with hasattr() see the name missing)."""
+    error = NkiVersionAttributeError if lookup else NkiVersionError
     name = short_name(entry.name)
     if entry.removed is not None and versions.at_least(version, entry.removed):
-        return NkiVersionError(
+        return error(
             "err_removed_in_nki_version",
             f"{name} was removed in NKI {entry.removed} (this kernel is checked against NKI {version})",
             f"use {entry.replacement} (`nkidev migrate FILE` rewrites it), or check the kernel against the version it was "
             f"written for: --nki-version {versions.VERSIONS[0]}",
             kernel_location(),
         )
-    return NkiVersionError(
+    if not versions.at_least(versions.NEWEST, entry.added):
+        # newer than every version nkidev emulates: no --nki-version can select it, so name what 0.7 code does instead
+        return error(
+            "err_requires_nki_version",
+            f"{name} is new in NKI {entry.added} (this kernel is checked against NKI {version}; nkidev emulates NKI "
+            f"{versions.VERSIONS[0]} to {versions.NEWEST})",
+            f"write it for NKI {versions.NEWEST}: {entry.replacement}" if entry.replacement else f"avoid it under NKI {version}",
+            kernel_location(),
+        )
+    return error(
         "err_requires_nki_version",
         f"{name} is new in NKI {entry.added} (this kernel is checked against NKI {version})",
         f"check it against NKI {entry.added} or newer: --nki-version {entry.added}, nki_version={entry.added!r} or "
@@ -58,6 +69,15 @@ def require(name: str) -> None:
     version = current_version()
     if not entry.available(version):
         raise version_error(entry, version)
+
+
+def missing_name(module: str, attr: str) -> NkiVersionAttributeError | None:
+    """For a module's `__getattr__`: the error for `module.attr` when versions.API lists it and the running version
+    lacks it (None: not a versioned name, so the module's plain AttributeError applies)."""
+    entry = versions.API.get(f"{module}.{attr}")
+    if entry is None or entry.available(current_version()):
+        return None
+    return version_error(entry, current_version(), lookup=True)
 
 
 def has(name: str) -> bool:

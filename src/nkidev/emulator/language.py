@@ -43,7 +43,10 @@ from nkidev.errors import NkiNotSupportedError
 
 # ---------------------------------------------------------------- dtypes and buffers
 bool_ = DTYPES["bool_"]
-int8, int16, int32, int64 = DTYPES["int8"], DTYPES["int16"], DTYPES["int32"], DTYPES["int64"]
+int8, int16, int32 = DTYPES["int8"], DTYPES["int16"], DTYPES["int32"]
+# NKI 0.7's 64-bit dtypes are served by __getattr__, which checks the running version: a dtype is a value, so looking
+# it up is the only use of the name there is to gate (0.6 kernels see no such attribute, as in NKI 0.6)
+_VERSIONED_DTYPES = {"int64": DTYPES["int64"], "uint64": DTYPES["uint64"]}
 uint8, uint16, uint32 = DTYPES["uint8"], DTYPES["uint16"], DTYPES["uint32"]
 float16, float32, bfloat16, tfloat32 = DTYPES["float16"], DTYPES["float32"], DTYPES["bfloat16"], DTYPES["tfloat32"]
 float8_e4m3, float8_e4m3fn, float8_e5m2 = DTYPES["float8_e4m3"], DTYPES["float8_e4m3fn"], DTYPES["float8_e5m2"]
@@ -235,10 +238,12 @@ def zeros_like(x, dtype=None, buffer=None, name: str = "") -> NkiTensor:
 def empty_like(x, dtype=None, buffer=None, name: str = "", *, transpose_axes=None, address=None):
     """An uninitialized tensor (or grid, NKI 0.7) shaped like x; `transpose_axes` (NKI 0.7) prepares the SBUF
     destination of a later nisa.dma_transpose of x (no instruction is emitted)."""
+    if address is not None:
+        gate.require("nki.language.empty_like(address=)")
     if isinstance(x, NkiGrid):
         return empty_like_grid(x, dtype, buffer, name)
     if transpose_axes is None:
-        return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+        return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name, address)
     gate.require("nki.language.empty_like(transpose_axes=)")
     axes = tuple(int(a) for a in transpose_axes)
     if axes not in ((1, 0), (2, 1, 0), (3, 1, 2, 0)) or len(axes) != x.ndim:
@@ -254,7 +259,7 @@ def empty_like(x, dtype=None, buffer=None, name: str = "", *, transpose_axes=Non
             f"transposing {x.shape} by {axes} makes {shape[0]} destination partitions",
             "tile the source so the dim that becomes the partition dim is at most 128",
         )
-    return ndarray(shape, dtype or x.dtype, buffer or sbuf, name)
+    return ndarray(shape, dtype or x.dtype, buffer or sbuf, name, address)
 
 
 def rand(shape, dtype=float32, buffer=sbuf, name: str = "") -> NkiTensor:
@@ -394,15 +399,33 @@ def dynamic_range(start, stop=None, step=1):
     return in_order(affine_range(_reg(start), None if stop is None else _reg(stop), step))
 
 
-def fori_loop(lower, upper, body_fun, step=1) -> None:
+def fori_loop(lower, upper, body_fun, step=1, **newer) -> None:
     """A device loop running body_fun(i) for i in range(lower, upper, step); bounds are ints, VirtualRegisters or
-    (NKI 0.7) int32 NkiScalars. Under NKI 0.7 `i` is an NkiScalar unless a bound is a VirtualRegister."""
+    (NKI 0.7) int32 NkiScalars. Under NKI 0.7 `i` is an NkiScalar unless a bound is a VirtualRegister.
+    (v2.33.0/nki/api/generated/nki.language.fori_loop.html; `unroll=` is NKI 0.8, see versions.API.)"""
+    if newer:
+        _newer_keywords("fori_loop", newer)
     if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
         raise rule_error("err_invalid_argument", f"fori_loop step={step!r}", "the step is a compile-time positive int")
     registers = isinstance(lower, VirtualRegister) or isinstance(upper, VirtualRegister)
     as_scalar = not registers and gate.has("nki.isa.NkiScalar")
     for i in in_order(range(_bound(lower, "lower bound"), _bound(upper, "upper bound"), step)):
         body_fun(NkiScalar(i, int32) if as_scalar else VirtualRegister(i))
+
+
+# help() and inspect show the documented 0.7 signature; **newer only catches the keywords later versions add
+fori_loop.__signature__ = _inspect.signature(fori_loop).replace(
+    parameters=[p for p in _inspect.signature(fori_loop).parameters.values() if p.kind is not p.VAR_KEYWORD]
+)
+
+
+def _newer_keywords(fn_name: str, given: dict) -> None:
+    """Keywords a later NKI adds to nl.<fn_name>: the named version error for the first one versions.API lists, else
+    the TypeError Python gives an unknown keyword."""
+    for key in given:
+        if f"nki.language.{fn_name}({key}=)" in versions.API:
+            gate.require(f"nki.language.{fn_name}({key}=)")
+    raise TypeError(f"{fn_name}() got an unexpected keyword argument {next(iter(given))!r}")
 
 
 def while_loop(init, body_fun, max_iterations: int = 1_000_000) -> None:
@@ -880,9 +903,16 @@ def rms_norm(x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None) -> Nk
 def __getattr__(name: str):
     """Documented nki.language names the emulator does not provide yet raise a named error when used.
     `nl.range` (used by nki-library, accepted by the NKI front end as a plain loop range) is affine_range; it
-    is served here so the module never shadows the builtin `range`."""
+    is served here so the module never shadows the builtin `range`. Names versions.API lists that the running
+    version lacks (nl.int64 under 0.6, nl.if_else of NKI 0.8) are err_requires_nki_version, also an AttributeError
+    so `hasattr(nl, name)` is False as in that version; the 64-bit dtypes are served here for that check."""
     if name == "range":
         return affine_range
+    newer = gate.missing_name("nki.language", name)
+    if newer is not None:
+        raise newer
+    if name in _VERSIONED_DTYPES:
+        return _VERSIONED_DTYPES[name]
     if name in _DOCUMENTED_MISSING:
 
         def missing(*args, **kwargs):
@@ -1129,6 +1159,13 @@ def _unsupported(symbol: str, device_op: str):
     return method
 
 
+def _tensor_data(self: NkiTensor) -> NkiTensor:
+    """NKI 0.7: a tensor's `.data` is the tensor itself, the operand a grid selection's `.data` also is, so code written
+    for grids takes plain tensors (the NkiTileGrid docs example passes `nl.ndarray(...).data` to nisa.dma_copy)."""
+    gate.require("nki.language.NkiTensor.data")
+    return self
+
+
 def install_tensor_methods() -> None:
     """Give NkiTensor its operators (`a + b` is nl.add, `a @ b` nl.matmul, ...) and `t[...] = x`: they are
     nki.language operations, so this layer adds them to the class the tensor layer defines. Operators with no
@@ -1137,6 +1174,7 @@ def install_tensor_methods() -> None:
     for name, fn in binary.items():
         setattr(NkiTensor, f"__{name}__", _operator(fn, False))
         setattr(NkiTensor, f"__r{name}__", _operator(fn, True))
+    NkiTensor.data = property(_tensor_data)
     NkiTensor.__matmul__ = _operator(matmul, False)
     NkiTensor.__neg__ = lambda self: negative(self)
     NkiTensor.__setitem__ = _setitem

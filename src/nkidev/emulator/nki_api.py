@@ -58,6 +58,10 @@ def _module(name: str, doc: str, **attrs) -> types.ModuleType:
     return mod
 
 
+def _no_attribute(module: str, name: str):
+    raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+
 def _collectives_getattr(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
@@ -185,7 +189,6 @@ dtype = _module(
             "float32",
             "bfloat16",
             "tfloat32",
-            "int64",
             "float8_e4m3",
             "float8_e4m3fn",
             "float8_e5m2",
@@ -195,6 +198,8 @@ dtype = _module(
             "float4_e2m1fn_x4",
         )
     },
+    # the 64-bit dtypes through nki.language's version check (NKI 0.7 names)
+    __getattr__=lambda name: getattr(language, name) if name in ("int64", "uint64") else _no_attribute("nki.dtype", name),
 )
 tensor = _module("nki.tensor", "NKI tensors.", NkiTensor=NkiTensor)
 isa.constants = _constants

@@ -82,7 +82,15 @@ API: dict[str, Entry] = {
         Entry("nki.isa.scalar_store", added="0.7", source=_REF07 + "nki.isa.scalar_store.html"),
         Entry("nki.isa.dependency", added="0.7", source="latest/nki/api/generated/nki.isa.dependency.html"),
         Entry("nki.isa.NkiInstruction.depends_on(kind=)", added="0.7", source=_REF07 + "nki.isa.NkiInstruction.html"),
-        Entry("nki.language.int64", added="0.7", source=_REF07 + "nki.isa.scalar_load.html"),
+        # 64-bit dtypes: the 0.7 nki.language stub defines int64 and uint64 (v2.33.0/_modules/nki/language.html); the 0.6
+        # dtype lists (v2.32.0 nki.language "Data Types", nki.api.shared "Supported Data Types") have neither
+        Entry("nki.language.int64", added="0.7", source="v2.33.0/_modules/nki/language.html (int64: DType)"),
+        Entry("nki.language.uint64", added="0.7", source="v2.33.0/_modules/nki/language.html (uint64: DType)"),
+        # NkiTensor.data: the 0.7 grid pages pass `.data` of a plain nl.ndarray tensor to nisa calls (the NkiTileGrid
+        # example: `tile = nl.ndarray(...)`, `nisa.dma_copy(dst=tile.data, ...)`); the 0.6 NkiTensor attribute list
+        # (v2.32.0/_sources/nki/api/generated/nki.language.NkiTensor.rst) has no `data`
+        Entry("nki.language.NkiTensor.data", added="0.7", source=_REF07 + "nki.language.NkiTileGrid.html (example)"),
+        Entry("nki.language.empty_like(address=)", added="0.7", source=_REF07 + "nki.language.empty_like.html"),
         # tiled / blocked on-chip layouts
         Entry("nki.language.alloc_tiles", added="0.7", source=_REF07 + "nki.language.alloc_tiles.html"),
         Entry("nki.language.alloc_blocks", added="0.7", source=_REF07 + "nki.language.alloc_blocks.html"),
@@ -105,6 +113,22 @@ API: dict[str, Entry] = {
         Entry("nki.collectives.all_to_all_v_prepare", added="0.7", source=_REF07 + "nki.collectives.all_to_all_v_prepare.html"),
         Entry("nki.collectives.all_to_all_v_trigger", added="0.7", source=_REF07 + "nki.collectives.all_to_all_v_trigger.html"),
         Entry("nki.collectives.rg_partition_op", added="0.7", source=_REF07 + "nki.collectives.ReplicaGroup.html"),
+        # NKI 0.8 (Neuron 2.34): documented only after 0.7 (latest/nki/deep-dives/nki-control-flow.html, dated
+        # 11/13/2026; the v2.33.0 fori_loop page has no `unroll`). nkidev emulates up to 0.7, so these are newer than
+        # every selectable version: a kernel using them gets err_requires_nki_version naming 0.8 and the 0.7 spelling.
+        Entry(
+            "nki.language.if_else",
+            added="0.8",
+            replacement="a Python `if` (a bool/int condition is resolved at compile time, as nl.if_else does); a condition "
+            "held in an NkiScalar has no 0.7 form",
+            source="latest/nki/api/generated/nki.language.if_else.html",
+        ),
+        Entry(
+            "nki.language.fori_loop(unroll=)",
+            added="0.8",
+            replacement="a Python `for` loop over range() (unrolled at specialization), or nl.fori_loop without unroll=",
+            source="latest/nki/deep-dives/nki-control-flow.html",
+        ),
     )
 }
 
