@@ -4,6 +4,7 @@ Library entry points (the CLI is a thin layer over these):
     simulate(kernel)(*arrays)  run a kernel on the CPU emulator (mirrors nki.simulate)
     emulate()                  make `import nki` resolve to the emulator
     run(kernel, args)          outputs plus the instruction trace
+    Case(x, eps=1e-6)          a task-file case with keyword arguments (cases() items: tuples or Case)
 
 Attributes load lazily so that `import nkidev` (and the startup hook) stays cheap.
 """
@@ -23,6 +24,7 @@ _EXPORTS = {
     "profile": "nkidev.profile",  # a callable package: nkidev.profile(kernel, *args, ...)
     "validate": "nkidev.validate",  # a callable package: nkidev.validate(kernel, reference, cases, ...)
     "query": "nkidev.analysis.api",
+    "Case": "nkidev.case",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

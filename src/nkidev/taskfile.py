@@ -1,7 +1,8 @@
 """Kernel task files: the convention every nkidev command uses.
 
 A task file is a plain Python module with one or more `@nki.jit` kernels, a `reference(*inputs)`
-function (NumPy, or PyTorch when installed), a `cases()` function returning a list of input tuples,
+function (NumPy, or PyTorch when installed), a `cases()` function returning a list of cases -- input tuples, or
+`nkidev.Case(*args, **kwargs)` for kernels that take keyword arguments (nkidev/case.py) --
 and optionally `TOLERANCE = dict(atol=..., rtol=...)` and `GRID` (the SPMD launch grid: `GRID = 4`, `GRID = (2, 2)`,
 or `GRID = {"kernel_name": 4}` per kernel). Commands name a kernel as FILE::KERNEL, or FILE::KERNEL[4] /
 FILE::KERNEL[2,2] to launch it on a grid (the spec's grid wins over GRID).
@@ -22,6 +23,7 @@ from types import ModuleType
 
 import numpy as np
 
+from nkidev.case import Case
 from nkidev.errors import NkiUsageError
 from nkidev.validate.inputs import numpy_case
 
@@ -43,10 +45,16 @@ class Task:
             raise NkiUsageError("err_bad_task_file", f"{self.path}: {name} {found}", f"define {what}")
         return fn
 
-    def cases(self, name: str = "cases") -> list[tuple]:
-        """The input tuples of `cases()` (every command reads them through here)."""
-        fn = self.function(name, "cases() returning a list of input tuples")
+    def calls(self, name: str = "cases") -> list[Case]:
+        """The cases of `cases()`, each as a Case of NumPy inputs: every command reads them through here and
+        calls `case.call(kernel)`, i.e. `kernel(*case.args, **case.kwargs)`."""
+        fn = self.function(name, CASES_FN)
         return case_list(fn, f"{self.path}: {name}")
+
+    def cases(self, name: str = "cases") -> list[tuple | Case]:
+        """The cases as `calls` checks them, in the form scripts written before Case unpack with `kernel(*case)`:
+        a case without keywords as its tuple of NumPy inputs, one with keywords as its Case."""
+        return [c if c.kwargs else c.args for c in self.calls(name)]
 
     def launch(self, spec: KernelSpec):
         """The kernel a spec names, with its launch grid (the spec's, else the task file's GRID) applied."""
@@ -100,8 +108,11 @@ class Task:
         return self.kernels[name]
 
 
-def case_list(cases, where: str) -> list[tuple]:
-    """A task's cases (a list of input tuples, or a function returning one) as tuples of NumPy inputs."""
+CASES_FN = "cases() returning a list of cases: input tuples, or nkidev.Case(*args, **kwargs) for keyword arguments"
+
+
+def case_list(cases, where: str) -> list[Case]:
+    """A task's cases (a list of input tuples or Case values, or a function returning one) as Cases of NumPy inputs."""
     try:
         value = cases() if callable(cases) else cases
     except (Exception, SystemExit) as e:  # noqa: BLE001 - the task's generator failed (exit() too): report it, no traceback
@@ -110,17 +121,46 @@ def case_list(cases, where: str) -> list[tuple]:
             f"{where}() raised {type(e).__name__}: {e}",
             "fix cases() so it returns a list of input tuples",
         ) from None
-    one_case = isinstance(value, tuple) and not all(isinstance(c, list | tuple) for c in value)
-    if one_case or not isinstance(value, Iterable) or isinstance(value, np.ndarray | str | dict):
+    one_case = isinstance(value, tuple) and not all(isinstance(c, list | tuple | Case) for c in value)
+    if one_case or not isinstance(value, Iterable) or isinstance(value, np.ndarray | str | dict | Case):
         raise NkiUsageError(
             "err_bad_task_file",
-            f"{where} gave a {type(value).__name__}, not a list of input tuples",
-            "return e.g. [(x,), (x2, 0.5)]: one tuple of kernel arguments per case",
+            f"{where} gave a {type(value).__name__}, not a list of cases",
+            "return e.g. [(x,), (x2, 0.5), nkidev.Case(x3, eps=1e-6)]: one tuple of kernel arguments (or one Case) per case",
         )
-    out = [numpy_case(c) for c in value]
+    out = [numpy_case(_check_shape(c, i, where)) for i, c in enumerate(value)]
     if not out:
         raise NkiUsageError("err_bad_task_file", f"{where} is empty", "return at least one input tuple")
     return out
+
+
+def _check_shape(case, i: int, where: str):
+    """A case is a tuple/list of positional inputs, a bare input, or a Case with str keywords; a dict is refused
+    rather than guessed at (keywords by name, or {"args", "kwargs"}: see nkidev/case.py)."""
+    if isinstance(case, dict):
+        raise NkiUsageError(
+            "err_bad_task_file",
+            f"{where}: case {i} is a dict ({', '.join(map(repr, list(case)[:4]))}{', ...' if len(case) > 4 else ''})",
+            "write keyword arguments as nkidev.Case(*positional, name=value, ...) (from nkidev import Case)",
+        )
+    if isinstance(case, Case):
+        bad = _bad_case_parts(case)
+        if bad:
+            raise NkiUsageError(
+                "err_bad_task_file", f"{where}: case {i} is {case!r}: {bad}", "build it as Case(x, w, eps=1e-6): inputs, then name=value"
+            )
+    return case
+
+
+def _bad_case_parts(case: Case) -> str | None:
+    if not isinstance(case.args, tuple):
+        return f"its args are a {type(case.args).__name__}, not a tuple"
+    if not isinstance(case.kwargs, dict):
+        return f"its kwargs are a {type(case.kwargs).__name__}, not a dict"
+    keys = [k for k in case.kwargs if not isinstance(k, str) or not k.isidentifier()]
+    if keys:
+        return f"keyword {keys[0]!r} is not a parameter name"
+    return None
 
 
 @dataclass(frozen=True)
@@ -181,8 +221,9 @@ def parse_spec(spec: str) -> tuple[Path, str | None]:
     return parsed.path, parsed.name
 
 
-def check_cases(kernel, cases: list[tuple], where: str) -> None:
-    """Every case fits the kernel's signature and holds only values a kernel can take (err_bad_task_file)."""
+def check_cases(kernel, cases: list[Case], where: str) -> None:
+    """Every case fits the kernel's signature (its keywords included) and holds only values a kernel can take
+    (err_bad_task_file)."""
     fn = getattr(kernel, "fn", kernel)
     try:
         signature = inspect.signature(fn)
@@ -190,21 +231,28 @@ def check_cases(kernel, cases: list[tuple], where: str) -> None:
         return
     for i, case in enumerate(cases):
         try:
-            signature.bind(*case)
+            signature.bind(*case.args, **case.kwargs)
         except TypeError as e:
+            keywords = f" and keyword(s) {', '.join(case.kwargs)}" if case.kwargs else ""
             raise NkiUsageError(
                 "err_bad_task_file",
-                f"{where}: case {i} has {len(case)} input(s) but {getattr(fn, '__name__', 'the kernel')}{signature} "
+                f"{where}: case {i} has {len(case.args)} input(s){keywords} but {getattr(fn, '__name__', 'the kernel')}{signature} "
                 f"does not take them ({e})",
-                "make each case a tuple with one value per kernel parameter, in order",
+                "make each case a tuple with one value per kernel parameter, in order (or Case(..., name=value) for keywords)",
             ) from None
-        for j, x in enumerate(case):
-            if not _kernel_value(x):
-                raise NkiUsageError(
-                    "err_bad_task_file",
-                    f"{where}: case {i} input {j} is a {type(x).__name__}, which a kernel cannot take",
-                    "pass NumPy arrays (or torch CPU tensors), Python numbers, bools, strings, enums or None",
-                )
+        for j, x in enumerate(case.args):
+            _check_value(x, f"{where}: case {i} input {j}")
+        for name, x in case.kwargs.items():
+            _check_value(x, f"{where}: case {i} keyword {name!r}")
+
+
+def _check_value(x, what: str) -> None:
+    if not _kernel_value(x):
+        raise NkiUsageError(
+            "err_bad_task_file",
+            f"{what} is a {type(x).__name__}, which a kernel cannot take",
+            "pass NumPy arrays (or torch CPU tensors), Python numbers, bools, strings, enums or None",
+        )
 
 
 def _kernel_value(x, depth: int = 0) -> bool:

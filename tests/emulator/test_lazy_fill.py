@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nkidev.case import Case
 from nkidev.emulator import isa as nisa
 from nkidev.emulator import language as nl
 from nkidev.emulator import tensor
@@ -59,7 +60,7 @@ def test_a_tile_written_in_part_reads_the_sentinel_in_the_rest(dtype, sentinel):
     out = half_tile(x)
     assert np.array_equal(out[:64], x[:64])
     assert np.all(np.isnan(out[64:])) if dtype is np.float32 else np.all(out[64:] == sentinel)
-    other = runner.run(half_tile, (x,), None, alternative_fill=True).outputs[0]
+    other = runner.run(half_tile, Case(x), None, alternative_fill=True).outputs[0]
     alternative = fill.FLOAT_FILL if dtype is np.float32 else fill.INT_FILL
     assert np.array_equal(out[:64], x[:64]) and np.all(other[64:] == alternative)
 
@@ -163,7 +164,7 @@ def test_lazy_fill_gives_the_bits_of_an_eager_fill(path, name, monkeypatch):
     included, whether large tiles are filled lazily (their memory poisoned) or when allocated."""
     task = load_task(EXAMPLES / path)
     kernel = task.kernel(name)
-    for case in task.cases()[:2]:
+    for case in task.calls()[:2]:
         lazy = runner.run(kernel, case, None).outputs
         with monkeypatch.context() as m:
             m.setattr(tensor, "LAZY_BYTES", sys.maxsize)

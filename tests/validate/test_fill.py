@@ -7,6 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from nkidev.case import Case
 from nkidev.taskfile import load_task
 from nkidev.validate import fill, runner, validate, validate_task
 
@@ -23,11 +24,11 @@ KERNEL = load_task(Path(__file__).parent / "tasks" / "partial.py").kernel("half_
 )
 def test_unwritten_rows_hold_the_fill(dtype, default, alternative):
     x = np.ones((128, 8), dtype)
-    plain = runner.run(KERNEL, (x,), None).outputs[0].astype(np.float64)
+    plain = runner.run(KERNEL, Case(x), None).outputs[0].astype(np.float64)
     assert np.all(plain[:64] == 1)
     assert np.all(np.isnan(plain[64:])) if default == "nan" else np.all(plain[64:] == default)
     assert fill.supported()
-    other = runner.run(KERNEL, (x,), None, alternative_fill=True).outputs[0].astype(np.float64)
+    other = runner.run(KERNEL, Case(x), None, alternative_fill=True).outputs[0].astype(np.float64)
     assert np.all(other[:64] == 1) and np.all(other[64:] == alternative)
 
 

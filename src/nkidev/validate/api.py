@@ -5,6 +5,9 @@ memory (and (3) once more only if (2) differed, to tell nondeterminism from unwr
 new inputs of the same shapes and dtypes, and (5) when it has several array inputs, each input changed on
 its own. Every run is checked against the reference; the runs are compared with each other for the cheat
 verdicts in `verdicts.py`. The kernel's source is scanned once.
+
+A case's keyword inputs (`nkidev.Case(x, w=w, eps=1e-6)`) go to the kernel and to the reference by keyword in
+every run; arrays among them are inputs like positional ones (new values in (4) and (5)), constants never change.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from nkidev.emulator import blas, versions
 from nkidev.emulator.jit import as_kernel
 from nkidev.errors import NkiUsageError
 from nkidev.hardware.calibration import calibrated_target
-from nkidev.taskfile import KernelSpec, case_list, check_cases, kernel_spec, load_task
+from nkidev.taskfile import CASES_FN, KernelSpec, case_list, check_cases, kernel_spec, load_task
 from nkidev.validate import source_check
 from nkidev.validate.case import Setup, check_case
 from nkidev.validate.inputs import first_shape, seed_cases
@@ -49,11 +52,13 @@ def validate(
 ) -> ValidationResult:
     """Check `kernel` against `reference` on every case, with the anti-cheat checks on.
 
-    kernel: an `@nki.jit` kernel (or plain function). reference: `reference(*inputs)` in NumPy or PyTorch;
-    it receives float inputs widened to float64. cases: a list of input tuples, or a function returning one
-    (if it takes `seed`, extra seeds call it with seed=1, 2, ...). tolerance: `dict(atol, rtol, rel_l2, cosine,
-    precision)`; atol/rtol override it. target: trn1 | trn2 | trn3 (`calibration`: a calibration file applied to it).
-    seeds: extra random inputs per case.
+    kernel: an `@nki.jit` kernel (or plain function). reference: `reference(*inputs, **keywords)` in NumPy or
+    PyTorch; it receives float inputs widened to float64. cases: a list of cases, or a function returning one
+    (if it takes `seed`, extra seeds call it with seed=1, 2, ...); a case is a tuple of positional inputs or an
+    `nkidev.Case(*args, **kwargs)`, whose keywords the kernel and the reference both receive by name (arrays
+    among them are resampled like positional ones; numbers, strings, enums, bools and None stay as given).
+    tolerance: `dict(atol, rtol, rel_l2, cosine, precision)`; atol/rtol override it. target: trn1 | trn2 | trn3
+    (`calibration`: a calibration file applied to it). seeds: extra random inputs per case.
     allow: verdict names to report as warnings instead of failures (e.g. "cheat_precision_downgrade").
     progress: called with a plain dict per event, as the work goes: {"event": "start", "cases": n},
     {"event": "case_start", "index": i, "stage": ...}, then {"event": "case", "index": i, "case": CaseResult.to_dict(),
@@ -158,7 +163,7 @@ def _validate_task(spec, reference, cases, target, seeds, progress, options) -> 
     source = options.pop("kernel_source", None)
     with _candidate(source, parsed, task) if source is not None else nullcontext(task.launch(parsed)) as kernel:
         ref_fn = task.function(reference, "reference(*inputs) returning the expected output(s)")
-        cases_fn = task.function(cases, "cases() returning a list of input tuples")
+        cases_fn = task.function(cases, CASES_FN)
         tolerance = options.pop("tolerance", None) or task.attr("TOLERANCE")
         grid = f"[{','.join(map(str, kernel.grid))}]" if getattr(kernel, "grid", None) else ""
         label = f"{parsed.path}::{parsed.name or kernel.__name__}{grid}"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from nkidev.case import Case, describe
 from nkidev.emulator.location import raised_in_nkidev
 from nkidev.errors import NkiError
 from nkidev.hardware import Target
@@ -24,7 +25,7 @@ from nkidev.validate.checks import (
     structure,
     unresponsive,
 )
-from nkidev.validate.inputs import array_positions, first_shape, same_bits, vary_case
+from nkidev.validate.inputs import array_slots, first_shape, same_bits, vary_case
 from nkidev.validate.result import CaseResult, Finding
 from nkidev.validate.tolerance import Tolerance, expected_dtype, mantissa_bits, resolve
 
@@ -48,27 +49,28 @@ class Setup:
     guarded: tuple
 
 
-def _where(setup: Setup, i: int, case: tuple, variant: str = "") -> str:
+def _where(setup: Setup, i: int, case: Case, variant: str = "") -> str:
     shape = first_shape(case)
     return f"{setup.label} case {i}" + (f" (shape {shape})" if shape else "") + (f", {variant}" if variant else "")
 
 
-def _tolerances(setup: Setup, case: tuple, expected: list) -> list[Tolerance]:
-    return [resolve(expected_dtype(e.declared, case), setup.spec, setup.atol, setup.rtol, _rms(e.value)) for e in expected]
+def _tolerances(setup: Setup, case: Case, expected: list) -> list[Tolerance]:
+    inputs = case.values()
+    return [resolve(expected_dtype(e.declared, inputs), setup.spec, setup.atol, setup.rtol, _rms(e.value)) for e in expected]
 
 
 def _rms(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) if x.size else 0.0
 
 
-def check_case(
-    setup: Setup, i: int, case: tuple, seed_inputs: list[tuple], from_task: list[bool], warnings: list, notes: list
-) -> CaseResult:
+def check_case(setup: Setup, i: int, case: Case, seed_inputs: list[Case], from_task: list[bool], warnings: list, notes: list) -> CaseResult:
     """All checks of case `i`; `seed_inputs` are its extra-seed inputs (`from_task`: made by the task's own
     cases(seed=...)). Emulator warnings and harness notes are appended to `warnings` and `notes`."""
     expected = reference.call(setup.reference, case, _where(setup, i, case))
     tols = _tolerances(setup, case, expected)
     result = CaseResult(i, first_shape(case) or tuple(expected[0].value.shape), tols[0], None)
+    if case.kwargs:
+        result.kwargs = {k: describe(v) for k, v in case.kwargs.items()}
     primary = _run(setup, i, case, result, "")
     if primary is None:
         return result
@@ -96,8 +98,8 @@ def check_case(
 def _check_each_input(
     setup: Setup,
     i: int,
-    case: tuple,
-    seed_inputs: list[tuple],
+    case: Case,
+    seed_inputs: list[Case],
     from_task: list[bool],
     primary: runner.Run,
     expected: list,
@@ -105,18 +107,21 @@ def _check_each_input(
     result: CaseResult,
     notes: list,
 ) -> None:
-    """With several array inputs, change one at a time: a kernel that ignores one of them is caught even when
-    the case's values hide it (a weight of all ones). Done on the first case only: a kernel that ignores an
-    input ignores it in every case, and these runs are the costliest part of a validation."""
-    positions = array_positions(case)
-    if len(positions) < 2 or i > 0:
+    """With several array inputs (positional or keyword), change one at a time: a kernel that ignores one of them
+    is caught even when the case's values hide it (a weight of all ones). Done on the first case only: a kernel
+    that ignores an input ignores it in every case, and these runs are the costliest part of a validation."""
+    slots = array_slots(case)
+    if len(slots) < 2 or i > 0:
         return  # one array input: the seeds already changed it
-    names = runner.param_names(setup.kernel)
-    for p in positions:
+    names = case.slot_names(runner.param_names(setup.kernel))
+    values = case.values()
+    for p in slots:
         changed = (
-            tuple(seed_inputs[0][j] if j == p else x for j, x in enumerate(case)) if seed_inputs else vary_case(case, 7919 + p, only=p)
+            case.with_values([seed_inputs[0].values()[p] if j == p else x for j, x in enumerate(values)])
+            if seed_inputs
+            else vary_case(case, 7919 + p, only=p)
         )
-        name = names[p] if p < len(names) else f"argument {p}"
+        name = names[p]
         _check_variant(
             setup, i, changed, f"input '{name}' changed", name, primary, expected, tols, result, bool(seed_inputs and from_task[0]), notes
         )
@@ -127,7 +132,7 @@ def _add(result: CaseResult, finding: Finding | None) -> None:
         result.findings.append(replace(finding, case=result.index))
 
 
-def _run(setup: Setup, i: int, case: tuple, result: CaseResult, variant: str, alternative_fill: bool = False):
+def _run(setup: Setup, i: int, case: Case, result: CaseResult, variant: str, alternative_fill: bool = False):
     """One run; a kernel error that is a verdict is added to `result` (returns None), others are raised."""
     try:
         return runner.run(setup.kernel, case, setup.target, setup.guarded, alternative_fill)
@@ -201,7 +206,7 @@ def _precision(run: runner.Run, tols: list[Tolerance]) -> Finding | None:
     )
 
 
-def _fill_and_rerun(setup: Setup, i: int, case: tuple, primary: runner.Run, expected: list, result: CaseResult) -> None:
+def _fill_and_rerun(setup: Setup, i: int, case: Case, primary: runner.Run, expected: list, result: CaseResult) -> None:
     """Run again with another fill for fresh memory. If the outputs change, a third run with that same fill
     tells the two causes apart: it differs from the second (nondeterministic: randomness or state kept between
     calls, even if it alternates), or it repeats it (the outputs read memory the kernel never wrote)."""
@@ -265,7 +270,7 @@ def _nan_fallback(run: runner.Run, expected: list) -> Finding | None:
 def _check_variant(
     setup: Setup,
     i: int,
-    case: tuple,
+    case: Case,
     variant: str,
     changed_input: str | None,
     primary: runner.Run,

@@ -4,7 +4,8 @@ New inputs come from the task's own generator when `cases` takes a `seed` argume
 the distribution). Otherwise each array is resampled from its own values: a random permutation (same
 multiset of values, so the same range, sign and distribution) with 10% multiplicative jitter for
 floats, clipped to the original range; a constant array (ones, zeros) gets additive jitter instead,
-so a kernel that ignores a weight of ones is still caught. Scalars never change.
+so a kernel that ignores a weight of ones is still caught. Arrays passed by keyword (`Case(x, w=w)`) are
+inputs like positional ones; scalars and other constants, positional or keyword, never change.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from nkidev.case import Case
 from nkidev.validate.tolerance import is_float
 
 
@@ -33,26 +35,32 @@ def as_numpy(x):
     return t.numpy()
 
 
-def numpy_case(case) -> tuple:
-    """A case as a tuple with torch tensors converted to NumPy (a bare array is a one-input case)."""
-    case = tuple(case) if isinstance(case, list | tuple) else (case,)
-    return tuple(as_numpy(x) for x in case)
+def numpy_case(case) -> Case:
+    """A case as a Case with torch tensors converted to NumPy: a tuple or list is its positional inputs, a bare
+    value one positional input, a Case keeps its keyword inputs."""
+    if isinstance(case, Case):
+        if not case.kwargs:
+            return Case(*(as_numpy(x) for x in case.args))
+        return Case(*(as_numpy(x) for x in case.args), **{k: as_numpy(v) for k, v in case.kwargs.items()})
+    case = case if isinstance(case, list | tuple) else (case,)
+    return Case(*(as_numpy(x) for x in case))
 
 
 def is_array(x) -> bool:
     return isinstance(x, np.ndarray)
 
 
-def array_positions(case: tuple) -> list[int]:
-    return [i for i, x in enumerate(case) if is_array(x)]
+def array_slots(case: Case) -> list[int]:
+    """The slots (positional inputs, then keyword ones) that hold arrays."""
+    return [i for i, x in enumerate(case.values()) if is_array(x)]
 
 
-def first_shape(case: tuple) -> tuple[int, ...] | None:
-    return next((tuple(x.shape) for x in case if is_array(x)), None)
+def first_shape(case: Case) -> tuple[int, ...] | None:
+    return next((tuple(x.shape) for x in case.values() if is_array(x)), None)
 
 
-def copy_case(case: tuple) -> tuple:
-    return tuple(np.array(x, copy=True) if is_array(x) else x for x in case)
+def copy_case(case: Case) -> Case:
+    return case.with_values([np.array(x, copy=True) if is_array(x) else x for x in case.values()])
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
@@ -84,10 +92,10 @@ def vary(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return new.astype(x.dtype).reshape(x.shape)
 
 
-def vary_case(case: tuple, seed: int, only: int | None = None) -> tuple:
-    """`case` with new array values (all arrays, or only position `only`)."""
+def vary_case(case: Case, seed: int, only: int | None = None) -> Case:
+    """`case` with new array values (all arrays, or only slot `only`), drawn slot by slot in order."""
     rng = np.random.default_rng(seed)
-    return tuple(vary(x, rng) if is_array(x) and (only is None or i == only) else x for i, x in enumerate(case))
+    return case.with_values([vary(x, rng) if is_array(x) and (only is None or i == only) else x for i, x in enumerate(case.values())])
 
 
 def takes_seed(cases_fn) -> bool:
@@ -97,24 +105,35 @@ def takes_seed(cases_fn) -> bool:
         return False
 
 
-def _compatible(orig: tuple, new) -> bool:
-    if not isinstance(new, tuple) or len(new) != len(orig):
+def _compatible(orig: Case, new: Case) -> bool:
+    """The same call with arrays of the same shapes and dtypes in the same slots (keywords in any order)."""
+    if len(new.args) != len(orig.args) or new.kwargs.keys() != orig.kwargs.keys():
         return False
-    for a, b in zip(orig, new):
+    for a, b in zip(orig.values(), _in_order(new, orig)):
         if is_array(a) != is_array(b) or (is_array(a) and (a.shape != b.shape or a.dtype != b.dtype)):
             return False
     return True
 
 
-def seed_cases(cases_fn: Callable | None, cases: list[tuple], seed: int) -> tuple[list[tuple], bool]:
+def _in_order(new: Case, orig: Case) -> list:
+    """`new`'s values in `orig`'s slot order."""
+    return [*new.args, *(new.kwargs[k] for k in orig.kwargs)]
+
+
+def _reseeded(orig: Case, new: Case) -> Case:
+    """`orig` with the arrays of `new` (the constants stay the original's)."""
+    return orig.with_values([n if is_array(o) else o for o, n in zip(orig.values(), _in_order(new, orig))])
+
+
+def seed_cases(cases_fn: Callable | None, cases: list[Case], seed: int) -> tuple[list[Case], bool]:
     """Inputs for extra seed `seed` (1, 2, ...) and whether the task made them: the task's cases(seed=seed)
-    when it has that form and keeps every shape and dtype (scalars are taken from the original cases), else
-    resampled ones."""
+    when it has that form and keeps every shape and dtype (scalars and other constants, keyword ones included, are
+    taken from the original cases), else resampled ones."""
     if cases_fn is not None and takes_seed(cases_fn):
         try:
             new = [numpy_case(c) for c in cases_fn(seed=seed)]
         except (Exception, SystemExit):  # noqa: BLE001 - a generator that cannot reseed falls back to resampling
             new = None
         if new is not None and len(new) == len(cases) and all(_compatible(o, n) for o, n in zip(cases, new)):
-            return [tuple(n_x if is_array(o_x) else o_x for o_x, n_x in zip(o, n)) for o, n in zip(cases, new)], True
+            return [_reseeded(o, n) for o, n in zip(cases, new)], True
     return [vary_case(c, 1000 * seed + i) for i, c in enumerate(cases)], False

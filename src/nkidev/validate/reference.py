@@ -1,7 +1,8 @@
 """Calling the task's reference on the CPU in float64 (NumPy, or PyTorch when the reference uses torch).
 
 Float inputs (float32, bfloat16, fp8, ...) are widened to float64 exactly, so the reference is more precise
-than any kernel; integer inputs and scalars pass unchanged. A reference may *declare* a low-precision output
+than any kernel; integer inputs and scalars pass unchanged. Keyword inputs (`Case(x, eps=1e-6, w=w)`) reach
+the reference by keyword, widened the same way. A reference may *declare* a low-precision output
 by returning that dtype, e.g. `.astype(ml_dtypes.bfloat16)` (see tolerance.expected_dtype); integer results
 declare an exact integer output.
 """
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nkidev.case import Case
 from nkidev.emulator.dtypes import lookup
 from nkidev.errors import NkiError
 from nkidev.validate.capture import captured
@@ -53,9 +55,13 @@ def _torch_in(x):
     return torch.from_numpy(x) if isinstance(x, np.ndarray) else x
 
 
-def _torch_retry(reference, args: tuple):
+def _torch_case(case: Case) -> Case:
+    return case.with_values([_torch_in(x) for x in case.values()])
+
+
+def _torch_retry(reference, args: Case):
     try:
-        return _invoke(reference, tuple(_torch_in(x) for x in args))
+        return _invoke(reference, _torch_case(args))
     except (Exception, SystemExit):  # noqa: BLE001 - the NumPy attempt's error is the one reported
         return None
 
@@ -65,21 +71,22 @@ def outputs_of(value) -> list:
     return list(value) if isinstance(value, tuple | list) else [value]
 
 
-def _invoke(reference, args: tuple):
+def _invoke(reference, args: Case):
     # NaN/Inf results are reported by count, not as warnings; prints would break --json
     with np.errstate(all="ignore"), captured():
-        return reference(*args)
+        return args.call(reference)
 
 
-def call(reference, case: tuple, where: str) -> list[Expected]:
-    """Run the reference on one case; raise err_reference_failed if it raises or returns NaN/Inf.
+def call(reference, case: Case, where: str) -> list[Expected]:
+    """Run the reference on one case (its keyword inputs too); raise err_reference_failed if it raises or
+    returns NaN/Inf.
 
     A reference that names torch gets torch float64 tensors. One that does not but fails on NumPy arrays
     while torch is loaded (`x.float().sigmoid()` names no torch object) is retried with torch tensors."""
-    args = tuple(widen(x) for x in case)
+    args = case.with_values([widen(x) for x in case.values()])
     torch_first = uses_torch(reference)
     try:
-        value = _invoke(reference, tuple(_torch_in(x) for x in args) if torch_first else args)
+        value = _invoke(reference, _torch_case(args) if torch_first else args)
     except (Exception, SystemExit) as e:  # noqa: BLE001 - any failure in user code (exit() too) is reported, never a traceback
         value = _torch_retry(reference, args) if not torch_first and "torch" in sys.modules else None
         if value is None:

@@ -25,12 +25,21 @@ def _plain(result) -> dict:
 
 
 def case_line(case) -> str:
-    """`PASS: shape=(...), max_diff=...` (FAIL with its verdicts and reason) for one case (dict or CaseResult)."""
+    """`PASS: shape=(...), max_diff=...` (FAIL with its verdicts and reason) for one case (dict or CaseResult);
+    a case with keyword inputs shows them after its shape: `shape=(128, 512), eps=1e-06, w=float32[512], ...`."""
     case = _plain(case)
-    line = f"{'PASS' if case['passed'] else 'FAIL'}: shape={tuple(case['shape'])}, max_diff={_diff(case['max_abs_diff'])}"
+    kwargs = "".join(f", {k}={_shown(v)}" for k, v in (case.get("kwargs") or {}).items())
+    line = f"{'PASS' if case['passed'] else 'FAIL'}: shape={tuple(case['shape'])}{kwargs}, max_diff={_diff(case['max_abs_diff'])}"
     if not case["passed"]:
         line += f" [{', '.join(case['verdicts'])}] {case['reason']}"
     return line
+
+
+def _shown(value) -> str:
+    """A keyword input as `nkidev.case.describe` gave it: an array as dtype[shape], a constant as its repr."""
+    if isinstance(value, dict) and set(value) == {"dtype", "shape"}:
+        return f"{value['dtype']}{value['shape']}"
+    return repr(value)
 
 
 def tail_lines(result) -> list[str]:

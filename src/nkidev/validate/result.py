@@ -92,6 +92,7 @@ class CaseResult:
     primary: RunMetrics | None  # None when the kernel could not produce comparable outputs
     seeds: list[RunMetrics] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # fail_* and cheat_* found on this case
+    kwargs: dict = field(default_factory=dict)  # the case's keyword inputs as plain data (nkidev.case.describe)
 
     @property
     def passed(self) -> bool:
@@ -133,6 +134,7 @@ class CaseResult:
             "tolerance": self.tolerance.to_dict() if self.tolerance else None,
             "outputs": [o.to_dict() for o in p.outputs] if p else [],
             "seeds": [s.to_dict() for s in self.seeds],
+            "kwargs": self.kwargs,
         }
 
 

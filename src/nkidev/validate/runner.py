@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from nkidev.case import Case
 from nkidev.emulator.context import EmulatorOptions
 from nkidev.emulator.jit import run as emulate
 from nkidev.emulator.location import is_internal
@@ -22,7 +23,7 @@ from nkidev.errors import NkiError, NkiWarning
 from nkidev.hardware import Target
 from nkidev.validate import fill, guard
 from nkidev.validate.capture import captured
-from nkidev.validate.inputs import array_positions, copy_case, same_bits
+from nkidev.validate.inputs import array_slots, copy_case, same_bits
 from nkidev.validate.reference import outputs_of
 
 
@@ -49,14 +50,14 @@ class KernelFailed(Exception):
         return self.error.name if isinstance(self.error, NkiError) else None
 
 
-def run(kernel, case: tuple, target: Target, guarded=(), alternative_fill: bool = False) -> Run:
+def run(kernel, case: Case, target: Target, guarded=(), alternative_fill: bool = False) -> Run:
     args = copy_case(case)
     options = EmulatorOptions(target=target, **(fill.option_kwargs() if alternative_fill else {}))
     guard.calls().clear()
     swap = fill.alternative() if alternative_fill else nullcontext()
     with captured() as (printed, caught), guard.tripwire(guarded), swap:
         try:
-            result = emulate(kernel, args, {}, options)
+            result = emulate(kernel, args.args, args.kwargs, options)
         except (Exception, SystemExit) as e:  # noqa: BLE001 - whatever the kernel raises is reported by name
             raise KernelFailed(e, _location(e, _source_file(kernel)), list(guard.calls())) from None
     calls = guard.calls()
@@ -67,8 +68,8 @@ def run(kernel, case: tuple, target: Target, guarded=(), alternative_fill: bool 
     return Run(outputs_of(result.outputs), result.trace, _written_inputs(kernel, case, args, result.trace), notes, printed.getvalue())
 
 
-def _written_inputs(kernel, case: tuple, args: tuple, trace: Trace | None) -> list[tuple[str, str | None]]:
-    names = param_names(kernel)
+def _written_inputs(kernel, case: Case, args: Case, trace: Trace | None) -> list[tuple[str, str | None]]:
+    names = case.slot_names(param_names(kernel))
     found: dict[str, str | None] = {}
     if trace is not None:
         inputs = {t.id: t.name for t in trace.tensors.values() if t.kind == "input"}
@@ -76,9 +77,10 @@ def _written_inputs(kernel, case: tuple, args: tuple, trace: Trace | None) -> li
             for w in ins.writes:
                 if w.tensor in inputs:
                     found.setdefault(inputs[w.tensor], ins.location)
-    for i in array_positions(case):
-        if not same_bits(np.asarray(case[i]), np.asarray(args[i])):
-            found.setdefault(names[i] if i < len(names) else f"argument {i}", None)
+    before, after = case.values(), args.values()
+    for i in array_slots(case):
+        if not same_bits(np.asarray(before[i]), np.asarray(after[i])):
+            found.setdefault(names[i], None)
     return list(found.items())
 
 
