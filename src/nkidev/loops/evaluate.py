@@ -52,6 +52,7 @@ def evaluate_item(item: dict) -> dict:
             "gate": item.get("gate", True),
             "analyze": item.get("analyze", False),
             "profile": item.get("profile", True),
+            "tuned": item.get("tuned", []),
         }
         limits = Limits(item.get("timeout_s", 600.0), item.get("memory_bytes"))
         started = time.monotonic()
@@ -97,13 +98,19 @@ def evaluate_candidate(
     analyze: bool = False,
     profile: bool = True,
     progress: Callable[[dict], None] | None = None,
+    tuned: list[str] | tuple[str, ...] = (),
 ) -> dict:
     """Gate, profile and (optionally) analyze one candidate module; runs in the sandbox child. `profile=False`:
-    the gate only (debug)."""
+    the gate only (debug). `tuned`: the parameters whose defaults the candidate rewrote (tune's config)."""
     from nkidev.validate.api import validate_source
 
     out = failed(NkiError("err_internal", "not evaluated"))
     out.update(error=None, verdicts=[])
+    if tuned:
+        try:
+            check_not_pinned(task_spec, case, tuned)
+        except NkiError as e:
+            return failed(e)
     if gate:
         try:
             validation = validate_source(source, task_spec, target=target, seeds=seeds, progress=progress)
@@ -123,6 +130,25 @@ def evaluate_candidate(
     return out
 
 
+def check_not_pinned(task_spec: str, case: int, tuned) -> None:
+    """err_bad_tunable when the timed case passes a tuned parameter itself (`Case(x, tile=128)`): its value would
+    override every config's default, so every config would time the same kernel."""
+    from nkidev.case import brief
+    from nkidev.errors import NkiUsageError
+    from nkidev.taskfile import kernel_spec, load_task
+
+    spec = kernel_spec(task_spec)
+    cases = load_task(spec.path).calls()
+    pinned = [name for name in tuned if 0 <= case < len(cases) and name in cases[case].kwargs]
+    if pinned:
+        raise NkiUsageError(
+            "err_bad_tunable",
+            f"{spec.path}: case {case} passes {', '.join(f'{n}={brief(cases[case].kwargs[n])}' for n in pinned)} itself, "
+            f"which overrides the tuned default{'s' if len(pinned) > 1 else ''}",
+            f"drop {', '.join(pinned)} from that case's keywords, tune on another --case, or tune other parameters",
+        )
+
+
 def verdict_names(validation: dict) -> list[str]:
     names = [v for c in validation["cases"] for v in c["verdicts"]]
     names += [f["verdict"] for f in validation["cheats"] if f["severity"] == "fail"]
@@ -136,15 +162,16 @@ def _trim(validation: dict) -> dict:
 
 
 def profile_candidate(source: str, task_spec: str, target: str | None, case: int, analyze: bool) -> dict:
-    """Profile the candidate on case `case` of the ORIGINAL task's cases (trace only) and read its time and findings."""
+    """Profile the candidate on case `case` of the ORIGINAL task's cases (trace only; its keyword inputs too) and
+    read its time and findings."""
     from nkidev.analysis.api import analyze as analyze_profile
     from nkidev.errors import NkiUsageError
-    from nkidev.profile.api import profile
+    from nkidev.profile.api import profile_case
     from nkidev.taskfile import KernelSpec, kernel_spec, load_task
 
     spec = kernel_spec(task_spec)
     task = load_task(spec.path)
-    cases = task.cases()
+    cases = task.calls()
     if not 0 <= case < len(cases):
         raise NkiUsageError("err_invalid_argument", f"--case {case}: the task has {len(cases)} case(s)", f"pass 0 to {len(cases) - 1}")
     with tempfile.TemporaryDirectory(prefix="nkidev-eval-") as tmp:
@@ -153,7 +180,7 @@ def profile_candidate(source: str, task_spec: str, target: str | None, case: int
         candidate = load_task(path)
         grid = spec.grid or (task.grid(spec.name) if spec.name else None)
         kernel = candidate.launch(KernelSpec(path, spec.name, grid))
-        result = profile(kernel, *cases[case], target=target, out=Path(tmp) / "profile", compute=False)
+        result = profile_case(kernel, cases[case], target=target, out=Path(tmp) / "profile", compute=False)
         out = {"total_time_ns": round(result.total_time_ns, 1), "findings": [], "bottleneck_engine": None, "peak_percent": None}
         if analyze:
             analysis = analyze_profile(result.profile_dir, source_root=tmp)

@@ -111,7 +111,8 @@ def tune(
 
     def item(config: dict, gate: bool = True) -> dict:
         text = tunable.with_defaults(source, kernel, config, where)
-        return {**common, "source": text, "gate": gate, "display": str(path)}  # same lines as the file: errors point into it
+        # same lines as the file: errors point into it; "tuned": the child refuses a case that pins one of them
+        return {**common, "source": text, "gate": gate, "display": str(path), "tuned": list(config)}
 
     with get_executor(executor, jobs, ray_address) as pool:
         emit({"event": "stage", "stage": f"evaluating {len(chosen) + 1} configs on the {pool.name} executor ({pool.jobs} jobs)"})

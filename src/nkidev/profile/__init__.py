@@ -2,6 +2,7 @@
 
     nkidev.profile(kernel, *args, target="trn2", out="prof/")   # == nkidev.profile.api.profile
     nkidev.profile.api.profile_task("file.py::kernel", case=0, out="prof/")
+    nkidev.profile.api.profile_case(kernel, nkidev.Case(x, eps=1e-6), out="prof/")  # kernel keywords kept apart
     nkidev.profile.schema.TABLES                                # table and column definitions
 
 This package module is itself callable, so `nkidev.profile(...)` works whether `nkidev.profile` resolves

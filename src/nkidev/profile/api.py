@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from nkidev.case import Case
 from nkidev.costmodel import Timeline, schedule
 from nkidev.emulator import versions
 from nkidev.emulator.location import is_internal, raised_in_nkidev
@@ -90,9 +91,28 @@ def profile(
     SPMD/LNC2 launch. `calibration`: a calibration file applied to the target ("default": the bundled one,
     "none": none; unset: $NKIDEV_CALIBRATION or the user config). `kernel_info` is stored as nkidev-kernel.json
     (what `nkidev calibrate` re-simulates). `trace`: what trace.json holds ("auto": the DMA packet tracks only
-    up to 200,000 packets, "full": always, "none": no trace.json). Raises NkiUsageError for bad input
+    up to 200,000 packets, "full": always, "none": no trace.json). A kernel keyword named like one of these
+    options goes through `profile_case(kernel, Case(...))` instead. Raises NkiUsageError for bad input
     (err_output_exists, err_not_writable, err_invalid_argument before the kernel runs) and NkiError (a named
     rule error, err_kernel_raised, or err_internal for an nkidev bug)."""
+    options = dict(out=out, compute=compute, force=force, progress=progress, calibration=calibration, kernel_info=kernel_info)
+    return profile_case(kernel, Case(*args, **kwargs), target=target, trace=trace, **options)
+
+
+def profile_case(
+    kernel,
+    case: Case,
+    target: str | Target | None = None,
+    out: str | Path | None = None,
+    compute: bool = True,
+    force: bool = False,
+    progress: Callable[[dict], None] | None = None,
+    calibration: str | None = None,
+    kernel_info: dict | None = None,
+    trace: str = "auto",
+) -> ProfileResult:
+    """`profile` of `case.call(kernel)`: the kernel's keyword inputs apart from the profile's options, so none
+    of them can be taken for one (a kernel parameter named `out` or `trace`)."""
     from nkidev.emulator.context import EmulatorOptions
     from nkidev.emulator.jit import as_kernel, run
 
@@ -103,7 +123,7 @@ def profile(
     emit = progress or (lambda event: None)
     emit({"event": "stage", "stage": f"emulating {k.__name__} on {hw.name}"})
     try:
-        result = run(k, args, kwargs, options=EmulatorOptions(target=hw, compute=compute))
+        result = run(k, case.args, case.kwargs, options=EmulatorOptions(target=hw, compute=compute))
     except NkiError:
         raise
     except (Exception, SystemExit) as e:  # noqa: BLE001 - the kernel's own bug (exit() too): report it by name and line
@@ -130,9 +150,9 @@ def profile_task(
     calibration: str | None = None,
     trace: str = "auto",
 ) -> ProfileResult:
-    """Profile FILE::KERNEL (or FILE::KERNEL[grid], or with the task file's GRID) on input case `case` of `cases()`,
-    checked against `nki_version` (default: the task's NKI_VERSION, else $NKIDEV_NKI_VERSION, else the newest).
-    `trace`: what trace.json holds, as in `profile`."""
+    """Profile FILE::KERNEL (or FILE::KERNEL[grid], or with the task file's GRID) on input case `case` of `cases()`
+    (its keyword inputs too, for an `nkidev.Case`), checked against `nki_version` (default: the task's NKI_VERSION,
+    else $NKIDEV_NKI_VERSION, else the newest). `trace`: what trace.json holds, as in `profile`."""
     with versions.scope(nki_version):
         return _profile_task(spec, case, target, out, compute, force, progress, calibration, trace)
 
@@ -147,7 +167,7 @@ def _profile_task(spec, case, target, out, compute, force, progress, calibration
         raise NkiUsageError("err_invalid_argument", f"--case {case!r}", "pass a case index of 0 or more")
     task = load_task(parsed.path)
     kernel = task.launch(parsed)
-    cases = task.cases()
+    cases = task.calls()
     if not 0 <= case < len(cases):
         raise NkiUsageError(
             "err_invalid_argument", f"--case {case}: {parsed.path} has {len(cases)} case(s)", f"pass --case between 0 and {len(cases) - 1}"
@@ -157,8 +177,8 @@ def _profile_task(spec, case, target, out, compute, force, progress, calibration
     if hw.calibration:
         info["calibration"] = hw.calibration
     with task.version_scope():
-        return profile(
-            kernel, *cases[case], target=hw, out=out, compute=compute, force=force, progress=progress, kernel_info=info, trace=trace
+        return profile_case(
+            kernel, cases[case], target=hw, out=out, compute=compute, force=force, progress=progress, kernel_info=info, trace=trace
         )
 
 
