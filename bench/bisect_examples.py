@@ -40,12 +40,12 @@ EXAMPLES = {
 }
 
 
-def one(name: str, kernel: str, k: int, case: tuple, tol: dict, out: Path) -> dict:
+def one(name: str, kernel: str, k: int, case, tol: dict, out: Path) -> dict:
     path = ROOT / "examples" / f"{name}.py"
     wrong = device(k, kernel, case, delta=10.0)
     outputs = wrong(path)
     wrong.runs = 0
-    emulated = run(load_task(path).kernel(kernel), case, {}).outputs
+    emulated = run(load_task(path).kernel(kernel), case.args, case.kwargs).outputs
     emulated = list(emulated) if isinstance(emulated, tuple | list) else [emulated]
     if not any(compare(d, e, str(np.asarray(e).dtype), tol)["differs"] for d, e in zip(outputs, emulated)):
         # the wrong value never reaches an output (e.g. a dead destination): validate --hardware would not bisect
@@ -76,9 +76,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name, kernel in EXAMPLES.items():
             task = load_task(ROOT / "examples" / f"{name}.py")
-            case = task.cases()[0]
+            case = task.calls()[0]
             tol = {k: v for k, v in (task.attr("TOLERANCE") or {}).items() if k in ("atol", "rtol")} or {"atol": 1e-2, "rtol": 1e-2}
-            n = len(run(task.kernel(kernel), case, {}).trace)
+            n = len(run(task.kernel(kernel), case.args, case.kwargs).trace)
             for k in sorted({n // 3, 2 * n // 3, n - 2}):
                 rows.append({"instructions": n, **one(name, kernel, k, case, tol, Path(tmp) / f"{name}-{k}")})
                 if not args.json:

@@ -38,7 +38,8 @@ def components(m: measured.Measurement) -> dict:
     hw = get_target(m.target)
     parsed = kernel_spec(m.spec)
     task = load_task(parsed.path)
-    trace = run(task.launch(parsed), task.cases()[m.case], {}, options=EmulatorOptions(target=hw, compute=False)).trace
+    case = task.calls()[m.case]
+    trace = run(task.launch(parsed), case.args, case.kwargs, options=EmulatorOptions(target=hw, compute=False)).trace
     tl = schedule(trace, hw)
     busy = tl.busy_ns()
     plans = [tl.transfers.plan[i] for i in range(len(tl.transfers))]

@@ -55,13 +55,13 @@ if a.cmd == "capture":
     from nkidev.taskfile import kernel_spec, load_task
     spec = kernel_spec(neff["kernel"])
     kernel = load_task(spec.path).launch(spec)
-    args = arrays.load(Path(a.inputs), "arg")
+    case = arrays.load_case(Path(a.inputs))
     hw = calibrated_target(neff["target"], os.environ.get("FAKE_DEVICE_CALIBRATION") or "none")
     if os.environ.get("FAKE_DEVICE_WRONG"):
         from tests.device.wrong_device import wrong_instruction
         wrong = wrong_instruction(spec.path, int(os.environ["FAKE_DEVICE_WRONG"]), float(os.environ.get("FAKE_DEVICE_WRONG_DELTA", "1.0")))
         wrong.__enter__()  # kept referenced: the block stays open for the rest of the run
-    result = run(kernel, tuple(args), {}, options=EmulatorOptions(target=hw, compute=True))
+    result = run(kernel, case.args, case.kwargs, options=EmulatorOptions(target=hw, compute=True))
     outs = result.outputs if isinstance(result.outputs, (tuple, list)) else [result.outputs]
     offset = float(os.environ.get("FAKE_DEVICE_OFFSET", "0"))
     outs = [np.asarray(o) + np.asarray(offset).astype(np.asarray(o).dtype) if offset else np.asarray(o) for o in outs]

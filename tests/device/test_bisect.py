@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nkidev.case import Case
 from nkidev.device import bisect, probes
 from nkidev.taskfile import load_task
 from nkidev.validate.cli import bisect_lines
@@ -28,11 +29,11 @@ EXPECTED = {3: (19, 1, "tensor_scalar"), 7: (25, 0, "memset"), 8: (27, 0, "nc_ma
 
 
 def _case():
-    return load_task(CHAIN).cases()[0]
+    return load_task(CHAIN).calls()[0]
 
 
 def _bisect(k: int, out: Path, path: Path = CHAIN, kernel: str = "chain", narrow: bool = True, **kw) -> tuple[dict, object]:
-    case = load_task(path).cases()[0]
+    case = load_task(path).calls()[0]
     device = wrong_device.device(k, kernel, case)
     outputs = device(path) if narrow else None  # the uninstrumented run validate --hardware made
     device.runs = 0
@@ -60,7 +61,7 @@ def test_a_probe_variant_keeps_every_line_and_returns_the_tile(tmp_path):
         variant.write_text(text)
         outputs = wrong_device.device(-1, "chain", _case())(variant)
         assert len(outputs) == 2
-        np.testing.assert_allclose(outputs[1], expected(*_case()), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(outputs[1], expected(*_case().args), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("k", sorted(EXPECTED))
@@ -123,7 +124,7 @@ def test_sites_take_one_destination_per_statement():
 def test_a_legacy_kernel_is_skipped_with_the_reason(tmp_path):
     legacy = tmp_path / "legacy.py"
     legacy.write_text("import neuronxcc.nki as nki\n\n@nki.jit\ndef k(x):\n    return x\n")
-    result = bisect.bisect_case(legacy, "k", (), "trn2", TOL, lambda p: [], tmp_path / "out", lambda e: None)
+    result = bisect.bisect_case(legacy, "k", Case(), "trn2", TOL, lambda p: [], tmp_path / "out", lambda e: None)
     assert result["status"] == "skipped" and "neuronxcc" in result["reason"] and not (tmp_path / "out").exists()
 
 

@@ -58,7 +58,7 @@ def wrong_instruction(kernel_path: Path, k: int, delta: float = 1.0) -> Iterator
             OPS[name].impl = impl
 
 
-def device(k: int, kernel_name: str, case: tuple, target: str = "trn2", delta: float = 1.0):
+def device(k: int, kernel_name: str, case, target: str = "trn2", delta: float = 1.0):
     """A `device(variant_path) -> outputs` callable for nkidev.device.bisect.bisect_case; it counts its runs."""
 
     def run_variant(variant: Path) -> list:
@@ -66,7 +66,7 @@ def device(k: int, kernel_name: str, case: tuple, target: str = "trn2", delta: f
         kernel = load_task(variant).kernel(kernel_name)
         with wrong_instruction(variant, k, delta):
             # in line: the perturbation finds the instruction's kernel line on the stack of the thread running it
-            outputs = run(kernel, case, {}, options=EmulatorOptions(target=target, compute=True, overlap=False)).outputs
+            outputs = run(kernel, case.args, case.kwargs, options=EmulatorOptions(target=target, compute=True, overlap=False)).outputs
         return list(outputs) if isinstance(outputs, tuple | list) else [outputs]
 
     run_variant.runs = 0

@@ -127,15 +127,15 @@ def _time_cases(solution: Task, info: registry.TaskInfo, task: Task, hw: Target,
     """Predicted time and roofline-ideal time of the solution's ENTRY on each timed case of the task."""
     kernel = solution.kernel(info.entry)
     if quick:
-        cases = task.cases(QUICK)
+        cases = task.calls(QUICK)
     else:
         with inputs.shapes_only():  # full sizes are timed with the numerics skipped: their values never matter
-            cases = task.cases(FULL)
+            cases = task.calls(FULL)
     out = []
     for case in cases:
-        trace = run(kernel, case, options=EmulatorOptions(target=hw, compute=quick)).trace
+        trace = run(kernel, case.args, case.kwargs, options=EmulatorOptions(target=hw, compute=quick)).trace
         time_ns = schedule(trace, hw).total_ns
-        ideal = roofline.ideal_ns(task.attr("FLOPS")(*case), task.attr("MIN_BYTES")(*case), hw, case)
+        ideal = roofline.ideal_ns(case.call(task.attr("FLOPS")), case.call(task.attr("MIN_BYTES")), hw, case.values())
         shape = first_shape(case)
         out.append(
             {

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from nkidev.case import Case
 from nkidev.errors import NkiUsageError
 from nkidev.taskfile import Task, load_task
 
@@ -87,13 +88,14 @@ def describe(name: str) -> dict:
         "family": info.family,
         "entry": info.entry,
         "dtypes": list(info.dtypes),
-        "quick_cases": _shapes(task.attr("quick_cases")()),
+        "quick_cases": _shapes(task.calls("quick_cases")),
         "full_cases": _full_shapes(task),
     }
 
 
-def _shapes(cases: list[tuple]) -> list[list]:
-    return [[list(x.shape) if hasattr(x, "shape") else x for x in case] for case in cases]
+def _shapes(cases: list[Case]) -> list[list]:
+    """Per case, each input's shape (its value for a scalar): positional inputs, then keyword ones."""
+    return [[list(x.shape) if hasattr(x, "shape") else x for x in case.values()] for case in cases]
 
 
 def _full_shapes(task: Task) -> list[list]:
@@ -102,4 +104,4 @@ def _full_shapes(task: Task) -> list[list]:
     from nkidev.bench import inputs
 
     with inputs.shapes_only():
-        return _shapes(task.attr("full_cases")())
+        return _shapes(task.calls("full_cases"))

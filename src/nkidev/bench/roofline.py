@@ -36,15 +36,16 @@ def memory_bytes_per_s(target: Target) -> float:
     return max(target.hbm.bytes_per_s_per_nc, dma_rate)
 
 
-def _fp32_operands(case: tuple) -> bool:
+def _fp32_operands(case: list) -> bool:
     """Matmul operands of fp32 (the widest float input is 4 bytes) run the Tensor Engine at its fp32 rate."""
     floats = [x.dtype.itemsize for x in case if isinstance(x, np.ndarray) and x.dtype.kind == "f"]
     return bool(floats) and max(floats) >= FP32_ITEMSIZE
 
 
-def ideal_ns(work: dict | float, min_bytes: float, target: Target, case: tuple) -> dict:
-    """{"ideal_ns", "compute_ns", "memory_ns", "bound"} for one case: FLOPS(*case) `work` (a dict of "tensor" /
-    "elementwise" counts, or a number of Tensor Engine FLOPs) and MIN_BYTES(*case) `min_bytes`."""
+def ideal_ns(work: dict | float, min_bytes: float, target: Target, case: list) -> dict:
+    """{"ideal_ns", "compute_ns", "memory_ns", "bound"} for one case (its inputs, `Case.values()`): FLOPS(*case)
+    `work` (a dict of "tensor" / "elementwise" counts, or a number of Tensor Engine FLOPs) and MIN_BYTES(*case)
+    `min_bytes` (both called like the kernel, keyword inputs included)."""
     work = {"tensor": work} if isinstance(work, int | float) else dict(work)
     unknown = set(work) - {"tensor", "elementwise"}
     if unknown:

@@ -194,14 +194,14 @@ def simulate(measurements: list[Measurement], base: Target, progress: Callable[[
             parsed = kernel_spec(m.spec)
             task = load_task(parsed.path)
             kernel = task.launch(parsed)
-            cases = task.cases()
+            cases = task.calls()
             if m.case >= len(cases):
                 from nkidev.errors import NkiUsageError
 
                 raise NkiUsageError(
                     "err_calibration_failed", f"{m.label}: {parsed.path} has {len(cases)} case(s), not case {m.case}", "fix the case index"
                 )
-            traces[key] = run(kernel, cases[m.case], {}, options=EmulatorOptions(target=base, compute=False)).trace
+            traces[key] = run(kernel, cases[m.case].args, cases[m.case].kwargs, options=EmulatorOptions(target=base, compute=False)).trace
     order = [traces[(m.spec, m.case)] for m in measurements]
 
     def predict(target: Target, rows: list[int]) -> list[float]:

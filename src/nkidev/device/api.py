@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from nkidev import __version__
+from nkidev.case import Case
 from nkidev.device import arrays
 from nkidev.device.sdk import CAPTURE_ENV, Sdk, find_sdk, run_tool
 from nkidev.errors import NkiError
@@ -40,11 +41,12 @@ def _spec(parsed, kernel) -> str:
     return f"{parsed.path.resolve()}::{parsed.name or kernel.__name__}{grid}"
 
 
-def _run_on_device(sdk: Sdk, spec: str, target: str, case: tuple, work: Path, emit, env: dict | None = None) -> tuple[Path, Path, list]:
-    """Compile and run one case; returns (neff, ntff, device outputs). `env` is added to the tools' environment."""
+def _run_on_device(sdk: Sdk, spec: str, target: str, case: Case, work: Path, emit, env: dict | None = None) -> tuple[Path, Path, list]:
+    """Compile and run one case (its keyword inputs as kw0.. in inputs.npz: device/arrays.py); returns (neff, ntff,
+    device outputs). `env` is added to the tools' environment."""
     inputs, outputs = work / "inputs.npz", work / "outputs.npz"
     neff, ntff = work / "kernel.neff", work / "profile.ntff"
-    arrays.save(inputs, list(case), "arg")
+    arrays.save_case(inputs, case)
     emit({"event": "stage", "stage": f"compiling {spec} with neuronx-cc"})
     run_tool(sdk.compile(spec, target, inputs, neff), work, env)
     emit({"event": "stage", "stage": "running on the device and capturing a profile"})
@@ -82,7 +84,7 @@ def profile_hardware(
     hw = get_target(target)
     task = load_task(parsed.path)
     kernel = task.launch(parsed)
-    cases = task.cases()
+    cases = task.calls()
     if not 0 <= case < len(cases):
         raise NkiError("err_invalid_argument", f"--case {case}: {parsed.path} has {len(cases)} case(s)", "pass a valid --case")
     dest = check_destination(out if out is not None else default_out(kernel.__name__), force)
@@ -125,7 +127,7 @@ def _max_abs(a, b) -> float:
     return float(np.max(np.abs(a - b))) if a.shape == b.shape and a.size else (0.0 if a.shape == b.shape else float("inf"))
 
 
-def _device_runner(sdk: Sdk, kernel_name: str, target: str, case: tuple, original: Path) -> Callable[[Path], list]:
+def _device_runner(sdk: Sdk, kernel_name: str, target: str, case: Case, original: Path) -> Callable[[Path], list]:
     """variant path -> the device's outputs for `case` (the original's directory importable, as in the task)."""
     env = {"PYTHONPATH": os.pathsep.join(p for p in (str(original.parent), os.environ.get("PYTHONPATH", "")) if p)}
 
@@ -185,12 +187,12 @@ def validate_hardware(
     full = _spec(parsed, kernel)
     rows = []
     bisected = None
-    for i, case in enumerate(task.cases(cases)):
+    for i, case in enumerate(task.calls(cases)):
         with tempfile.TemporaryDirectory(prefix="nkidev-hw-") as tmp:
             _, _, device = _run_on_device(sdk, full, hw.name, case, Path(tmp), emit)
-        expected = ref_fn(*case)
+        expected = case.call(ref_fn)
         expected = list(expected) if isinstance(expected, tuple | list) else [expected]
-        emulated = run(kernel, case, {}, options=EmulatorOptions(target=hw, compute=True)).outputs
+        emulated = run(kernel, case.args, case.kwargs, options=EmulatorOptions(target=hw, compute=True)).outputs
         emulated = list(emulated) if isinstance(emulated, tuple | list) else [emulated]
         vs_ref = (
             max((_max_abs(d, e) for d, e in zip(device, expected)), default=float("inf")) if len(device) == len(expected) else float("inf")

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from nkidev import atomic
+from nkidev.case import Case
 from nkidev.device import probes, recorder
 from nkidev.emulator.context import EmulatorOptions
 from nkidev.emulator.jit import run
@@ -63,9 +64,9 @@ def _load(path: Path, original_dir: Path):
         sys.path.remove(str(original_dir))
 
 
-def _emulate(kernel, case: tuple, target) -> tuple[list, object, recorder.Records]:
+def _emulate(kernel, case: Case, target) -> tuple[list, object, recorder.Records]:
     with recorder.recording() as recs:
-        result = run(kernel, case, {}, options=EmulatorOptions(target=target, compute=True))
+        result = run(kernel, case.args, case.kwargs, options=EmulatorOptions(target=target, compute=True))
     outputs = result.outputs if isinstance(result.outputs, tuple | list) else [result.outputs]
     return list(outputs), result.trace, recs
 
@@ -279,7 +280,7 @@ class Search:
 def bisect_case(
     task_path: Path,
     kernel_name: str,
-    case: tuple,
+    case: Case,
     target,
     task_tol: dict,
     device: Callable[[Path], list],

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
+from nkidev.case import Case
 from nkidev.emulator import versions
 from nkidev.emulator.jit import run
 from nkidev.errors import NkiError
 from nkidev.taskfile import load_task
+from nkidev.validate.inputs import copy_case
 from nkidev.validate.reference import outputs_of
 from nkidev.validate.tolerance import check_spec, dtype_name, resolve
 
@@ -48,7 +50,7 @@ def compare(path: Path, new_source: str, kind: str) -> dict:
 
 def _compare_tasks(old, new, old_version) -> dict:
     spec = check_spec(old.attr("TOLERANCE"), str(old.path))
-    cases = old.cases()
+    cases = old.calls()
     rows = []
     for name, kernel in old.kernels.items():
         if name not in new.kernels:
@@ -60,9 +62,10 @@ def _compare_tasks(old, new, old_version) -> dict:
     return {"status": status, "kernels": rows}
 
 
-def _outputs(kernel, case, version) -> list:
+def _outputs(kernel, case: Case, version) -> list:
+    args = copy_case(case)  # each kernel gets its own copies: one that writes an input must not change the other's
     with versions.scope(version):
-        return outputs_of(run(kernel, tuple(np.array(c, copy=True) if isinstance(c, np.ndarray) else c for c in case)).outputs)
+        return outputs_of(run(kernel, args.args, args.kwargs).outputs)
 
 
 def _compare_case(name, i, old_k, new_k, case, spec, old_version) -> dict:
