@@ -208,3 +208,24 @@ def test_bundled_trn2_calibration_is_fitted_to_the_calibration_rows_and_round_tr
     assert "STALE" not in path.read_text()
     again = load_calibration(write_calibration(tmp_path / "again.toml", cal.target, cal.overrides, cal.provenance))
     assert (again.target, again.overrides, again.provenance) == (cal.target, cal.overrides, cal.provenance)
+
+
+def test_the_fit_re_simulates_a_measured_case_with_its_keywords():
+    """A measurement of keywords.py case 1 (a Case with weight=) is predicted from that call's trace."""
+    from nkidev.calibrate.fit import simulate
+    from nkidev.calibrate.measurements import Measurement
+    from nkidev.costmodel import schedule
+    from nkidev.emulator.context import EmulatorOptions
+    from nkidev.emulator.jit import run
+    from nkidev.taskfile import load_task
+
+    path = Path(__file__).parents[1] / "validate" / "tasks" / "keywords.py"
+    hw = get_target("trn2")
+    predicted = simulate([Measurement("m1", f"{path}::scaled_rmsnorm", 1, "trn2", 1.0)], hw, lambda event: None)(hw, [0])
+    task = load_task(path)
+    kernel, case = task.kernel("scaled_rmsnorm"), task.calls()[1]
+
+    def predict(args, kwargs) -> float:
+        return schedule(run(kernel, args, kwargs, options=EmulatorOptions(target=hw, compute=False)).trace, hw).total_ns
+
+    assert predicted == [predict(case.args, case.kwargs)] and predicted[0] != predict(case.args, {})

@@ -101,3 +101,30 @@ def test_profile_on_a_real_device(tmp_path):
     result = profile_hardware(f"{TINY}::double", out=tmp_path / "hw")
     assert result["total_time_ns"] > 0 and analyze(result["profile_dir"]).total_time_ns > 0
     assert validate_hardware(f"{TINY}::double")["passed"]
+
+
+KEYWORDS = Path(__file__).parents[1] / "validate" / "tasks" / "keywords.py"
+
+
+def test_the_device_runs_each_case_with_its_keywords(fake_path):
+    """Cases 1 and 2 set eps, scale and a weight array by keyword: the device gets them through inputs.npz (were
+    they dropped, its outputs would miss the reference on those cases)."""
+    result = validate_hardware(f"{KEYWORDS}::scaled_rmsnorm", target="trn2", bisect=False)
+    assert result["passed"] and [c["agrees_with_emulator"] for c in result["cases"]] == [True, True, True]
+    assert all(c["max_abs_vs_reference"] < 1e-4 for c in result["cases"])
+
+
+def test_inputs_npz_keeps_keyword_names_values_and_dtypes(tmp_path):
+    import ml_dtypes
+    import numpy as np
+
+    from nkidev.case import Case
+    from nkidev.device import arrays
+
+    w = np.linspace(-1, 1, 6).astype(ml_dtypes.bfloat16)
+    arrays.save_case(tmp_path / "in.npz", Case(np.arange(4, dtype=np.int32), 0.5, eps=1e-6, w__t=w, act="gelu"))
+    back = arrays.load_case(tmp_path / "in.npz")
+    assert back.args[0].tolist() == [0, 1, 2, 3] and back.args[1] == 0.5
+    assert list(back.kwargs) == ["eps", "w__t", "act"] and back.kwargs["eps"] == 1e-6 and back.kwargs["act"] == "gelu"
+    assert back.kwargs["w__t"].dtype == ml_dtypes.bfloat16 and back.kwargs["w__t"].tobytes() == w.tobytes()
+    assert arrays.load(tmp_path / "in.npz", "arg")[1] == 0.5  # a positional-only reader still finds arg0, arg1

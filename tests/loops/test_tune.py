@@ -98,3 +98,46 @@ def test_successive_halving_gates_only_the_fastest_screened_configs():
     assert result["best"]["params"] == {"tile_rows": 128, "tile_cols": 512}
     random = tune(SPEC, ["tile_rows=32,64,128", "tile_cols=512"], strategy="random", budget=1, seed=0, seeds=0, jobs=1)
     assert len(random["configs"]) == 1 and random["baseline"]["passed"] is True
+
+
+KEYWORDS = Path(__file__).resolve().parents[1] / "validate" / "tasks" / "keywords.py"
+
+
+def test_tune_gates_and_times_the_case_with_its_keywords(tmp_path):
+    """Case 1 is Case(x, eps=0.5, scale=2.0, weight=w): each config's time is the profile of that call with the
+    config's rows_per_tile, not of the bare x (the weight adds instructions, so the two differ)."""
+    result = tune(f"{KEYWORDS}::scaled_rmsnorm", case=1, seeds=0, jobs=2)
+    task = load_task(KEYWORDS)
+    kernel, case = task.kernel("scaled_rmsnorm"), task.calls()[1]
+
+    def alone(*args, **kwargs) -> float:
+        return round(
+            nkidev.profile(kernel, *args, out=tmp_path / str(len(list(tmp_path.iterdir()))), compute=False, **kwargs).total_time_ns, 1
+        )
+
+    assert [c["passed"] for c in result["configs"]] == [True, True], result["configs"]
+    times = [c["total_time_ns"] for c in result["configs"]]
+    assert times == [alone(*case.args, **case.kwargs, rows_per_tile=r) for r in (64, 128)]
+    assert times != [alone(*case.args, rows_per_tile=r) for r in (64, 128)]
+
+
+def test_tune_refuses_a_timed_case_that_pins_the_tuned_parameter():
+    """Case 2 passes rows_per_tile=64 itself: every config would time rows_per_tile=64."""
+    result = tune(f"{KEYWORDS}::scaled_rmsnorm", case=2, seeds=0, jobs=2)
+    errors = [c["error"] for c in result["configs"]]
+    assert [e["name"] for e in errors] == ["err_bad_tunable", "err_bad_tunable"] and result["best"] is None
+    assert f"{KEYWORDS}: case 2 passes rows_per_tile=64 itself" in errors[0]["message"]
+
+
+def test_the_gate_calls_the_candidate_with_the_cases_keywords():
+    """A candidate that drops `scale` is right on case 0 (the default scale) and wrong on the cases that set it."""
+    from nkidev.loops.evaluate import evaluate_item
+
+    source = KEYWORDS.read_text()
+    candidate = source.replace("operand1=scale)", "operand1=1.0)")
+    assert candidate != source
+    item = {"task_text": source, "task_name": KEYWORDS.name, "kernel": "scaled_rmsnorm", "seeds": 0, "timeout_s": 120.0}
+    result = evaluate_item({**item, "source": candidate})
+    assert result["passed"] is False and result["verdicts"] == ["fail_tolerance"]
+    assert [c["passed"] for c in result["validation"]["cases"]] == [True, False, False]
+    assert evaluate_item({**item, "source": source})["passed"] is True

@@ -287,3 +287,14 @@ def test_explicit_mask_none_and_memset_shape_of_generated_kernels_migrate_to_the
     new = load_task(path)
     (x,) = new.cases()[0]
     np.testing.assert_allclose(new.module.nki.simulate(new.kernels["kernel"])(x), np.exp(x + 0.5), rtol=1e-6)
+
+
+def test_old_against_new_runs_both_kernels_with_the_cases_keywords():
+    """keywords.py's cases 1 and 2 set scale= by keyword: a migration that drops it differs exactly there."""
+    from nkidev.migrate.check import compare
+
+    path = Path(__file__).parents[1] / "validate" / "tasks" / "keywords.py"
+    source = path.read_text()
+    assert compare(path, source, "new")["status"] == "identical"
+    rows = compare(path, source.replace("operand1=scale)", "operand1=1.0)"), "new")["kernels"]
+    assert [r["status"] for r in rows if r["kernel"] == "scaled_rmsnorm"] == ["identical", "mismatch", "mismatch"]

@@ -22,6 +22,18 @@ def scale_rows(x):
     return out
 
 
+@nki.jit
+def scale_by(x, trace=1.0, out=None):
+    """A kernel whose keywords share names with profile()'s options: profile_case keeps them apart."""
+    result = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    if trace != 1.0:
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=trace)
+    nisa.dma_copy(dst=result, src=t)
+    return result
+
+
 def _matmul(lhsT, rhs, tile_n, reload):
     k_dim, m_dim = lhsT.shape
     n_dim = rhs.shape[1]

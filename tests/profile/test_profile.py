@@ -11,11 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 
 import nkidev.profile
+from nkidev.case import Case
 from nkidev.errors import KernelRuleError, NkiError, NkiUsageError
 from nkidev.hardware import get_target, with_overrides
 from nkidev.profile import schema
-from nkidev.profile.api import profile, profile_task
+from nkidev.profile.api import profile, profile_case, profile_task
 from nkidev.profile.operands import parse_matmul
+from nkidev.taskfile import load_task
 from tests.profile import kernels as K
 
 KERNELS_FILE = Path(K.__file__)
@@ -287,6 +289,45 @@ def test_profile_task_and_callable_package(tmp_path):
     r2 = nkidev.profile(K.scale_rows, *CASES[0], target="trn1", out=tmp_path / "q")
     assert r2.total_time_ns == r.total_time_ns
     assert set(r.to_dict()) >= {"profile_dir", "total_time_ns", "engines"}
+
+
+KEYWORDS = Path(__file__).parents[1] / "validate" / "tasks" / "keywords.py"  # x, then eps=, scale=, weight= (an array)
+
+
+def test_profile_task_runs_the_case_with_its_keywords(tmp_path):
+    """Case 1 is Case(x[200, 96], eps=0.5, scale=2.0, weight=w): the weight adds its DMA and one multiply per tile
+    (two tiles of 128 rows) to the bare call's instructions, and the profile is exactly that call's."""
+    task = load_task(KEYWORDS)
+    kernel, case = task.kernel("scaled_rmsnorm"), task.calls()[1]
+    r = profile_task(f"{KEYWORDS}::scaled_rmsnorm", case=1, out=tmp_path / "task")
+    direct = profile(kernel, *case.args, **case.kwargs, out=tmp_path / "direct")
+    bare = profile(kernel, *case.args, out=tmp_path / "bare")
+    assert (r.instructions, r.total_time_ns) == (direct.instructions, direct.total_time_ns)
+    assert r.instructions == bare.instructions + 3 and r.engines["vector"]["instructions"] == bare.engines["vector"]["instructions"] + 2
+    assert r.dma_transfers == bare.dma_transfers + 1
+
+
+def test_profile_case_keeps_kernel_keywords_apart_from_its_options(tmp_path):
+    """scale_by(x, trace=2.0, out=None): `trace` and `out` are the kernel's here, not profile()'s trace mode and
+    directory (the profile still goes to profile_case's own `out`, with the default trace.json)."""
+    x = np.ones((128, 64), np.float32)
+    plain = profile_case(K.scale_by, Case(x), out=tmp_path / "plain")
+    scaled = profile_case(K.scale_by, Case(x, trace=2.0, out=None), out=tmp_path / "scaled")
+    assert scaled.instructions == plain.instructions + 1 and (tmp_path / "scaled" / "trace.json").is_file()
+
+
+def test_cli_profile_case_uses_its_keywords(tmp_path):
+    from typer.testing import CliRunner
+
+    from nkidev.cli import app
+
+    args = ["profile", f"{KEYWORDS}::scaled_rmsnorm", "--json", "--no-compute"]
+    plain = json.loads(CliRunner().invoke(app, [*args, "--case", "0", "--out", str(tmp_path / "p0")]).output)
+    keyed = CliRunner().invoke(app, [*args, "--case", "1", "--out", str(tmp_path / "p1")])
+    assert keyed.exit_code == 0, keyed.output
+    case = load_task(KEYWORDS).calls()[1]
+    want = profile(load_task(KEYWORDS).kernel("scaled_rmsnorm"), *case.args, **case.kwargs, out=tmp_path / "want", compute=False)
+    assert json.loads(keyed.output)["instructions"] == want.instructions == 15 and plain["instructions"] == 6
 
 
 # --- bad input: named errors, nothing half-written ---------------------------------------------------------
