@@ -79,6 +79,13 @@ def test_a_keyword_array_is_changed_on_its_own():
     assert "input 'weight' changed" in result.cheats[0].message
 
 
+def test_a_kernel_that_writes_a_keyword_array_is_named_with_its_line():
+    result = validate_task(f"{TASK}::writes_weight", cases="ones_weight_cases", seeds=0)
+    line = next(i for i, t in enumerate(TASK.read_text().splitlines(), 1) if "marker: writes weight" in t)
+    assert [(f.verdict, f.location) for f in result.cheats] == [("cheat_input_modified", f"{TASK}:{line}")]
+    assert result.cheats[0].message.startswith("the kernel wrote input 'weight'")
+
+
 def test_seeds_redraw_keyword_arrays_and_keep_keyword_constants():
     seen = []
 

@@ -1,7 +1,8 @@
 """A kernel that takes keyword arguments, as nki-library's do: x positionally, eps= and scale= constants, weight=
 an array by keyword, and rows_per_tile= a performance knob (TUNABLE). Case 0 is a plain tuple (the defaults),
-cases 1 and 2 are nkidev.Case values; case 2 pins rows_per_tile itself (a tune timed on it is refused). The other references and cases are the wrong or malformed variants the
-tests ask for (tests/validate/test_keywords.py, tests/profile/test_profile.py, tests/loops/test_tune.py)."""
+cases 1 and 2 are nkidev.Case values; case 2 pins rows_per_tile itself (a tune timed on it is refused). The other
+kernels, references and cases are the wrong or malformed variants the tests ask for (tests/validate/test_keywords.py,
+tests/profile/test_profile.py, tests/loops/test_tune.py, ...)."""
 
 import nki
 import nki.isa as nisa
@@ -49,6 +50,17 @@ def scaled_rmsnorm(x, eps=1e-6, scale=1.0, weight=None, rows_per_tile=128):
 def ignores_weight(x, eps=1e-6, scale=1.0, weight=None, rows_per_tile=128):
     """scaled_rmsnorm without the weight: right only where the weight is all ones."""
     return scaled_rmsnorm(x, eps=eps, scale=scale, weight=None, rows_per_tile=rows_per_tile)
+
+
+@nki.jit
+def writes_weight(x, eps=1e-6, scale=1.0, weight=None, rows_per_tile=128):
+    """scaled_rmsnorm that also stores into its keyword input `weight` (the same values: still a cheat)."""
+    out = scaled_rmsnorm(x, eps=eps, scale=scale, weight=weight, rows_per_tile=rows_per_tile)
+    if weight is not None:
+        row = nl.ndarray((1, weight.shape[0]), dtype=weight.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=row, src=weight.reshape((1, weight.shape[0])))
+        nisa.dma_copy(dst=weight.reshape((1, weight.shape[0])), src=row)  # marker: writes weight
+    return out
 
 
 TUNABLE = {"rows_per_tile": [64, 128]}
