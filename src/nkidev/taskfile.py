@@ -119,7 +119,7 @@ def case_list(cases, where: str) -> list[Case]:
         raise NkiUsageError(
             "err_bad_task_file",
             f"{where}() raised {type(e).__name__}: {e}",
-            "fix cases() so it returns a list of input tuples",
+            "fix cases() so it returns a list of cases (input tuples, or nkidev.Case values)",
         ) from None
     one_case = isinstance(value, tuple) and not all(isinstance(c, list | tuple | Case) for c in value)
     if one_case or not isinstance(value, Iterable) or isinstance(value, np.ndarray | str | dict | Case):
@@ -130,7 +130,7 @@ def case_list(cases, where: str) -> list[Case]:
         )
     out = [numpy_case(_check_shape(c, i, where)) for i, c in enumerate(value)]
     if not out:
-        raise NkiUsageError("err_bad_task_file", f"{where} is empty", "return at least one input tuple")
+        raise NkiUsageError("err_bad_task_file", f"{where} is empty", "return at least one case")
     return out
 
 

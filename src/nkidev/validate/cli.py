@@ -32,7 +32,9 @@ def verdict_table() -> list[dict]:
 def validate_command(
     spec: Annotated[str, typer.Argument(help="FILE::KERNEL, e.g. examples/softmax.py::softmax_kernel")] = "",
     reference: Annotated[str, typer.Option("--reference", help="Name of the reference function in FILE.")] = "reference",
-    cases: Annotated[str, typer.Option("--cases", help="Name of the function in FILE returning the input tuples.")] = "cases",
+    cases: Annotated[
+        str, typer.Option("--cases", help="Name of the function in FILE returning the cases (input tuples or nkidev.Case values).")
+    ] = "cases",
     target: TargetOption = None,
     nki_version: NkiVersionOption = None,
     calibration: CalibrationOption = None,
