@@ -6,8 +6,9 @@
 Both the space and the kernel's defaults are read from the file's syntax tree (`ast.literal_eval`), so finding
 out what to tune never runs the user's code in the caller's process. A config is applied by rewriting the
 defaults of the kernel's parameters in the source (`with_defaults`): the result is a complete candidate module
-that runs exactly like `kernel(*case, **params)` (what `nkidev.profile` times for that config) and goes through
-the same gate as any other candidate.
+that runs exactly like `kernel(*case.args, **case.kwargs, **params)` (what `nkidev.profile` times for that
+config) and goes through the same gate as any other candidate. A case that passes a tuned parameter itself
+(`Case(x, tile_rows=64)`) would override every config's default, so the timed case must not (err_bad_tunable).
 """
 
 from __future__ import annotations

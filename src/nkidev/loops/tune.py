@@ -2,9 +2,9 @@
 
 Every config becomes a candidate module (the task file with the kernel's defaults rewritten,
 `tunable.with_defaults`) judged by `evaluate.evaluate_item` on an executor: the full validation gate on every
-case, then a cost-model profile of one case. Its time is what `nkidev.profile(kernel, *case, **params)` gives
-for that config alone. Configs that break a rule or fail validation are reported with their named error or
-verdicts and never chosen. Strategies:
+case, then a cost-model profile of one case. Its time is what `nkidev.profile(kernel, *case.args, **case.kwargs,
+**params)` gives for that config alone (a timed case that passes a tuned parameter itself is err_bad_tunable).
+Configs that break a rule or fail validation are reported with their named error or verdicts and never chosen. Strategies:
 - `exhaustive` (default): every config.
 - `random`: `budget` configs drawn without replacement (`seed`), plus the defaults.
 - `successive-halving`: a profile-only screen of every config (trace and cost model, no numerics), then the
