@@ -11,7 +11,7 @@ import pytest
 from nkidev.costmodel import schedule
 from nkidev.costmodel.dma import descriptor_efficiency, descriptor_ns, plan_transfer
 from nkidev.costmodel.durations import engine_work
-from nkidev.costmodel.throttle import ramped_ns
+from nkidev.costmodel.throttle import TensorThrottle, ramped_ns
 from nkidev.emulator.ops import OPS
 from nkidev.hardware import get_target
 from tests.costmodel.synth import TraceBuilder, matmul_extra_ns
@@ -204,8 +204,43 @@ def test_a_busy_tensor_engine_ramps_once_and_then_runs_at_full_rate():
     assert spans[-1][1] - first == pytest.approx(40 * MM_NS + 64 / 2.4 + 750.0)
 
 
+def test_the_schedule_records_each_interval_the_limit_was_in_force():
+    """Timeline.throttled: one interval per re-engagement, from when the MATMUL's work begins (after its refill)
+    until the limit engages again or, ramped to full, after throttle_ramp_ns; the burst state's own numbers."""
+    tl, matmuls = _starved_tensor_engine("trn2")
+    th = tl.throttled
+    spans = _matmul_spans(tl, matmuls)
+    assert th.trigger.tolist() == matmuls and th.core.tolist() == [0] * len(matmuls)
+    assert th.start.tolist() == pytest.approx([s + 64 / 2.4 for s, _ in spans])
+    assert th.end.tolist() == pytest.approx(th.start[1:].tolist() + [th.start[-1] + 3000.0])  # cut by the next one
+    replay = TensorThrottle(get_target("trn2"))  # the burst state, fed the scheduled MATMULs again
+    prev = -math.inf
+    for (s, e), i in zip(spans, matmuls):
+        assert replay.matmul(s, prev, tl.work[i].busy_ns, i) == pytest.approx(e)
+        prev = e
+    assert [b for b, _ in replay.engaged] == pytest.approx(th.start.tolist())
+    assert th.limit_at(0, th.start[0] + 1500.0) == pytest.approx(0.75)  # half way up the ramp from 50%
+    affected = th.affected_matmuls(tl.rows, tl.trace.columns().program)
+    assert [len(a) for a in affected] == [2] * (len(matmuls) - 1) + [1]  # and the next one's refill runs under it
+
+
+def test_a_busy_tensor_engine_records_only_its_first_ramp():
+    b = TraceBuilder("trn2")
+    a = b.tensor("a", "sbuf", (128, 128))
+    m = b.tensor("m", "sbuf", (128, 512))
+    acc = b.tensor("acc", "psum", (128, 512), "float32")
+    first = b.matmul(b.access(acc, "dst"), b.access(a, "stationary"), b.access(m, "moving"))
+    for _ in range(39):
+        b.matmul(b.access(acc, "dst"), b.access(a, "stationary"), b.access(m, "moving"))
+    tl = schedule(b.trace, "trn2")
+    (start,) = tl.throttled.start
+    assert tl.throttled.trigger.tolist() == [first] and tl.throttled.end.tolist() == [pytest.approx(start + 3000.0)]
+    assert start == pytest.approx(_matmul_spans(tl, [first])[0][0] + 64 / 2.4)
+
+
 def test_the_starved_tensor_engine_is_not_throttled_on_trn1():
     tl, matmuls = _starved_tensor_engine("trn1")
+    assert len(tl.throttled) == 0
     assert [e - s for s, e in _matmul_spans(tl, matmuls)] == [pytest.approx((512 + 64) / 2.8)] * len(matmuls)
 
 

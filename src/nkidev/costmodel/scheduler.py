@@ -45,7 +45,7 @@ from nkidev.costmodel.durations import (
     engine_work,
     opcode_name,
 )
-from nkidev.costmodel.throttle import TensorThrottle, refill_ns, throttled
+from nkidev.costmodel.throttle import TensorThrottle, refill_ns, throttled, throttled_intervals
 from nkidev.costmodel.timeline import FormValues, Packets, Rows, Timeline, Transfers
 from nkidev.emulator.ops import OPS
 from nkidev.emulator.trace import Trace
@@ -580,7 +580,7 @@ class _Run:
                         if mm_s <= fr and mm_s >= th.full_at:  # back to back at full rate: nothing to ask
                             mm_e = mm_s + busy[i]
                         else:
-                            mm_e = th.matmul(mm_s, fr, busy[i])
+                            mm_e = th.matmul(mm_s, fr, busy[i], i)
                     row_start[row], row_end[row] = ls_s, ls_e
                     row_start[row + 1], row_end[row + 1] = mm_s, mm_e
                     row_wait[row] = lr - in_order if lr > in_order else 0.0
@@ -665,6 +665,8 @@ class _Run:
                         r, c = wq[0]
                         push(heap, (r, c, tk))
         self.n_issued = n_issued
+        cores = [programs[m[0]] if len(m) else 0 for m in members]
+        self.throttled = throttled_intervals(throttles, cores, hw)
         if n_issued != n:
             raise RuntimeError(f"scheduler stalled after {n_issued} of {n} instructions (a dependency cycle)")
 
@@ -701,4 +703,4 @@ class _Run:
         transfers.plan_code, transfers.plans = p.plan_code, p.plans
         packets = self._packets()
         work = FormValues(p.works, self.trace.columns().form)
-        return Timeline(self.trace, self.hw, rows, transfers, packets, work, self.deps)
+        return Timeline(self.trace, self.hw, rows, transfers, packets, work, self.deps, self.throttled)

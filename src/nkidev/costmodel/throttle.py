@@ -17,6 +17,10 @@ How that becomes a model (the readings are estimates; the documents give no form
   (`ramped_ns`); work of a busy run = its length minus the time the throttle and the pipeline refill added.
 - Every MATMUL after a gap first pays the PE pipeline refill, `mm_init_latency_cycles` ([sources: arch-v2 "Cost
   Model"] MM_INIT_LATENCY), as before; a re-engaged limit starts ramping when its work begins, after the refill.
+
+Each re-engagement is recorded (`engaged`: when the limit starts over, and which instruction re-engaged it); the
+intervals of the profile's Throttle table are made from these after the schedule (`throttled_intervals`), so the
+event loop pays one append per re-engagement and nothing per MATMUL.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from __future__ import annotations
 import math
 from collections import deque
 
+import numpy as np
+
+from nkidev.costmodel.timeline import Throttled
 from nkidev.hardware import Target
 
 
@@ -56,7 +63,9 @@ class TensorThrottle:
     The scheduler asks `matmul(start, prev_end, work)` for the end of every MATMUL except those it can tell run at
     full rate: back to back (`start <= prev_end`) once the limit has ramped to full (`start >= full_at`)."""
 
-    __slots__ = ("start_util", "window", "slope", "ramp", "refill", "runs", "runs_work", "run_start", "run_extra", "full_at")
+    __slots__ = (
+        "start_util", "window", "slope", "ramp", "refill", "runs", "runs_work", "run_start", "run_extra", "full_at", "engaged",
+    )  # fmt: skip
 
     def __init__(self, hw: Target):
         te = hw.tensor_engine
@@ -70,6 +79,7 @@ class TensorThrottle:
         self.run_start = -math.inf  # the current busy run (none yet: the first MATMUL starts one)
         self.run_extra = 0.0  # time the throttle and refills added to the current run (not work)
         self.full_at = math.inf  # the limit is at full rate from this time on (until it re-engages)
+        self.engaged: list[tuple[float, int]] = []  # (when the limit started over at start_util, the instruction that re-engaged it)
 
     def utilization(self, at: float) -> float:
         """Full-rate work in the window ending at `at` (a MATMUL start after a gap) over the window."""
@@ -83,9 +93,9 @@ class TensorThrottle:
             work -= w * (lo - s) / (e - s)
         return work / self.window if self.window > 0.0 else 1.0
 
-    def matmul(self, start: float, prev_end: float, work: float) -> float:
+    def matmul(self, start: float, prev_end: float, work: float, who: int = -1) -> float:
         """End of a MATMUL of `work` ns at full rate that starts at `start`; the previous MATMUL ended at `prev_end`
-        (-inf for the first)."""
+        (-inf for the first). `who` (the MATMUL's trace position) is recorded when it re-engages the limit."""
         begin = start  # when its work begins: after the pipeline refill if it follows a gap
         if start > prev_end:  # after an idle gap: close the busy run, check the limit, refill the pipeline
             if prev_end > self.run_start:
@@ -96,8 +106,30 @@ class TensorThrottle:
             begin = start + self.refill
             if self.utilization(start) <= self.start_util:
                 self.full_at = begin + self.ramp  # re-engaged: the limit starts over from start_util as work begins
+                self.engaged.append((begin, who))
         end = begin + work
         if begin < self.full_at:
             end = begin + ramped_ns(work, 1.0 - self.slope * (self.full_at - begin), self.slope)
         self.run_extra += end - start - work
         return end
+
+
+def throttled_intervals(throttles: list[TensorThrottle | None] | None, cores: list[int], hw: Target) -> Throttled:
+    """The intervals each Tensor Engine's limit was below full rate, from the burst states of a finished schedule
+    (`throttles[q]` of stream q, whose NeuronCore is `cores[q]`; None: not a tensor stream, or no throttle): each
+    starts at a re-engagement and ends when the ramp reaches full rate or the limit re-engages again."""
+    core, start, end, trigger = [], [], [], []
+    for q, th in enumerate(throttles or ()):
+        if th is None or not th.engaged:
+            continue
+        begins = np.array([b for b, _ in th.engaged], dtype=np.float64)
+        ends = begins + th.ramp
+        ends[:-1] = np.minimum(ends[:-1], begins[1:])  # cut short where the limit starts over
+        core.append(np.full(len(begins), cores[q], dtype=np.int64))
+        start.append(begins)
+        end.append(ends)
+        trigger.append(np.array([w for _, w in th.engaged], dtype=np.int64))
+    te = hw.tensor_engine
+    joined = [np.concatenate(c) if c else np.zeros(0, t) for c, t in ((core, np.int64), (start, float), (end, float), (trigger, np.int64))]
+    order = np.lexsort((joined[1], joined[0]))  # by core, then time
+    return Throttled(*(c[order] for c in joined), start_rate=te.throttle_start_utilization, ramp_ns=te.throttle_ramp_ns)

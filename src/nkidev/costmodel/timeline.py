@@ -90,6 +90,46 @@ class Packets:
         return self.at(np.arange(len(self)))[2]
 
 
+@dataclass
+class Throttled:
+    """The intervals a Tensor Engine ran under its dI/dt utilization limit (costmodel/throttle.py), by core then
+    time: the limit starts over at `start_rate` of full rate at `start` and rises linearly, reaching full rate
+    `ramp_ns` later, unless it re-engages first; `end` is whichever comes first."""
+
+    core: np.ndarray  # int64: NeuronCore (SPMD program)
+    start: np.ndarray  # ns: the re-engaging MATMUL's work begins (after its pipeline refill)
+    end: np.ndarray  # ns
+    trigger: np.ndarray  # int64: trace position of the MATMUL that re-engaged the limit
+    start_rate: float = 1.0
+    ramp_ns: float = 0.0
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def limit_at(self, row: np.ndarray | int, t: np.ndarray | float) -> np.ndarray | float:
+        """The utilization limit (share of full rate) of interval(s) `row` at time(s) `t` inside it."""
+        if self.ramp_ns <= 0:
+            return np.ones_like(np.asarray(t, dtype=np.float64))
+        return np.minimum(1.0, self.start_rate + (1.0 - self.start_rate) * (np.asarray(t) - self.start[row]) / self.ramp_ns)
+
+    def affected_matmuls(self, rows: Rows, programs: np.ndarray) -> list[np.ndarray]:
+        """Per interval, the MATMUL rows (indices into `rows`) of its core that run during it; `programs` is each
+        trace instruction's core."""
+        is_mm = np.asarray([op == "MATMUL" for op in rows.opcode], dtype=bool)
+        mm = np.flatnonzero(is_mm)
+        core = np.asarray(programs)[np.asarray(rows.ins, dtype=np.int64)[mm]]
+        out = []
+        for c, s, e in zip(self.core.tolist(), self.start.tolist(), self.end.tolist()):
+            mine = mm[core == c]
+            out.append(mine[(rows.start[mine] < e) & (rows.end[mine] > s)])
+        return out
+
+
+def no_throttle() -> Throttled:
+    empty = np.zeros(0, np.int64)
+    return Throttled(empty, np.zeros(0), np.zeros(0), empty)
+
+
 class FormValues(Sequence):
     """A per-instruction sequence of a per-form value (`values[form[i]]`), without one entry per instruction."""
 
@@ -116,6 +156,7 @@ class Timeline:
     packets: Packets
     work: Sequence[EngineWork | None]  # per trace instruction; None for DMAs (FormValues: one object per form)
     deps: Deps | list = field(repr=False, default_factory=list)  # per instruction, the positions it waits for
+    throttled: Throttled = field(default_factory=no_throttle)  # the TensorE dI/dt limit in force (empty: none)
 
     @property
     def total_ns(self) -> float:
