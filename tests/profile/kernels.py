@@ -81,6 +81,45 @@ def matmul_narrow(lhsT, rhs):
 
 
 @nki.jit
+def matmul_starved(lhsT, rhs):
+    """Each [K, 512] moving tile is loaded into one buffer right before its matmul: the Tensor Engine waits on every
+    load (the dI/dt limit engages again at each matmul). An SPMD launch splits the tiles between the programs."""
+    k_dim, m_dim = lhsT.shape
+    out = nl.ndarray((m_dim, rhs.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray((k_dim, m_dim), dtype=lhsT.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=lhsT)
+    b = nl.ndarray((k_dim, 512), dtype=rhs.dtype, buffer=nl.sbuf)  # one buffer: the next load waits for the matmul
+    per_program = rhs.shape[1] // 512 // nl.num_programs()
+    for i in nl.affine_range(per_program):
+        n = nl.program_id(0) * per_program + i
+        nisa.dma_copy(dst=b, src=rhs[:, n * 512 : (n + 1) * 512])
+        acc = nl.ndarray((m_dim, 512), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc, stationary=a, moving=b)
+        res = nl.ndarray((m_dim, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res, src=acc)
+        nisa.dma_copy(dst=out[:, n * 512 : (n + 1) * 512], src=res)
+    return out
+
+
+@nki.jit
+def matmul_resident(lhsT, rhs):
+    """The same matmuls with all of rhs loaded first, in one DMA: they run back to back once it has arrived."""
+    k_dim, m_dim = lhsT.shape
+    out = nl.ndarray((m_dim, rhs.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray((k_dim, m_dim), dtype=lhsT.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=lhsT)
+    b = nl.ndarray((k_dim, rhs.shape[1]), dtype=rhs.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b, src=rhs)
+    for n in nl.affine_range(rhs.shape[1] // 512):
+        acc = nl.ndarray((m_dim, 512), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc, stationary=a, moving=b[:, n * 512 : (n + 1) * 512])
+        res = nl.ndarray((m_dim, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res, src=acc)
+        nisa.dma_copy(dst=out[:, n * 512 : (n + 1) * 512], src=res)
+    return out
+
+
+@nki.jit
 def pe_transpose(x):
     """Transpose a [128, 128] tile on the Tensor Engine."""
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)

@@ -157,6 +157,24 @@ def _packet_events(pk, tracks: _Tracks, out: _Output) -> None:
         out.flush()
 
 
+def _throttle_events(throttle, tracks: _Tracks, out: _Output) -> None:
+    """The TensorE utilization limit as a counter: a row's limit at its start, 100 at its end unless the core's
+    next row starts there (the rows nkidev writes never overlap)."""
+    rows = sorted(throttle.to_pylist(), key=lambda r: (r["pcore_idx"] or 0, r["timestamp"]))
+    for r in rows:
+        tracks.tid(r["pcore_idx"] or 0, "Tensor")
+    for k, r in enumerate(rows):
+        core, end = r["pcore_idx"] or 0, r["timestamp"] + r["duration"]
+        out.events.append(
+            f'{{"name":"TensorE throttle","ph":"C","ts":{r["timestamp"] / 1000.0!r},"pid":{core},'
+            f'"args":{{"limit_percent":{100.0 * r["k"] / r["n"]!r}}}}}'
+        )
+        after = rows[k + 1] if k + 1 < len(rows) else None
+        if after is None or (after["pcore_idx"] or 0) != core or after["timestamp"] != end:
+            out.events.append(f'{{"name":"TensorE throttle","ph":"C","ts":{end / 1000.0!r},"pid":{core},"args":{{"limit_percent":100.0}}}}')
+    out.flush()
+
+
 def _column(table, name: str) -> np.ndarray:
     col = table.column(name)
     return col.to_numpy(zero_copy_only=False) if len(col) else np.zeros(0, np.int64)
@@ -207,6 +225,8 @@ def write_trace(path: Path, tables: dict, title: str) -> bool:
         with_packets = tables["DmaPacket"].num_rows <= MAX_PACKET_EVENTS
         if with_packets:
             _packet_events(tables["DmaPacket"], tracks, out)
+        if tables.get("Throttle") is not None:
+            _throttle_events(tables["Throttle"], tracks, out)
         out.close(title)
     return with_packets
 

@@ -18,7 +18,7 @@ from tests.profile import kernels as K
 from tests.profile import perfetto_reference as reference
 
 CASES = K.cases()
-TRACE_TABLES = ("Instruction", "DmaPacketAggregated", "Flow", "DmaPacket")
+TRACE_TABLES = ("Instruction", "DmaPacketAggregated", "Flow", "DmaPacket", "Throttle")
 
 
 def _both(tmp_path: Path, tables: dict, title: str = "title \u00e9") -> tuple[bytes, bytes, bool]:

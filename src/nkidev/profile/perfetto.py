@@ -3,7 +3,10 @@
 One process per NeuronCore; tracks: Tensor (MATMUL), Tensor LDWEIGHTS (LoadStationary runs in the
 background of the previous MATMUL, so it gets its own track), Vector, Scalar, GpSimd, Sync, one track
 per DMA queue (more lanes when transfers overlap) and one per DMA engine (its packets). Slices carry
-the opcode as name and the kernel source line, nki.isa call and operands in args.
+the opcode as name and the kernel source line, nki.isa call and operands in args. The Throttle table becomes a
+counter of the NeuronCore, "TensorE throttle limit_percent": the Tensor Engine's utilization limit as a step line
+(100 = not throttled), like neuron-explorer's Throttling track; a counter, not slices on the Tensor track, because
+throttled intervals overlap MATMUL slices without nesting in them, which a thread track cannot show.
 
 The events are built from the table columns a chunk of rows at a time, with Arrow string kernels: no Python
 object per event. The text is what `json.dumps(event, separators=(",", ":"))` gives each event dict (floats as
@@ -31,6 +34,7 @@ TRACE_MODES = {
 }
 MAX_LANES = 16
 _ENGINE_TRACKS = ("Tensor", "Tensor LDWEIGHTS", "Vector", "Scalar", "GpSimd", "Sync")
+THROTTLE_COUNTER = "TensorE throttle"  # the counter's name; its one series is "limit_percent"
 CHUNK = 65_536  # events built and written at a time
 
 # json.dumps writes these characters of a string as they are (ensure_ascii escapes everything else)
@@ -377,6 +381,46 @@ def _packet_events(pk, tracks: _Tracks, out: _Output) -> None:
         del c, text  # else they stay alive while the next chunk is built
 
 
+def throttle_steps(throttle) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(core, ts ns, limit percent) of the counter's steps from Throttle rows: each row sets its limit at its
+    start and 100 at its end, unless the core's next row starts right there."""
+    if throttle is None or not throttle.num_rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    core = np.nan_to_num(_column(throttle, "pcore_idx").astype(np.float64)).astype(np.int64)
+    start = _column(throttle, "timestamp").astype(np.int64)
+    end = start + _column(throttle, "duration").astype(np.int64)
+    limit = 100.0 * _column(throttle, "k").astype(np.float64) / _column(throttle, "n").astype(np.float64)
+    order = np.lexsort((start, core))
+    core, start, end, limit = core[order], start[order], end[order], limit[order]
+    released = np.ones(len(start), dtype=bool)
+    released[:-1] = (core[1:] != core[:-1]) | (start[1:] != end[:-1])
+    step_core = np.concatenate([core, core[released]])
+    ts = np.concatenate([start, end[released]])
+    value = np.concatenate([limit, np.full(int(released.sum()), 100.0)])
+    order = np.lexsort((ts, step_core))  # stable: a row's end before a later row's start at the same ts
+    return step_core[order], ts[order], value[order]
+
+
+def _throttle_events(throttle, tracks: _Tracks, out: _Output) -> None:
+    core, ts, value = throttle_steps(throttle)
+    if not len(ts):
+        return
+    for c in np.unique(core).tolist():
+        tracks.tid(c, "Tensor")  # the core's process exists (it does whenever the core ran a MATMUL)
+    out.meta(tracks.take_new())
+    distinct, code = np.unique(value, return_inverse=True)
+    text = _join(
+        ',{"name":' + json.dumps(THROTTLE_COUNTER) + ',"ph":"C","ts":',
+        _us(ts),
+        ',"pid":',
+        _int_text(core),
+        ',"args":{"limit_percent":',
+        pa.array([repr(float(v)) for v in distinct.tolist()], pa.string()).take(pa.array(code.reshape(-1))),
+        "}}",
+    )
+    out.events(text)
+
+
 def _column(table, name: str) -> np.ndarray:
     col = table.column(name)
     return col.to_numpy(zero_copy_only=False) if len(col) else np.zeros(0, np.int64)
@@ -417,6 +461,7 @@ def write_trace(path: Path, tables: dict, title: str, mode: str = "auto") -> boo
         with_packets = with_packet_tracks(mode, tables["DmaPacket"].num_rows)
         if with_packets:
             _packet_events(tables["DmaPacket"], tracks, out)
+        _throttle_events(tables.get("Throttle"), tracks, out)
         out.close(title)
     return with_packets
 

@@ -32,6 +32,10 @@ FLOW_DMA = "dma_block"  # Flow.out_table of a DmaPacketAggregated row
 FLOW_DMA_TRIGGER = "DMA_TRIGGER"  # Flow.dependency_type: the instruction issued that DMA
 DMA_TRIGGER_OPCODE = "DMA_TRIGGER"  # Instruction.opcode of the row that issues a DMA
 TENSOR_IN, TENSOR_OUT = "IN", "OUT"  # TensorInfo.type
+THROTTLE_TYPE = "didt"  # Throttle.type of the cost model's TensorE dI/dt limit
+THROTTLE_ALL = "all"  # ThrottleSummary.throttle_type of the row that sums every kind
+THROTTLE_LEVELS = 64  # Throttle.n nkidev writes
+THROTTLE_STEPS = 4  # Throttle rows per ramp of the limit from its start to full rate
 DMA_QUEUE_TYPES = ("instruction", "input", "output", "data", "software_dynamic", "hardware_dynamic", "unknown")
 
 
@@ -245,6 +249,26 @@ axi_port i64! - AXI port (-1: not modelled).
 dram_channel i64! - DRAM channel (-1: not modelled).
 """
 
+# Throttle / ThrottleSummary: the documented columns ([sources: explorer-schema] "Throttle", "ThrottleSummary"). nkidev
+# writes the cost model's TensorE dI/dt limit (costmodel/throttle.py) as steps of THROTTLE_STEPS per ramp, each
+# at the limit of its midpoint as k / THROTTLE_LEVELS (exact for a ramp from 50%), and `type` THROTTLE_TYPE.
+_THROTTLE = """
+duration i64! ns How long this utilization limit was in force.
+k i32! - Allowed utilization level: the limit is k/n of full rate (throttling = 1 - k/n).
+n i32! - Utilization levels (nkidev: 64).
+timestamp i64! ns When the limit came into force, ns since the kernel started.
+type str! - Kind of throttling: hardware writes activity_0, activity_1, ...; nkidev writes 'didt' (its TensorE dI/dt model).
+pcore_idx i64 - Physical NeuronCore (SPMD program).
+"""
+
+_THROTTLE_SUMMARY = """
+nc_idx i32! - NeuronCore (SPMD program for nkidev).
+throttle_type str - Kind of throttling as in Throttle.type; 'all' sums every kind.
+throttle_active_time_ns i64 ns Total time a limit below full rate was in force (sum of Throttle.duration).
+throttle_active_time_percent f64 % throttle_active_time_ns as a percentage of the kernel time.
+max_achievable_util_with_throttling_percent f64 % Time-weighted mean of k/n while throttled, a fraction (1.0: no throttling) as documented.
+"""
+
 _SCHEMA_FIELDS = """
 table_name str! - Table name.
 table_description str! - What a row of the table is.
@@ -416,6 +440,8 @@ TABLE_DOCS: dict[str, str] = {
     "SchemaFields": "One row per table column: type, unit and description.",
     "Warning": "What the profile leaves out or approximates; read first.",
     "DmaQueuesInfo": "The DMA queues the transfers used.",
+    "Throttle": "One row per utilization limit the Tensor Engine ran under (nkidev: its dI/dt ramp, in steps); empty: never throttled.",
+    "ThrottleSummary": "Per NeuronCore and kind of throttling: how long a limit was in force and its mean; empty: never throttled.",
 }
 
 TABLES: dict[str, list[Column]] = {
@@ -431,6 +457,8 @@ TABLES: dict[str, list[Column]] = {
     "SchemaFields": _parse(_SCHEMA_FIELDS),
     "Warning": _parse(_WARNING),
     "DmaQueuesInfo": _parse(_DMA_QUEUES_INFO),
+    "Throttle": _parse(_THROTTLE),
+    "ThrottleSummary": _parse(_THROTTLE_SUMMARY),
 }
 
 TRACE_FILE = "trace.json"  # Chrome trace (Perfetto) next to the tables

@@ -1,5 +1,5 @@
 """Timeline -> the timeline tables of a profile: Instruction, DmaPacketAggregated, DmaPacket, Flow,
-ActiveTime, TensorInfo, DmaQueuesInfo.
+ActiveTime, TensorInfo, DmaQueuesInfo, Throttle and ThrottleSummary.
 
 Nothing here runs Python per row. A row's static columns (operands text, byte counts, flops, ...) depend
 only on its instruction's form (and for DMAs the transfer plan), so they are computed once per *row class*
@@ -675,3 +675,55 @@ def dma_queues_table(tl: Timeline) -> pa.Table:
             "dram_channel": [-1] * len(used),
         },
     )
+
+
+def throttle_steps(tl: Timeline, total_ns: float) -> dict[str, np.ndarray]:
+    """The Throttle rows as columns: each interval of the TensorE dI/dt limit (Timeline.throttled) cut into the
+    schema's THROTTLE_STEPS equal parts of a whole ramp, clipped to the kernel's end, each at the limit of its
+    midpoint in 1/THROTTLE_LEVELS (hardware reports its limit as steps k/n; the model's ramp is linear)."""
+    th = tl.throttled
+    step = th.ramp_ns / schema.THROTTLE_STEPS
+    lo = th.start[:, None] + step * np.arange(schema.THROTTLE_STEPS)[None, :]
+    hi = np.minimum(np.minimum(lo + step, th.end[:, None]), total_ns)
+    row = np.broadcast_to(np.arange(len(th))[:, None], lo.shape)
+    start, stop = ns(lo), ns(hi)
+    keep = stop > start  # steps past the interval's end or the kernel's: none
+    row, lo, hi, start, stop = row[keep], lo[keep], hi[keep], start[keep], stop[keep]
+    limit = th.limit_at(row, (lo + hi) / 2)
+    return {
+        "timestamp": start,
+        "duration": stop - start,
+        "k": np.rint(limit * schema.THROTTLE_LEVELS).astype(np.int64),
+        "n": np.full(len(start), schema.THROTTLE_LEVELS, dtype=np.int64),
+        "core": th.core[row],
+    }
+
+
+def throttle_table(steps: dict[str, np.ndarray]) -> pa.Table:
+    return to_table(
+        "Throttle",
+        {
+            "duration": steps["duration"],
+            "k": steps["k"],
+            "n": steps["n"],
+            "timestamp": steps["timestamp"],
+            "type": [schema.THROTTLE_TYPE] * len(steps["timestamp"]),
+            "pcore_idx": steps["core"],
+        },
+    )
+
+
+def throttle_summary_table(steps: dict[str, np.ndarray], total_ns: float) -> pa.Table:
+    """Per NeuronCore that was throttled: a row for nkidev's one kind ('didt') and the 'all' row, which equals it."""
+    cols: dict[str, list] = {n: [] for n in schema.column_names("ThrottleSummary")}
+    for core in np.unique(steps["core"]).tolist():
+        mine = steps["core"] == core
+        time = int(steps["duration"][mine].sum())
+        mean = float((steps["k"][mine] / steps["n"][mine] * steps["duration"][mine]).sum() / time) if time else 1.0
+        for kind in (schema.THROTTLE_TYPE, schema.THROTTLE_ALL):
+            cols["nc_idx"].append(core)
+            cols["throttle_type"].append(kind)
+            cols["throttle_active_time_ns"].append(time)
+            cols["throttle_active_time_percent"].append(100.0 * time / total_ns if total_ns > 0 else 0.0)
+            cols["max_achievable_util_with_throttling_percent"].append(mean)
+    return to_table("ThrottleSummary", cols)

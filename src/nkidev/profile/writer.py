@@ -44,6 +44,9 @@ def build_tables(tl: Timeline, notes: list[tuple[str, str]] = (), trace: str = "
     out["Summary"] = summary.summary_table(out, tl.target, total)
     out["OpcodeSummary"] = summary.opcode_summary_table(out["Instruction"], total)
     out["Metadata"] = summary.metadata_table(tl.target, tl.trace.kernel, total, tl.trace.programs)
+    steps = tables.throttle_steps(tl, total)
+    out["Throttle"] = tables.throttle_table(steps)
+    out["ThrottleSummary"] = tables.throttle_summary_table(steps, total)
     out["SchemaFields"] = tables.to_table("SchemaFields", schema.schema_field_rows())
     warnings = [
         (
