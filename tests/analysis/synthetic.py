@@ -128,6 +128,7 @@ class ProfileBuilder:
     dpa: list[dict] = field(default_factory=list)
     flow: list[dict] = field(default_factory=list)
     tensors: list[dict] = field(default_factory=list)
+    throttles: list[dict] = field(default_factory=list)
 
     @property
     def te_peak(self) -> float:
@@ -237,6 +238,10 @@ class ProfileBuilder:
             )
         return iid
 
+    def throttle(self, start: int, end: int, k: int, n: int, kind: str = "activity_0", core: int | None = 0) -> None:
+        """A Throttle row: the utilization limit k/n in force over [start, end) on NeuronCore `core`."""
+        self.throttles.append({"timestamp": start, "duration": end - start, "k": k, "n": n, "type": kind, "pcore_idx": core})
+
     def active_time(self) -> dict:
         by_engine: dict[str, list[tuple[int, int]]] = {}
         for r in self.instructions:
@@ -264,6 +269,7 @@ class ProfileBuilder:
             "Flow": _rows_to_columns(self.flow),
             "TensorInfo": _rows_to_columns(self.tensors),
             "Metadata": meta,
+            "Throttle": _rows_to_columns(self.throttles),
         }
         return {k: v for k, v in out.items() if v}
 

@@ -244,3 +244,51 @@ def test_source_root_resolves_moved_files(tmp_path):
     assert src["text"] == "line 12" and src["path"] == str(kernel.resolve())
     assert [c["line"] for c in src["context"]] == [10, 11, 12, 13, 14]
     assert analyze(tmp_path / "prof").by_kind("redundant_load")[0].source[0]["text"] is None
+
+
+def _throttled_profile(throttle_after_gaps: bool = True) -> ProfileBuilder:
+    """A trn2 profile in the hardware's layout: matmuls [1000, 2000), [11000, 12000), [21000, 22000) with idle gaps;
+    the Throttle rows a capture would hold (type activity_0, limits k/n). The first burst's ramp is the start-up."""
+    p = ProfileBuilder()
+    p.dma(0, 1000, 4096, src=line(10), variable="x")
+    p.matmul(1000, 2000, src=line(20))
+    p.matmul(11000, 12000, src=line(21))
+    p.matmul(21000, 22000, src=line(22))
+    p.dma(22000, 23000, 4096, src=line(40), variable="out", direction="store")
+    p.throttle(1000, 4000, 8, 16)  # the start-up ramp: never flagged
+    p.throttle(5000, 6000, 16, 16)  # a limit of 1: no throttling
+    if throttle_after_gaps:
+        p.throttle(11000, 14000, 8, 16)  # half rate over all of the second matmul
+        p.throttle(11000, 14000, 8, 16, kind="activity_1")  # the same limit reported twice: counted once
+        p.throttle(21500, 22500, 12, 16)  # 3/4 rate over the second half of the third
+        p.throttle(11000, 12000, 4, 16, core=1)  # another core, which runs no matmul here: costs nothing
+    return p
+
+
+def test_te_throttle_on_a_captured_throttle_table(tmp_path):
+    r = analyze(_throttled_profile().write(tmp_path))
+    (f,) = kinds(r, "te_throttle")
+    d = r.investigations["te_throttle"]["details"]
+    assert d["tensor_busy_ns"] == 3000 and d["throttled_busy_ns"] == 1500
+    assert f.time_gap_ns == pytest.approx(1000 * 0.5 + 500 * 0.25)  # (1 - k/n) x throttled busy time
+    assert d["startup_throttled_ns"] == 3000 and d["other_cores_throttled_ns"] == 1000  # core 1 ran no matmul
+    assert d["engagements"] == 2 and d["throttled_ns"] == 3000 + 1000  # core 0's limits after its start-up
+    assert f.evidence["throttled_busy_share"] == pytest.approx(0.5)
+    assert f.evidence["mean_limit"] == pytest.approx(1 - 625 / 1500)
+    assert f.source_lines == ["kern.py:21", "kern.py:22"]  # in the order the throttling reached them
+    assert [(x["matmuls"], x["throttled_ns"]) for x in d["lines"]] == [(1, 1000), (1, 500)]
+    assert "engaged again 2 times" in f.summary and "less than half busy" in f.summary and "prefetch" in f.summary
+
+
+def test_te_throttle_finds_nothing_when_only_the_start_up_ramp_is_throttled(tmp_path):
+    r = analyze(_throttled_profile(throttle_after_gaps=False).write(tmp_path))
+    assert kinds(r, "te_throttle") == []
+    d = r.investigations["te_throttle"]["details"]
+    assert r.investigations["te_throttle"]["status"] == "ran" and d["startup_throttled_ns"] == 3000
+    assert d["throttled_busy_ns"] == 0 and d["engagements"] == 0
+
+
+def test_te_throttle_is_skipped_without_a_throttle_table(tmp_path):
+    r = analyze(_throttled_profile().write(tmp_path, drop_tables=("Throttle",)))
+    outcome = r.investigations["te_throttle"]
+    assert outcome["status"] == "skipped" and "Throttle" in outcome["reason"] and kinds(r, "te_throttle") == []

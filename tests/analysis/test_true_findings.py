@@ -159,3 +159,29 @@ def test_analysis_output_is_identical_across_runs(analyses):
     made, first = analyses["matmul_transposing"]
     again = analyze(made.profile_dir)
     assert json.dumps(first.to_dict(), default=str) == json.dumps(again.to_dict(), default=str)
+
+
+def test_tensor_engine_throttled_after_idle_gaps_and_not_when_matmuls_run_back_to_back(analyses):
+    made, r = analyses["matmul_waiting_on_loads"]
+    assert r.target == "trn2"
+    (f,) = kinds(r, "te_throttle")
+    assert f.source_lines == [kernel_line(K.matmul_waiting_on_loads, "nc_matmul")]
+    # the cost model's own numbers: every MATMUL re-engaged the limit; all but the first start-up ramp count
+    tl = made.timeline
+    th = tl.throttled
+    assert len(th) == 8 and f.evidence["engagements"] == 7 and f.evidence["all_engagements"] == 8
+    spans = [next((s, e) for op, s, e in tl.spans(i) if op == "MATMUL") for i in th.trigger]
+    refill = 64 / 2.4  # the second MATMUL's pipeline refill ends the start-up (the limit engages again there)
+    assert f.evidence["throttled_busy_ns"] == pytest.approx(sum(e - s for s, e in spans[1:]) - refill, abs=8)
+    lost = sum(e - s - refill - tl.work[i].busy_ns for (s, e), i in zip(spans[1:], th.trigger[1:].tolist()))
+    assert f.time_gap_ns == pytest.approx(lost, rel=0.1)  # the limit in 4 steps per ramp, the model's linear
+    resident = analyses["matmul_k128"][1]
+    assert kinds(resident, "te_throttle") == []
+    assert resident.investigations["te_throttle"]["details"]["startup_throttled_ns"] == 3000  # one ramp, at the start
+
+
+def test_no_throttle_finding_on_trn1(tmp_path):
+    kernel, args = CASES["matmul_waiting_on_loads"]
+    r = analyze(profile(kernel, *args(), target="trn1", out=tmp_path / "p", compute=False).profile_dir)
+    assert kinds(r, "te_throttle") == [] and kinds(r, "te_idle")  # idle gaps, but no dI/dt limit on trn1
+    assert r.investigations["te_throttle"]["status"] == "not_applicable"

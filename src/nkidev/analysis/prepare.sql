@@ -49,7 +49,8 @@ SELECT r.id,
        coalesce(r.adjusted_flops, 0) AS adjusted_flops,
        c.src,
        coalesce(r.hbm_read_bytes, 0) AS hbm_read_bytes,
-       coalesce(r.hbm_write_bytes, 0) AS hbm_write_bytes
+       coalesce(r.hbm_write_bytes, 0) AS hbm_write_bytes,
+       coalesce(r.pcore_idx, 0) AS core
 FROM _raw_Instruction r
 JOIN _codes c ON c.engine_text IS NOT DISTINCT FROM r.engine AND c.opcode_text IS NOT DISTINCT FROM r.opcode
              AND c.src_text IS NOT DISTINCT FROM coalesce(r.nki_source_location, r.bir_debug_info_source_location)

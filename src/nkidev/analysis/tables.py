@@ -46,6 +46,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "bir_debug_info_source_location": "VARCHAR",
         "hbm_read_bytes": "BIGINT",
         "hbm_write_bytes": "BIGINT",
+        "pcore_idx": "BIGINT",
     },
     "ActiveTime": {"engine": "VARCHAR", "start_ts": "BIGINT", "end_ts": "BIGINT"},
     "DmaPacket": {"start_ts": "BIGINT", "end_ts": "BIGINT", "transfer_bytes": "BIGINT", "queue_type": "VARCHAR", "queue_name": "VARCHAR"},
@@ -73,6 +74,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "instance_type": "VARCHAR",
     },
     "Summary": {"total_time": "DOUBLE"},
+    "Throttle": {"timestamp": "BIGINT", "duration": "BIGINT", "k": "DOUBLE", "n": "DOUBLE", "pcore_idx": "BIGINT"},
 }
 
 # Where each table comes from when it is missing, so the message can say how to get it.
@@ -81,6 +83,7 @@ HOW_TO_GET = {
     "Flow": "capture with NEURON_RT_ENABLE_DGE_NOTIFICATIONS=1 (Instruction->DMA links)",
     "TensorInfo": "ingest the profile with its NEFF (neuron-explorer view -n NEFF -s NTFF)",
     "Metadata": "ingest the profile with neuron-explorer (the Metadata table holds the hardware constants)",
+    "Throttle": "nkidev profiles written before the Throttle table existed lack it: profile the kernel again",
 }
 
 
