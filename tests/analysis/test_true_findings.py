@@ -185,3 +185,14 @@ def test_no_throttle_finding_on_trn1(tmp_path):
     r = analyze(profile(kernel, *args(), target="trn1", out=tmp_path / "p", compute=False).profile_dir)
     assert kinds(r, "te_throttle") == [] and kinds(r, "te_idle")  # idle gaps, but no dI/dt limit on trn1
     assert r.investigations["te_throttle"]["status"] == "not_applicable"
+
+
+def test_throttling_is_matched_to_the_busy_time_of_its_own_core(tmp_path):
+    from tests.profile import kernels as PK
+
+    args = (rand((128, 128), BF16), rand((128, 4096), BF16, 1))
+    made = profile(PK.matmul_starved[2], *args, out=tmp_path / "p", compute=False)  # 4 starved matmuls per core
+    d = analyze(made.profile_dir).investigations["te_throttle"]["details"]
+    assert d["throttled_cores"] == 2 and d["all_engagements"] == 8 and d["engagements"] == 2 * 3
+    th = made.timeline.throttled
+    assert sorted(th.core.tolist()) == [0] * 4 + [1] * 4

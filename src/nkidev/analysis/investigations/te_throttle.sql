@@ -51,11 +51,12 @@ WITH a AS (
     FROM thr_pieces p JOIN thr_startup st ON st.core = p.core
     WHERE p.e > st.ramp_end
 )
+-- (A running sum less the piece itself: DuckDB streams it, where a frame ending at 1 PRECEDING is a segment tree.)
 SELECT *,
-       coalesce(sum(e - s) OVER earlier, 0) AS time_done,
-       coalesce(sum((1 - lim) * (e - s)) OVER earlier, 0) AS lost_done
+       sum(e - s) OVER upto - (e - s) AS time_done,
+       sum((1 - lim) * (e - s)) OVER upto - (1 - lim) * (e - s) AS lost_done
 FROM a
-WINDOW earlier AS (PARTITION BY core ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING);
+WINDOW upto AS (PARTITION BY core ORDER BY s ROWS UNBOUNDED PRECEDING);
 
 -- Tensor Engine busy intervals per core: its Instruction rows merged (busy.sql's running max), clipped to the window.
 CREATE OR REPLACE TEMP TABLE thr_busy AS
