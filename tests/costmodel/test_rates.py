@@ -216,9 +216,9 @@ def test_the_schedule_records_each_interval_the_limit_was_in_force():
     replay = TensorThrottle(get_target("trn2"))  # the burst state, fed the scheduled MATMULs again
     prev = -math.inf
     for (s, e), i in zip(spans, matmuls):
-        assert replay.matmul(s, prev, tl.work[i].busy_ns, i) == pytest.approx(e)
+        assert replay.matmul(s, prev, tl.work[i].busy_ns) == pytest.approx(e)
         prev = e
-    assert [b for b, _ in replay.engaged] == pytest.approx(th.start.tolist())
+    assert replay.engaged == pytest.approx(th.start.tolist())
     assert th.limit_at(0, th.start[0] + 1500.0) == pytest.approx(0.75)  # half way up the ramp from 50%
     affected = th.affected_matmuls(tl.rows, tl.trace.columns().program)
     assert [len(a) for a in affected] == [2] * (len(matmuls) - 1) + [1]  # and the next one's refill runs under it

@@ -46,7 +46,7 @@ from nkidev.costmodel.durations import (
     opcode_name,
 )
 from nkidev.costmodel.throttle import TensorThrottle, refill_ns, throttled, throttled_intervals
-from nkidev.costmodel.timeline import FormValues, Packets, Rows, Timeline, Transfers
+from nkidev.costmodel.timeline import FormValues, Packets, Rows, Throttled, Timeline, Transfers, no_throttle
 from nkidev.emulator.ops import OPS
 from nkidev.emulator.trace import Trace
 from nkidev.hardware import Target, get_target
@@ -580,7 +580,7 @@ class _Run:
                         if mm_s <= fr and mm_s >= th.full_at:  # back to back at full rate: nothing to ask
                             mm_e = mm_s + busy[i]
                         else:
-                            mm_e = th.matmul(mm_s, fr, busy[i], i)
+                            mm_e = th.matmul(mm_s, fr, busy[i])
                     row_start[row], row_end[row] = ls_s, ls_e
                     row_start[row + 1], row_end[row + 1] = mm_s, mm_e
                     row_wait[row] = lr - in_order if lr > in_order else 0.0
@@ -665,10 +665,22 @@ class _Run:
                         r, c = wq[0]
                         push(heap, (r, c, tk))
         self.n_issued = n_issued
-        cores = [programs[m[0]] if len(m) else 0 for m in members]
-        self.throttled = throttled_intervals(throttles, cores, hw)
+        self.throttled = self._throttled(throttles)
         if n_issued != n:
             raise RuntimeError(f"scheduler stalled after {n_issued} of {n} instructions (a dependency cycle)")
+
+    def _throttled(self, throttles: list[TensorThrottle | None] | None) -> Throttled:
+        """The intervals each Tensor Engine ran under its dI/dt limit (throttle.py), from the finished loop."""
+        if throttles is None:
+            return no_throttle()
+        p = self.plan
+        first_row = np.asarray(p.first_row, dtype=np.int64)
+        cores, matmuls = [], []
+        for m, th in zip(p.members, throttles):
+            positions = np.asarray(m, dtype=np.int64)
+            cores.append(int(p.program[positions[0]]) if len(positions) else 0)
+            matmuls.append((positions, self.row_start_np[first_row[positions] + 1]) if th is not None else None)
+        return throttled_intervals(throttles, cores, matmuls, self.hw)
 
     def _issued_pc(self, program_pc: np.ndarray) -> np.ndarray:
         """Each row's pc in its engine's instruction stream as the compiler emitted it: every stream keeps the pc

@@ -18,9 +18,9 @@ How that becomes a model (the readings are estimates; the documents give no form
 - Every MATMUL after a gap first pays the PE pipeline refill, `mm_init_latency_cycles` ([sources: arch-v2 "Cost
   Model"] MM_INIT_LATENCY), as before; a re-engaged limit starts ramping when its work begins, after the refill.
 
-Each re-engagement is recorded (`engaged`: when the limit starts over, and which instruction re-engaged it); the
-intervals of the profile's Throttle table are made from these after the schedule (`throttled_intervals`), so the
-event loop pays one append per re-engagement and nothing per MATMUL.
+Each re-engagement is recorded (`engaged`: when the limit starts over); the intervals of the profile's Throttle table,
+and the MATMUL that re-engaged each, are made from these after the schedule (`throttled_intervals`), so the event
+loop pays one append per re-engagement and nothing per MATMUL.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class TensorThrottle:
         self.run_start = -math.inf  # the current busy run (none yet: the first MATMUL starts one)
         self.run_extra = 0.0  # time the throttle and refills added to the current run (not work)
         self.full_at = math.inf  # the limit is at full rate from this time on (until it re-engages)
-        self.engaged: list[tuple[float, int]] = []  # (when the limit started over at start_util, the instruction that re-engaged it)
+        self.engaged: list[float] = []  # when the limit started over at start_util (the re-engaging MATMUL's work began)
 
     def utilization(self, at: float) -> float:
         """Full-rate work in the window ending at `at` (a MATMUL start after a gap) over the window."""
@@ -93,9 +93,9 @@ class TensorThrottle:
             work -= w * (lo - s) / (e - s)
         return work / self.window if self.window > 0.0 else 1.0
 
-    def matmul(self, start: float, prev_end: float, work: float, who: int = -1) -> float:
+    def matmul(self, start: float, prev_end: float, work: float) -> float:
         """End of a MATMUL of `work` ns at full rate that starts at `start`; the previous MATMUL ended at `prev_end`
-        (-inf for the first). `who` (the MATMUL's trace position) is recorded when it re-engages the limit."""
+        (-inf for the first)."""
         begin = start  # when its work begins: after the pipeline refill if it follows a gap
         if start > prev_end:  # after an idle gap: close the busy run, check the limit, refill the pipeline
             if prev_end > self.run_start:
@@ -106,7 +106,7 @@ class TensorThrottle:
             begin = start + self.refill
             if self.utilization(start) <= self.start_util:
                 self.full_at = begin + self.ramp  # re-engaged: the limit starts over from start_util as work begins
-                self.engaged.append((begin, who))
+                self.engaged.append(begin)
         end = begin + work
         if begin < self.full_at:
             end = begin + ramped_ns(work, 1.0 - self.slope * (self.full_at - begin), self.slope)
@@ -114,21 +114,27 @@ class TensorThrottle:
         return end
 
 
-def throttled_intervals(throttles: list[TensorThrottle | None] | None, cores: list[int], hw: Target) -> Throttled:
+def throttled_intervals(
+    throttles: list[TensorThrottle | None] | None, cores: list[int], matmuls: list[tuple[np.ndarray, np.ndarray]], hw: Target
+) -> Throttled:
     """The intervals each Tensor Engine's limit was below full rate, from the burst states of a finished schedule
-    (`throttles[q]` of stream q, whose NeuronCore is `cores[q]`; None: not a tensor stream, or no throttle): each
-    starts at a re-engagement and ends when the ramp reaches full rate or the limit re-engages again."""
+    (`throttles[q]` of stream q, whose NeuronCore is `cores[q]` and whose MATMULs are `matmuls[q]`: trace positions
+    and start times; None: not a tensor stream, or no throttle): each starts at a re-engagement and ends when the
+    ramp reaches full rate or the limit re-engages again. The MATMUL that re-engaged it is the stream's last to
+    start by then (its work begins after its refill; the next one starts after it ends)."""
     core, start, end, trigger = [], [], [], []
     for q, th in enumerate(throttles or ()):
         if th is None or not th.engaged:
             continue
-        begins = np.array([b for b, _ in th.engaged], dtype=np.float64)
+        begins = np.array(th.engaged, dtype=np.float64)
         ends = begins + th.ramp
         ends[:-1] = np.minimum(ends[:-1], begins[1:])  # cut short where the limit starts over
+        positions, starts = matmuls[q]
+        order = np.argsort(starts, kind="stable")
         core.append(np.full(len(begins), cores[q], dtype=np.int64))
         start.append(begins)
         end.append(ends)
-        trigger.append(np.array([w for _, w in th.engaged], dtype=np.int64))
+        trigger.append(positions[order][np.searchsorted(starts[order], begins, side="right") - 1])
     te = hw.tensor_engine
     joined = [np.concatenate(c) if c else np.zeros(0, t) for c, t in ((core, np.int64), (start, float), (end, float), (trigger, np.int64))]
     order = np.lexsort((joined[1], joined[0]))  # by core, then time
