@@ -115,7 +115,7 @@ class TensorThrottle:
 
 
 def throttled_intervals(
-    throttles: list[TensorThrottle | None] | None, cores: list[int], matmuls: list[tuple[np.ndarray, np.ndarray]], hw: Target
+    throttles: list[TensorThrottle | None] | None, cores: list[int], matmuls: list[tuple[np.ndarray, np.ndarray] | None], hw: Target
 ) -> Throttled:
     """The intervals each Tensor Engine's limit was below full rate, from the burst states of a finished schedule
     (`throttles[q]` of stream q, whose NeuronCore is `cores[q]` and whose MATMULs are `matmuls[q]`: trace positions

@@ -114,7 +114,7 @@ class Throttled:
 
     def affected_matmuls(self, rows: Rows, programs: np.ndarray) -> list[np.ndarray]:
         """Per interval, the MATMUL rows (indices into `rows`) of its core that run during it; `programs` is each
-        trace instruction's core."""
+        trace instruction's core. For inspection: one pass over the MATMULs per interval."""
         is_mm = np.asarray([op == "MATMUL" for op in rows.opcode], dtype=bool)
         mm = np.flatnonzero(is_mm)
         core = np.asarray(programs)[np.asarray(rows.ins, dtype=np.int64)[mm]]
