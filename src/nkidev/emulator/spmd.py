@@ -19,7 +19,7 @@ import numpy as np
 
 from nkidev.emulator.context import warn
 from nkidev.emulator.location import kernel_location
-from nkidev.emulator.tensor import MemoryRegion, NkiTensor, region, resolve_indirect
+from nkidev.emulator.tensor import NkiTensor, region, resolve_indirect, shared_storage
 from nkidev.errors import KernelRuleError
 
 
@@ -164,8 +164,7 @@ class Baton:
 
 def shared(t: NkiTensor) -> bool:
     """HBM every program of the launch sees: kernel arguments and shared_hbm tensors."""
-    st = t.storage
-    return st.kind == "hbm" and (st.role == "input" or st.region is MemoryRegion.shared_hbm)
+    return shared_storage(t.storage)
 
 
 class Races:

@@ -42,6 +42,12 @@ _KIND_OF = {id(region): kind for region, kind in _KIND.items()}  # by identity: 
 _SHARED_HBM = MemoryRegion.shared_hbm  # attribute reads on an Enum class go through EnumType.__getattr__
 
 
+def shared_storage(st: Storage) -> bool:
+    """HBM every program of a launch sees: kernel arguments and shared_hbm tensors (the rest of HBM is private to
+    its program)."""
+    return st.kind == "hbm" and (st.role == "input" or st.region is _SHARED_HBM)
+
+
 def to_region(buffer) -> MemoryRegion:
     if isinstance(buffer, MemoryRegion):
         return buffer
@@ -1389,7 +1395,9 @@ def view_code(t: NkiTensor) -> int:
     off = t._off
     if off is None:
         off = t._off = data.__array_interface__["data"][0] - st.ptr
-    key = (st.kind, t.dtype.name, data.shape, data.strides, data.itemsize, off, st.pstride)
+    # shared or private HBM (shared_storage, inlined): rules tell them apart (sendrecv_compute takes private HBM only)
+    shared = st.kind == "hbm" and (st.role == "input" or st.region is _SHARED_HBM)
+    key = (st.kind, shared, t.dtype.name, data.shape, data.strides, data.itemsize, off, st.pstride)
     code = _VIEW_CODES.get(key)  # the key holds every input of region(): one code, one region
     if code is None:
         if len(_VIEW_CODES) >= 100_000:
