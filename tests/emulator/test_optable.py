@@ -173,9 +173,9 @@ def test_op_groups_come_from_the_table():
     from nkidev.emulator.ops import ops_where
 
     isa = ops_where(lambda op: op.namespace == "isa")
-    assert ops_where(lambda op: op.is_dma) & isa == {"dma_copy", "dma_transpose", "dma_compute", "sendrecv"}
+    assert ops_where(lambda op: op.is_dma) & isa == {"dma_copy", "dma_transpose", "dma_compute", "sendrecv", "sendrecv_compute"}
     assert ops_where(lambda op: op.kind == "matmul") == {"nc_matmul", "nc_matmul_mx"}
-    assert ops_where(lambda op: op.rendezvous) & isa == {"core_barrier", "sendrecv"}
+    assert ops_where(lambda op: op.rendezvous) & isa == {"core_barrier", "sendrecv", "sendrecv_compute"}
     collectives = ops_where(lambda op: op.namespace == "collectives")
     assert {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute"} <= collectives
     assert collectives <= ops_where(lambda op: op.is_dma and op.rendezvous)  # core-to-core transfers

@@ -61,6 +61,12 @@ def _ops() -> dict:
     return OPS
 
 
+def _versions():
+    from nkidev.emulator import versions
+
+    return versions
+
+
 def _operand_rules():
     from nkidev.emulator.rules import OPERAND_RULES
 
@@ -79,6 +85,9 @@ def _isa_page(op) -> Page:
         lines += ["## Semantics", "", op.semantics, ""]
     lines += ["## Engines", "", ", ".join(op.engines), ""]
     availability = f"Targets: {', '.join(op.available_on()) or 'none of the bundled targets'}."
+    qualified = f"{module}.{op.name}"
+    if qualified in _versions().API:  # an op only some NKI versions have
+        availability += " " + _versions().availability_text(qualified)
     if not op.emulated:
         availability += (
             " Documented NKI API that nkidev does not emulate yet: calling it raises `err_not_supported_yet`; run it on Trainium."

@@ -82,6 +82,9 @@ API: dict[str, Entry] = {
         Entry("nki.isa.scalar_store", added="0.7", source=_REF07 + "nki.isa.scalar_store.html"),
         Entry("nki.isa.dependency", added="0.7", source="latest/nki/api/generated/nki.isa.dependency.html"),
         Entry("nki.isa.NkiInstruction.depends_on(kind=)", added="0.7", source=_REF07 + "nki.isa.NkiInstruction.html"),
+        # no v2.32.0 (0.6) page; NKI 0.8 deprecates it for nki.lnc.sendrecv_compute
+        # (latest/about-neuron/announcements/neuron2.x/announce-intent-eos-nki-virtualregister-lnc-apis.html), so it is 0.7's
+        Entry("nki.isa.sendrecv_compute", added="0.7", source="latest/nki/api/generated/nki.isa.sendrecv_compute.html"),
         # 64-bit dtypes: the 0.7 nki.language stub defines int64 and uint64 (v2.33.0/_modules/nki/language.html); the 0.6
         # dtype lists (v2.32.0 nki.language "Data Types", nki.api.shared "Supported Data Types") have neither
         Entry("nki.language.int64", added="0.7", source="v2.33.0/_modules/nki/language.html (int64: DType)"),

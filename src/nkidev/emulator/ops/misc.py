@@ -1,4 +1,4 @@
-"""Random numbers and cross-core synchronization."""
+"""Random numbers and cross-core synchronization and exchange (core_barrier, sendrecv, sendrecv_compute)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ import numpy as np
 
 from nkidev.emulator import costs
 from nkidev.emulator import rules as R
+from nkidev.emulator.alu import op_name
+from nkidev.emulator.dtypes import from_f32, to_f32
 from nkidev.emulator.location import rule_error
 from nkidev.emulator.memory import raw, rows, scalar_or_vector, store, store_raw
 from nkidev.emulator.opdef import declare
-from nkidev.emulator.tensor import NkiTensor
+from nkidev.emulator.tensor import NkiTensor, shared_storage
 
 INT_TYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 
@@ -224,3 +226,95 @@ def _sendrecv(a, ctx, engine):
     data = np.array(raw(a.src))
     got = ctx.barrier.sendrecv(int(a.send_to_rank), int(a.recv_from_rank), a.pipe_id, data)
     store_raw(a.dst, got)
+
+
+# ---------------------------------------------------------------- sendrecv_compute (NKI 0.7)
+#
+# Facts from https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.isa.sendrecv_compute.html
+# (the nki.isa page; no v2.32.0 page, so NKI 0.7; NKI 0.8 deprecates it for nki.lnc.sendrecv_compute:
+# latest/about-neuron/announcements/neuron2.x/announce-intent-eos-nki-virtualregister-lnc-apis.html): a sendrecv
+# whose received tile is reduced with the local src by the DMA engine, dst = reduce_op(src, peer); LNC degree > 1;
+# ranks 0 or 1; reduce_op nl.add / nl.maximum / nl.minimum; src and dst both in SBUF or both in private HBM. The
+# stored page breaks off inside its constraints list, so the arithmetic is the DMA engine's as nki.isa.dma_compute
+# documents it (inputs widened to fp32, the fp32 result cast to dst's dtype) and dtypes may differ, as there.
+
+SENDRECV_REDUCTIONS = {"add": np.add, "maximum": np.maximum, "minimum": np.minimum}
+_COMPUTE_PIPE = object()  # its messages pair with the peer's sendrecv_compute only, never with a sendrecv's pipe
+
+
+def _space(t: NkiTensor) -> str:
+    if t.storage.kind != "hbm":
+        return t.storage.kind.upper()
+    return "shared HBM" if shared_storage(t.storage) else "private HBM"
+
+
+def _compute_memory(a, ctx, engine):
+    spaces = (_space(a.src), _space(a.dst))
+    if spaces not in (("SBUF", "SBUF"), ("private HBM", "private HBM")):
+        return (
+            f"src {a.src.name!r} is in {spaces[0]} and dst {a.dst.name!r} in {spaces[1]}; both must be in SBUF or both in private HBM",
+            "allocate both in nl.sbuf, or both with buffer=nl.private_hbm (never shared HBM, a kernel argument or PSUM)",
+        )
+
+
+def _compute_shapes(a, ctx, engine):
+    if tuple(a.src.shape) != tuple(a.dst.shape):
+        return f"src {a.src.shape} and dst {a.dst.shape} must have the same shape", "slice both to one shape"
+
+
+def _compute_op(a, ctx, engine):
+    if op_name(a.reduce_op) not in SENDRECV_REDUCTIONS:
+        return f"reduce_op={getattr(a.reduce_op, '__name__', a.reduce_op)!r} is not supported", "use nl.add, nl.maximum or nl.minimum"
+
+
+def _compute_ranks(a, ctx, engine):
+    for name in ("send_to_rank", "recv_from_rank"):
+        rank = getattr(a, name)
+        if not isinstance(rank, int | np.integer) or isinstance(rank, bool) or int(rank) not in (0, 1):
+            return f"{name}={rank!r} is not a rank of the LNC", "pass 0 or 1 (e.g. 1 - nl.program_id(0))"
+
+
+SENDRECV_COMPUTE = declare(
+    "sendrecv_compute",
+    "src, dst, send_to_rank, recv_from_rank, reduce_op, name=None",
+    ("dma",),
+    "Send src to the other NeuronCore of the LNC group and write reduce_op(src, the tile received from it) to dst (NKI 0.7).",
+    semantics="dst = reduce_op(src, the peer's src) element-wise, in fp32 (cast to dst's dtype, which may differ from src's); "
+    "reduce_op is nl.add, nl.maximum or nl.minimum. Pairs with the peer core's sendrecv_compute (program order), never with "
+    "a sendrecv.",
+    writes=("dst",),
+    rules=(
+        R.tensor_required("src"),
+        R.tensor_required("dst"),
+        R.custom("err_unsupported_memory", "src and dst are both in SBUF or both in private HBM", _compute_memory),
+        R.custom("err_shape_mismatch", "src and dst have the same shape", _compute_shapes),
+        R.custom("err_invalid_op", "reduce_op is nl.add, nl.maximum or nl.minimum", _compute_op),
+        R.custom("err_invalid_argument", "send_to_rank and recv_from_rank are ranks of the LNC (0 or 1)", _compute_ranks),
+    ),
+    attrs=lambda a: {"dge_mode": "none", "sync": True, "reduce_op": op_name(a.reduce_op), "dst_dtype": a.dst.dtype.name},
+    flops=lambda a: a.dst.size,
+    overwrites=("dst",),
+    kind="compute",
+    cost=costs.TRANSFER,
+    rendezvous=True,
+)
+
+
+@SENDRECV_COMPUTE.semantics_impl
+def _sendrecv_compute(a, ctx, engine):
+    if ctx.barrier is None:
+        raise rule_error(
+            "err_invalid_argument",
+            "sendrecv_compute needs an LNC=2 launch (kernel[2])",
+            "launch the kernel with nki.simulate(kernel[2]) or kernel[2](...)",
+        )
+    mine = np.array(raw(a.src))  # a copy: the peer may read it after this core went on and rewrote src
+    peer, peer_dtype = ctx.barrier.sendrecv(int(a.send_to_rank), int(a.recv_from_rank), _COMPUTE_PIPE, (mine, a.src.dtype))
+    if peer.shape != mine.shape:
+        raise rule_error(
+            "err_shape_mismatch",
+            f"sendrecv_compute: the tile received from rank {int(a.recv_from_rank)} has shape {peer.shape}, this core's src {mine.shape}",
+            "send tiles of one shape from both cores",
+        )
+    reduce = SENDRECV_REDUCTIONS[op_name(a.reduce_op)]
+    store_raw(a.dst, from_f32(reduce(to_f32(mine, a.src.dtype), to_f32(peer, peer_dtype)), a.dst.dtype))
