@@ -1,6 +1,7 @@
 """The NKI 0.7 API audit's fixes (notes: api07_audit.md), each gated both ways with the error's name and line and,
 where it computes, checked against NumPy: the 64-bit dtypes, NkiTensor.data, empty_like(address=), and the NKI 0.8
-names (nl.if_else, fori_loop(unroll=)) that no emulated version has."""
+names (nl.if_else, fori_loop(unroll=)) that no emulated version has; and the audit's open items closed since: grids placed
+with alloc_tiles/alloc_blocks(address=) (nisa.sendrecv_compute: test_sendrecv_compute.py)."""
 
 from __future__ import annotations
 
@@ -151,6 +152,92 @@ def test_empty_like_address_places_the_tensor_under_07():
     np.testing.assert_array_equal(nkidev.simulate(two_views_of_one_address, nki_version="0.7")(x), x)
     err = expect("err_requires_nki_version", two_views_of_one_address, x, nki_version="0.6")
     assert "empty_like(address=)" in err.message
+
+
+# ---------------------------------------------------------------- alloc_tiles / alloc_blocks (address=) (NKI 0.7)
+# address= has "the same contract as nki.language.ndarray()" (latest/nki/api/generated/nki.language.alloc_tiles.html,
+# nki.language.alloc_blocks.html): grids placed at one address are one memory, as tensors are
+
+
+@jit
+def grids_at_one_address(x):
+    geometry = dict(tile_shape=(128, 4), element_shape=(128, 8), dtype=x.dtype)
+    tiles = nl.alloc_tiles(**geometry, buffer=nl.sbuf, address=(0, 2048))
+    blocks = nl.alloc_blocks(**geometry, block_shape=(1, 2), buffer=nl.sbuf, address=(0, 2048))
+    nisa.dma_copy(dst=tiles[0, 1].data, src=x[:, 0:4])  # written through the tile grid
+    nisa.dma_copy(dst=nl.tiles(blocks[0, 0])[0, 0].data, src=x[:, 4:8])  # and through the block grid
+    again = nl.empty_like(tiles, address=(0, 2048))
+    out = nl.ndarray((128, 12), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[:, 0:4], src=nl.tiles(blocks[0, 0])[0, 1].data)  # what `tiles` wrote
+    nisa.dma_copy(dst=out[:, 4:8], src=tiles[0, 0].data)  # what `blocks` wrote
+    nisa.dma_copy(dst=out[:, 8:12], src=again[0, 1].data)  # an empty_like grid at the address is that memory too
+    return out
+
+
+@jit
+def psum_grids_at_one_bank(x):
+    geometry = dict(tile_shape=(128, 4), element_shape=(128, 8), dtype=nl.float32, buffer=nl.psum)
+    first = nl.alloc_tiles(**geometry, address=(0, 2048))
+    second = nl.alloc_tiles(**geometry, address=(0, 2048))
+    t = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_copy(dst=first[0, 0].data, src=t[:, 0:4])
+    nisa.tensor_copy(dst=first[0, 1].data, src=t[:, 4:8])
+    back = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=back[:, 0:4], src=second[0, 1].data)
+    nisa.tensor_copy(dst=back[:, 4:8], src=second[0, 0].data)
+    out = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=back)
+    return out
+
+
+def test_grids_placed_at_one_address_share_their_memory():
+    x = np.arange(128 * 8, dtype=np.float32).reshape(128, 8) - 300.0
+    got = nkidev.simulate(grids_at_one_address, nki_version="0.7")(x)
+    np.testing.assert_array_equal(got, np.concatenate([x[:, 0:4], x[:, 4:8], x[:, 0:4]], axis=1))
+    got = nkidev.simulate(psum_grids_at_one_bank, nki_version="0.7")(x)
+    np.testing.assert_array_equal(got, np.concatenate([x[:, 4:8], x[:, 0:4]], axis=1))
+
+
+def _placed_at(kind: str, buffer, address):
+    """A kernel placing one tensor (kind "ndarray") or grid at `address` of `buffer`, on its marked line."""
+    geometry = dict(tile_shape=(128, 4), element_shape=(128, 8), dtype=nl.float32, buffer=buffer)
+
+    @jit
+    def place(x):
+        if kind == "ndarray":
+            nl.ndarray((128, 8), dtype=nl.float32, buffer=buffer, address=address)
+        elif kind == "alloc_tiles":
+            nl.alloc_tiles(**geometry, address=address)
+        else:
+            nl.alloc_blocks(**geometry, block_shape=(1, 1), address=address)
+        return x
+
+    return place
+
+
+@pytest.mark.parametrize(
+    ("buffer", "address", "words"),
+    [
+        (nl.psum, (0, 100), "does not start on a bank boundary"),
+        (nl.psum, 4096, "does not start on a bank boundary"),
+        (nl.sbuf, (-1, 0), "address=(-1, 0)"),
+        (nl.sbuf, (0, 1.5), "address=(0, 1.5)"),
+    ],
+    ids=["psum-off-bank", "psum-not-a-pair", "sbuf-negative", "sbuf-not-an-int"],
+)
+def test_a_bad_grid_address_is_the_error_ndarray_gives(buffer, address, words):
+    errors = []
+    for kind in ("ndarray", "alloc_tiles", "alloc_blocks"):
+        kernel = _placed_at(kind, buffer, address)
+        with pytest.raises(NkiError) as info:
+            nkidev.simulate(kernel, nki_version="0.7")(np.ones((4, 4), np.float32))
+        lines, start = inspect.getsourcelines(kernel.fn)
+        (line,) = [start + i for i, text in enumerate(lines) if f"nl.{kind}(" in text]
+        assert info.value.lineno == line, str(info.value)
+        errors.append((info.value.name, info.value.message, info.value.fix))
+    assert errors[0][0] == "err_invalid_argument" and words in errors[0][1]
+    assert errors[1] == errors[2] == errors[0]
 
 
 # ---------------------------------------------------------------- NKI 0.8 names: in neither emulated version

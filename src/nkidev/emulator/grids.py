@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from nkidev.emulator.dtypes import to_nki_dtype
 from nkidev.emulator.location import kernel_location
+from nkidev.emulator.placement import ON_CHIP, placed
 from nkidev.emulator.tensor import MemoryRegion, NkiTensor, allocate
 from nkidev.errors import KernelRuleError, KernelTypeError, KernelValueError
 
@@ -288,24 +289,27 @@ def _region(buffer) -> MemoryRegion:
     return buffer
 
 
-def _layout(tile_shape, element_shape, buffer, dtype, name: str) -> _Layout:
+def _layout(tile_shape, element_shape, buffer, dtype, name: str, address=None) -> _Layout:
+    """The backing of a new grid; `address` places an on-chip backing as nl.ndarray(address=) places a tensor
+    (placement.py: same rules, and a grid at the address of a live backing of its shape and dtype is that memory)."""
     tile_shape = _shape(tile_shape, "tile_shape", 2)
     element_shape = _shape(element_shape, "element_shape")
     _check_tile_shape(tile_shape, element_shape)
     region = _region(buffer)
     dt = to_nki_dtype(dtype)
-    if region in (MemoryRegion.sbuf, MemoryRegion.psum):
+    if region in ON_CHIP:
         probe = _Layout(None, element_shape, tile_shape, True)
         slots = math.prod(probe.counts)
-        backing = allocate((tile_shape[0], slots * probe.slot_width()), dt, region, name)
+        shape = (tile_shape[0], slots * probe.slot_width())
+        backing = allocate(shape, dt, region, name) if address is None else placed(shape, dt, region, name, address)
         return _Layout(backing, element_shape, tile_shape, True)
-    return _Layout(allocate(element_shape, dt, region, name), element_shape, tile_shape, False)
+    return _Layout(allocate(element_shape, dt, region, name), element_shape, tile_shape, False)  # HBM: as nl.ndarray, unplaced
 
 
 def alloc_tiles(*, tile_shape, element_shape, buffer, dtype, address=None, name: str = "") -> NkiTileGrid:
     """One uninitialized allocation of `element_shape` elements, returned as a grid of `tile_shape` tiles
-    (tile_shape covers the trailing dims; partial final tiles are clamped)."""
-    lay = _layout(tile_shape, element_shape, buffer, dtype, name or "tile_grid")
+    (tile_shape covers the trailing dims; partial final tiles are clamped); `address` as nl.ndarray's."""
+    lay = _layout(tile_shape, element_shape, buffer, dtype, name or "tile_grid", address)
     return NkiTileGrid(layout=lay, axes=_tile_axes(lay))
 
 
@@ -314,7 +318,7 @@ def alloc_blocks(*, tile_shape, block_shape, element_shape, buffer, dtype, addre
     block_shape = _shape(block_shape, "block_shape")
     if len(block_shape) != len(tile_shape if isinstance(tile_shape, tuple) else ()):
         raise _value_error(f"block_shape {block_shape} must have the rank of tile_shape {tile_shape}", "give one block size per tiled dim")
-    lay = _layout(tile_shape, element_shape, buffer, dtype, name or "block_grid")
+    lay = _layout(tile_shape, element_shape, buffer, dtype, name or "block_grid", address)
     return NkiBlockGrid(layout=lay, axes=_block_axes(lay, _tile_axes(lay), block_shape), block_shape=block_shape)
 
 
@@ -366,9 +370,9 @@ def blocks(source, *, tile_shape=None, block_shape) -> NkiBlockGrid:
     return NkiBlockGrid(layout=grid._layout, axes=_block_axes(grid._layout, grid._axes, block_shape), block_shape=block_shape)
 
 
-def empty_like_grid(grid: NkiGrid, dtype=None, buffer=None, name: str = "") -> NkiGrid:
+def empty_like_grid(grid: NkiGrid, dtype=None, buffer=None, name: str = "", address=None) -> NkiGrid:
     """A new allocation with the grid's kind, navigation shape, tile shape, block grouping and exact extents
-    (a selection with gaps is packed densely)."""
+    (a selection with gaps is packed densely), placed at `address` when given."""
     lay = grid._layout
     element = []
     for i, a in enumerate(grid._axes):
@@ -377,7 +381,7 @@ def empty_like_grid(grid: NkiGrid, dtype=None, buffer=None, name: str = "") -> N
         element.append(sum(lay.extent(i, lo, hi) for lo, hi in a.units))
     kept = [a for i, a in enumerate(grid._axes) if not (i < lay.prefix and a.consumed)]
     new_buffer = buffer if buffer is not None else lay.tensor.buffer
-    new = _layout(lay.tile_shape, tuple(element), new_buffer, dtype or lay.tensor.dtype, name)
+    new = _layout(lay.tile_shape, tuple(element), new_buffer, dtype or lay.tensor.dtype, name, address)
     axes = list(_tile_axes(new))
     if isinstance(grid, NkiBlockGrid):
         axes = list(_block_axes(new, tuple(axes), grid.block_shape))

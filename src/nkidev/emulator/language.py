@@ -36,6 +36,8 @@ from nkidev.emulator.grids import (  # noqa: F401  (NKI 0.7 names of nki.languag
 )
 from nkidev.emulator.location import kernel_location, rule_error
 from nkidev.emulator.memory import f32
+from nkidev.emulator.placement import ON_CHIP as _ON_CHIP
+from nkidev.emulator.placement import placed as _placed
 from nkidev.emulator.registers import NkiScalar, VirtualRegister
 from nkidev.emulator.rules import NUMBER
 from nkidev.emulator.tensor import DynSlice, MemoryRegion, NkiTensor, allocate, free_size, from_array, partitions
@@ -170,42 +172,9 @@ def _spec(name: str):
 
 def ndarray(shape, dtype, buffer=sbuf, name: str = "", address=None) -> NkiTensor:
     """A new uninitialized tensor (reads as NaN / 4 until written, like the official simulator)."""
-    if address is not None and buffer == psum:
-        bank = _ctx.current().target.psum.bank_bytes
-        if (
-            not isinstance(address, tuple | list)
-            or len(address) != 2
-            or not builtins.all(isinstance(v, int | np.integer) for v in address)
-            or int(address[1]) % bank
-        ):
-            raise rule_error(
-                "err_invalid_argument",
-                f"PSUM address {address} does not start on a bank boundary",
-                f"use address=(partition_offset, bank_id * {bank})",
-            )
-    if address is not None and buffer in (sbuf, psum):
+    if address is not None and buffer in _ON_CHIP:
         return _placed(shape, dtype, buffer, name, address)
     return allocate(shape, dtype, buffer, name, skip=2)  # skip: this function and the argument guard calling it
-
-
-def _placed(shape, dtype, buffer, name: str, address) -> NkiTensor:
-    """A tensor at an explicit address: a new tensor at the address of a live one of the same shape and dtype
-    is the same memory (kernels rotate PSUM tiles over banks this way), starting a new accumulation group."""
-    ctx = _ctx.current()
-    parts = address if isinstance(address, tuple | list) else (address,)
-    if not builtins.all(isinstance(a, int | np.integer) and not isinstance(a, bool) and a >= 0 for a in parts):
-        raise rule_error("err_invalid_argument", f"address={address!r}", "pass address as non-negative ints, e.g. (0, 0)")
-    key = (buffer.value, tuple(int(a) for a in address) if isinstance(address, tuple | list) else int(address))
-    dt = to_nki_dtype(dtype)
-    shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
-    old = ctx.placed.get(key)
-    if old is not None and tuple(old.array.shape) == shape and old.dtype == dt:
-        old.flush()
-        old.acc = None
-        return NkiTensor(old.array, old, dt)
-    t = allocate(shape, dt, buffer, name)
-    ctx.placed[key] = t.storage
-    return t
 
 
 def _filled(shape, value, dtype, buffer, name) -> NkiTensor:
@@ -241,7 +210,7 @@ def empty_like(x, dtype=None, buffer=None, name: str = "", *, transpose_axes=Non
     if address is not None:
         gate.require("nki.language.empty_like(address=)")
     if isinstance(x, NkiGrid):
-        return empty_like_grid(x, dtype, buffer, name)
+        return empty_like_grid(x, dtype, buffer, name, address)
     if transpose_axes is None:
         return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name, address)
     gate.require("nki.language.empty_like(transpose_axes=)")
