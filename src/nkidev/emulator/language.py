@@ -214,7 +214,8 @@ def empty_like(x, dtype=None, buffer=None, name: str = "", *, transpose_axes=Non
     if transpose_axes is None:
         return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name, address)
     gate.require("nki.language.empty_like(transpose_axes=)")
-    axes = tuple(int(a) for a in transpose_axes)
+    ints = isinstance(transpose_axes, tuple | list) and builtins.all(isinstance(a, int | np.integer) for a in transpose_axes)
+    axes = tuple(int(a) for a in transpose_axes) if ints else None  # anything else: the named error below
     if axes not in ((1, 0), (2, 1, 0), (3, 1, 2, 0)) or len(axes) != x.ndim:
         raise rule_error(
             "err_invalid_argument",
