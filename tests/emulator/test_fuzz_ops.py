@@ -66,6 +66,7 @@ CRASHES = {
     ),
     "memset NaN into int": (lambda: nisa.memset(dst=empty((2, 8), "int32"), value=float("nan")), "err_memset_value_type"),
     "nl.rms_norm n=0": (lambda: nl.rms_norm(empty((2, 8)), empty((2, 8)), axis=1, n=0), "err_invalid_argument"),
+    "nl.broadcast_to to an int shape": (lambda: nl.broadcast_to(empty((2, 1)), 4), "err_invalid_argument"),
     "nl.empty_like transpose_axes not a tuple": (lambda: nl.empty_like(empty((2, 8)), transpose_axes=True), "err_invalid_argument"),
     "a rule reading a non-tile": (
         lambda: nisa.tensor_tensor(dst=empty((2, 8)), data1=3.0, data2=empty((2, 8)), op=nl.add),

@@ -499,6 +499,10 @@ def expand_dims(x, axis) -> NkiTensor:
 
 
 def broadcast_to(x, shape, dtype=None) -> NkiTensor:
+    if not isinstance(shape, tuple | list) or not builtins.all(isinstance(s, int | np.integer) and not isinstance(s, bool) for s in shape):
+        raise rule_error(
+            "err_invalid_argument", f"nl.broadcast_to: shape={shape!r} is not a tuple of ints", "pass a shape such as (128, 512)"
+        )
     shape = tuple(int(s) for s in shape)
     if len(shape) != x.ndim or any(have not in (1, want) for have, want in zip(x.shape, shape)):
         raise rule_error(
