@@ -13,7 +13,7 @@ SELECT w.t0, w.t1, w.t1 - w.t0 AS total_time_ns,
        (SELECT source FROM win) AS window_source,
        (SELECT coalesce(sum(transfer_bytes), 0) FROM pkt
          WHERE kernel AND start_ts >= w.t0 AND start_ts < w.t1) AS dma_transfer_bytes,
-       (SELECT count(*) FROM pkt WHERE kernel) AS kernel_packets,
+       (SELECT coalesce(sum(packets), 0) FROM pkt WHERE kernel) AS kernel_packets,
        -- the HBM side of the DMA traffic (prepare.sql), from DmaPacketAggregated; else the DMA instructions'
        -- hbm_read_bytes + hbm_write_bytes; NULL when the profile has neither (then every DMA byte counts)
        CASE WHEN EXISTS (SELECT 1 FROM dpa)

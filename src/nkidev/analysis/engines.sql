@@ -6,6 +6,6 @@ FROM inst, w
 WHERE start_ts >= w.t0 AND start_ts < w.t1 AND engine IN ('tensor', 'vector', 'scalar', 'gpsimd')
 GROUP BY engine
 UNION ALL
-SELECT 'dma', count(*), sum(end_ts - start_ts), sum(transfer_bytes)
+SELECT 'dma', sum(packets), sum(packets * (end_ts - start_ts)), sum(transfer_bytes)
 FROM pkt, w
 WHERE kernel AND start_ts >= w.t0 AND start_ts < w.t1;

@@ -5,7 +5,7 @@
 -- name: totals
 SELECT coalesce(sum(transfer_bytes) FILTER (WHERE is_spill_save), 0) AS save_bytes,
        coalesce(sum(transfer_bytes) FILTER (WHERE is_spill_reload), 0) AS reload_bytes,
-       (SELECT coalesce(sum(transfer_bytes), 0) FROM pkt
+       (SELECT coalesce(sum(transfer_bytes), 0) FROM packets
          WHERE kernel AND queue_name ILIKE '%spill%') AS spill_queue_bytes
 FROM dpa;
 

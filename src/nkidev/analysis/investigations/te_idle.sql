@@ -21,7 +21,7 @@ SELECT end_ts, 'DMA' AS waited_on, variable AS what, id AS dma_id, CAST(NULL AS 
 FROM dpa
 WHERE end_ts IS NOT NULL AND NOT is_spill_save AND NOT is_store
 UNION ALL
-SELECT end_ts, 'DMA', queue_name, NULL, NULL FROM pkt WHERE kernel AND NOT EXISTS (SELECT 1 FROM dpa)
+SELECT end_ts, 'DMA', queue_name, NULL, NULL FROM packets WHERE kernel AND NOT EXISTS (SELECT 1 FROM dpa)
 UNION ALL
 SELECT end_ts, engine, opcode, NULL, src FROM inst
 WHERE engine IN ('vector', 'scalar', 'gpsimd') AND hbm_read_bytes = 0 AND hbm_write_bytes = 0;
