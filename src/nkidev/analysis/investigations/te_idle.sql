@@ -27,47 +27,37 @@ SELECT end_ts, engine, opcode, NULL, src FROM inst
 WHERE engine IN ('vector', 'scalar', 'gpsimd') AND hbm_read_bytes = 0 AND hbm_write_bytes = 0;
 
 -- Per gap, the end time of the last producer to finish by its end (pe; the gap waited on it when pe is
--- inside the gap) and the start time of the first TensorE instruction from its end (ts). The ASOF joins
--- read times only: every producer ending at pe gives the same pe, so no tie needs breaking yet.
+-- inside the gap), and the first TensorE start from its end (ts) with the line that resumed there (te_src:
+-- the first by location when several start together). The producers' ASOF join reads end times only: every
+-- producer ending at pe gives the same pe, so no tie needs breaking yet.
 CREATE OR REPLACE TEMP TABLE te_waits AS
 WITH with_end AS (
     SELECT g.*, p.end_ts AS pe FROM te_gaps g ASOF LEFT JOIN (SELECT end_ts FROM te_producers) p ON g.ge >= p.end_ts
+), te_starts AS (
+    SELECT start_ts, min(src) AS src FROM inst WHERE engine = 'tensor' GROUP BY start_ts
 )
-SELECT g.*, t.start_ts AS ts
-FROM with_end g ASOF LEFT JOIN (SELECT start_ts FROM inst WHERE engine = 'tensor') t ON g.ge <= t.start_ts;
+SELECT g.*, t.start_ts AS ts, t.src AS te_src
+FROM with_end g ASOF LEFT JOIN te_starts t ON g.ge <= t.start_ts;
 
--- One producer per end time a gap waited on (ties broken by name), so the attribution is deterministic;
--- a DMA's line is its issuing instruction's (issued).
-CREATE OR REPLACE TEMP TABLE producers AS
+-- name: gaps
 WITH waited AS (
+    -- the producers ending when a gap waited on them; a DMA's line is its issuing instruction's (issued)
     SELECT p.end_ts, p.waited_on, p.what, coalesce(i.src, p.src) AS src
     FROM (SELECT * FROM te_producers WHERE end_ts IN (SELECT pe FROM te_waits WHERE pe > gs)) p
     LEFT JOIN issued i ON i.out_id = p.dma_id
-)
-SELECT end_ts, waited_on, what, src FROM (
-    SELECT *, row_number() OVER (PARTITION BY end_ts ORDER BY waited_on, what, src) AS k FROM waited
-) WHERE k = 1;
-
--- name: gaps
-WITH attributed AS (
-    SELECT g.phase, g.gs, g.ge, g.ge - g.gs AS ns, g.ts,
+), producer AS (
+    -- one per end time (ties broken by name), so the attribution is deterministic
+    SELECT * FROM waited QUALIFY row_number() OVER (PARTITION BY end_ts ORDER BY waited_on, what, src) = 1
+), attributed AS (
+    SELECT g.phase, g.ge - g.gs AS ns, g.te_src,
            CASE WHEN g.pe > g.gs THEN p.waited_on ELSE 'unattributed' END AS waited_on,
            CASE WHEN g.pe > g.gs THEN p.what END AS what,
            CASE WHEN g.pe > g.gs THEN p.src END AS src
-    FROM te_waits g LEFT JOIN producers p ON p.end_ts = g.pe
-), resumed AS (
-    -- the line of the TensorE instruction that resumed (the first by location when several start together),
-    -- looked up only for the start times a gap resumed at
-    SELECT a.*, t.src AS te_src
-    FROM attributed a
-    LEFT JOIN (
-        SELECT start_ts, min(src) AS src FROM inst
-        WHERE engine = 'tensor' AND start_ts IN (SELECT ts FROM te_waits) GROUP BY start_ts
-    ) t ON t.start_ts = a.ts
+    FROM te_waits g LEFT JOIN producer p ON p.end_ts = g.pe
 ), by_resume AS (
     -- the most frequent resuming line of a group (ties: the first by location) needs its count per group
     SELECT phase, waited_on, what, src, te_src, count(*) AS te_n, sum(ns) AS ns, max(ns) AS longest_ns
-    FROM resumed
+    FROM attributed
     GROUP BY phase, waited_on, what, src, te_src
 )
 SELECT phase, waited_on, what, src, sum(te_n) AS gaps, sum(ns) AS idle_ns, max(longest_ns) AS longest_ns,
