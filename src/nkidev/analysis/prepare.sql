@@ -91,18 +91,17 @@ SELECT id, start_ts, end_ts, coalesce(transfer_bytes, 0) AS transfer_bytes, vari
        coalesce(dest LIKE '%OUTPUT%', false) AS is_store
 FROM d;
 
--- Instruction -> DMA edges. AWS's analysis code matches 'Instruction' -> 'DmaPacketAggregated'; the
--- schema reference names the tables 'instruction' -> 'dma_block'. Accept both spellings.
-CREATE OR REPLACE TEMP TABLE flow_dma AS
-SELECT DISTINCT in_id, out_id FROM _raw_Flow
-WHERE lower(in_table) = 'instruction' AND lower(out_table) IN ('dmapacketaggregated', 'dma_block');
-
 -- Each DMA transfer with its issuing instruction's line (DmaPacketAggregated <- Flow <- Instruction), joined
 -- once for the per-line queries: one row per (transfer, issuing instruction).
 -- (The narrow Flow -> Instruction join first: joined in one step, DuckDB probes the instructions with the wide
 -- transfer rows and takes twice as long.)
 CREATE OR REPLACE TEMP TABLE issued AS
-WITH issuer AS MATERIALIZED (
+WITH flow_dma AS (
+    -- Instruction -> DMA edges. AWS's analysis code matches 'Instruction' -> 'DmaPacketAggregated'; the
+    -- schema reference names the tables 'instruction' -> 'dma_block'. Accept both spellings.
+    SELECT DISTINCT in_id, out_id FROM _raw_Flow
+    WHERE lower(in_table) = 'instruction' AND lower(out_table) IN ('dmapacketaggregated', 'dma_block')
+), issuer AS MATERIALIZED (
     SELECT f.out_id, i.src, i.hbm_read_bytes > 0 OR i.hbm_write_bytes > 0 AS hbm_instruction
     FROM flow_dma f JOIN inst i ON i.id = f.in_id
 )

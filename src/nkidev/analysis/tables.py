@@ -258,7 +258,7 @@ def _select(profile: Profile, table: str) -> str:
 
 def prepare(profile: Profile) -> None:
     """Expose the analysed columns as typed views `_raw_<Table>`, then build the normalized
-    tables the investigations share (prepare.sql): inst, pkt, dpa, flow_dma, issued, tensors, meta, win.
+    tables the investigations share (prepare.sql): inst, packets (a view), pkt, dpa, issued, tensors, meta, win.
     Engine, opcode and source location are coded at load time as sorted ENUMs (nk_engine, nk_opcode,
     nk_src), so captured and nkidev profiles take the same path and the tables hold integers, not text."""
     for table in COLUMNS:
