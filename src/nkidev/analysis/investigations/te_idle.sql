@@ -5,17 +5,8 @@
 -- another compute engine. Heuristic: the profile holds no data dependencies between instructions.
 
 -- name: build
--- busy.sql marks the pieces that follow an idle gap: they start after prev_end.
--- Gaps that end by the first MATMUL are prologue too: a LoadStationary may run before the moving data arrives.
-CREATE OR REPLACE TEMP TABLE te_gaps AS
-SELECT CASE WHEN s <= (SELECT min(start_ts) FROM inst WHERE is_matmul) THEN 'prologue' ELSE 'inner' END AS phase,
-       prev_end AS gs, s AS ge
-FROM busy WHERE engine = 'tensor' AND s > prev_end
-UNION ALL
-SELECT 'prologue', w.t0, min(b.s) FROM busy b, win w WHERE b.engine = 'tensor' GROUP BY w.t0 HAVING min(b.s) > w.t0;
-
 -- Every producer: a DMA that brings data on chip or an instruction on another compute engine. A view
--- read twice: for its end times only (no join), then for the few end times a gap waited on.
+-- read twice: for its end times only (no join), then for the end times a gap waited on.
 CREATE OR REPLACE TEMP VIEW te_producers AS
 SELECT end_ts, 'DMA' AS waited_on, variable AS what, id AS dma_id, CAST(NULL AS nk_src) AS src
 FROM dpa
@@ -26,12 +17,20 @@ UNION ALL
 SELECT end_ts, engine, opcode, NULL, src FROM inst
 WHERE engine IN ('vector', 'scalar', 'gpsimd') AND hbm_read_bytes = 0 AND hbm_write_bytes = 0;
 
--- Per gap, the end time of the last producer to finish by its end (pe; the gap waited on it when pe is
--- inside the gap), and the first TensorE start from its end (ts) with the line that resumed there (te_src:
--- the first by location when several start together). The producers' ASOF join reads end times only: every
--- producer ending at pe gives the same pe, so no tie needs breaking yet.
+-- Per gap (te_gaps), the end time of the last producer to finish by its end (pe; the gap waited on it when
+-- pe is inside the gap), and the first TensorE start from its end (ts) with the line that resumed there
+-- (te_src: the first by location when several start together). The producers' ASOF join reads end times
+-- only: every producer ending at pe gives the same pe, so no tie needs breaking yet.
 CREATE OR REPLACE TEMP TABLE te_waits AS
-WITH with_end AS (
+WITH te_gaps AS (
+    -- busy.sql marks the pieces that follow an idle gap: they start after prev_end. Gaps that end by the
+    -- first MATMUL are prologue too: a LoadStationary may run before the moving data arrives.
+    SELECT CASE WHEN s <= (SELECT min(start_ts) FROM inst WHERE is_matmul) THEN 'prologue' ELSE 'inner' END AS phase,
+           prev_end AS gs, s AS ge
+    FROM busy WHERE engine = 'tensor' AND s > prev_end
+    UNION ALL
+    SELECT 'prologue', w.t0, min(b.s) FROM busy b, win w WHERE b.engine = 'tensor' GROUP BY w.t0 HAVING min(b.s) > w.t0
+), with_end AS (
     SELECT g.*, p.end_ts AS pe FROM te_gaps g ASOF LEFT JOIN (SELECT end_ts FROM te_producers) p ON g.ge >= p.end_ts
 ), te_starts AS (
     SELECT start_ts, min(src) AS src FROM inst WHERE engine = 'tensor' GROUP BY start_ts
