@@ -49,16 +49,17 @@ def kernel_and_inputs(name: str):
     return getattr(mt, name), mt.inputs()
 
 
-def once(kernel: str, target: str, out: Path) -> dict[str, float]:
+def once(kernel: str, target: str, out: Path, trace: str = "auto") -> dict[str, float]:
+    """Profile `kernel` into `out` and time each stage; `trace` is what trace.json holds ('none': no file)."""
     fn, inputs = kernel_and_inputs(kernel)
     t = [time.process_time()]
     result = run(fn, inputs, {}, options=EmulatorOptions(target=target, compute=False))
     t.append(time.process_time())
     timeline = schedule(result.trace, target)
     t.append(time.process_time())
-    tables = build_tables(timeline)
+    tables = build_tables(timeline, trace=trace)
     t.append(time.process_time())
-    write_profile(out, tables, "profile_large", force=True, target=timeline.target)
+    write_profile(out, tables, "profile_large", force=True, target=timeline.target, trace=trace)
     t.append(time.process_time())
     return {
         "emulate_s": t[1] - t[0],
