@@ -105,3 +105,43 @@ def test_profiles_are_looked_for_a_few_levels_down_only(tmp_path):
     with pytest.raises(NkiError) as none:
         analyze(deep)
     assert none.value.name == "err_bad_profile" and "up to 5 levels below" in str(none.value)
+
+
+def test_dma_packets_count_one_by_one_although_the_analysis_aggregates_them(tmp_path):
+    """The analysis aggregates DmaPacket rows once per (start, end, kernel); counts, times and bytes stay per packet.
+
+    A transfer of 4 packets on [0, 1000] (1000 B each), then captured-style packets sharing the start 2000 with
+    different ends: 100 B to 2100, two identical 100 B to 2300, 50 B on a spill queue to 2200, and a 4-byte
+    semaphore write to 2500 (busy time, not kernel traffic). Window [0, 2300] (the last kernel packet).
+    Kernel packets: 4 + 4 = 8; their time 4x1000 + 100 + 2x300 + 200 = 4900 ns; bytes 4000 + 350.
+    DMA busy: [0, 1000] + [2000, 2300] (the semaphore clipped to the window) = 1300 ns.
+    """
+    p = ProfileBuilder(dma_bw=100e9)
+    p.tensor("x", "IN", 4000)
+    p.dma(0, 1000, 4000, src="/k.py:10", variable="x", packets=4)
+    for end, nbytes, queue in (
+        (2100, 100, "qSyncIO0"),
+        (2300, 100, "qSyncIO0"),
+        (2300, 100, "qSyncIO0"),
+        (2200, 50, "qSpill0"),
+        (2500, 4, "qSyncIO0"),
+    ):
+        p.packets.append(
+            {
+                "start_ts": 2000,
+                "end_ts": end,
+                "duration_ns": end - 2000,
+                "transfer_bytes": nbytes,
+                "queue_type": "data",
+                "queue_name": queue,
+            }
+        )
+    r = analyze(p.write(tmp_path / "packets"))
+    inputs = r.bounds["inputs"]
+    assert (inputs["t0_ns"], inputs["t1_ns"]) == (0, 2300)
+    assert inputs["kernel_dma_packets"] == 8
+    assert inputs["dma_transfer_bytes"] == 4350
+    dma = r.engines["DMA"]
+    assert (dma["instruction_count"], dma["instruction_time_ns"], dma["transfer_bytes"]) == (8, 4900, 4350)
+    assert dma["active_ns"] == r.bounds["memory_bound_ns"] == 1300
+    assert r.investigations["spill"]["details"]["spill_queue_bytes"] == 50
