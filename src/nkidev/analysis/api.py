@@ -22,7 +22,7 @@ from nkidev.hardware.calibration import calibrated_target
 
 TIMELINE_BINS = 2400  # fine enough to zoom the HTML timeline 16x
 KINDS_ORDER = {m.NAME: m.RANK for m in modules()}
-ANALYZE_TIMEOUT_S = 600.0  # the whole analysis of one profile (a 1M-instruction profile takes ~1 s)
+ANALYZE_TIMEOUT_S = 600.0  # the whole analysis of one profile (a 1M-instruction profile takes 1-3 s CPU)
 QUERY_TIMEOUT_S = 60.0  # one `query` statement
 QUERY_MAX_ROWS = 100_000  # rows one `query` may return (err_query_too_large beyond)
 

@@ -1,6 +1,6 @@
 -- Busy time per engine within the window, without double counting ("interval merge", [sources: agentic-bounds "Performance Bounds"]).
 -- busy_engines(engine, start_ts, end_ts) is built by bounds.py from ActiveTime (or, when a profile lacks
--- it, from the Instruction rows); every DmaPacket row is busy time of engine 'dma'.
+-- it, from the Instruction rows); every DmaPacket row (pkt, prepare.sql) is busy time of engine 'dma'.
 -- In start order, each interval keeps only the part after `prev_end`, the latest end of all earlier
 -- intervals of its engine. These pieces are disjoint and their union is the merged busy time; a piece
 -- that starts after prev_end follows an idle gap (prev_end, s): one running max over the sorted intervals.
@@ -11,7 +11,7 @@ WITH clipped AS (
     FROM busy_engines, win AS w
     WHERE start_ts < end_ts AND start_ts < w.t1 AND end_ts > w.t0
     UNION ALL
-    -- the packets of one DMA share a start: they collapse to the longest first (a quarter of the rows to sort)
+    -- packets sharing a start (pkt rows: one per start, end and kernel flag) collapse to the longest first
     SELECT CAST('dma' AS nk_engine), greatest(start_ts, w.t0), max(least(end_ts, w.t1))
     FROM pkt, win AS w
     WHERE start_ts < end_ts AND start_ts < w.t1 AND end_ts > w.t0
