@@ -115,7 +115,7 @@ GOALS = (
     ),
     Goal(
         "analyze_swiglu_1m",
-        "python bench/analyze_large.py --profile DIR  (DIR: python bench/profile_large.py --kernel swiglu_1m --out DIR)",
+        "python bench/analyze_large.py --profile DIR",  # DIR: python bench/profile_large.py --kernel swiglu_1m --out DIR
         (
             Metric("analyze_s", "analysis of the simulated 1M-instruction swiglu_naive profile (9.5M DMA packets), CPU", "s", 1.5),
             Metric("wall_s", "  the same, wall", "s", None),
