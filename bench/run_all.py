@@ -287,7 +287,8 @@ def measure_analyze_swiglu_1m() -> dict:
     from nkidev.analysis.api import analyze
 
     cache = Path(tempfile.gettempdir()) / "nkidev-bench-analyze-swiglu-1m"
-    if not (cache / "Instruction.parquet").exists():  # ~30 s once; no trace.json (0.36 GB the analysis never reads)
+    # built once (~30 s; no trace.json: 0.36 GB the analysis never reads); delete it after a change to the profile writer
+    if not (cache / "Instruction.parquet").exists():
         profile_large.once("swiglu_1m", "trn1", cache, trace="none")
     analyze(str(cache))  # warm: imports, OS file cache
     return {
