@@ -215,14 +215,19 @@ SENDRECV = declare(
 )
 
 
-@SENDRECV.semantics_impl
-def _sendrecv(a, ctx, engine):
+def _require_lnc2(ctx, op: str) -> None:
+    """The exchanges between the two NeuronCores of an LNC=2 launch exist only in one (ctx.barrier pairs them)."""
     if ctx.barrier is None:
         raise rule_error(
             "err_invalid_argument",
-            "sendrecv needs an LNC=2 launch (kernel[2])",
+            f"{op} needs an LNC=2 launch (kernel[2])",
             "launch the kernel with nki.simulate(kernel[2]) or kernel[2](...)",
         )
+
+
+@SENDRECV.semantics_impl
+def _sendrecv(a, ctx, engine):
+    _require_lnc2(ctx, "sendrecv")
     data = np.array(raw(a.src))
     got = ctx.barrier.sendrecv(int(a.send_to_rank), int(a.recv_from_rank), a.pipe_id, data)
     store_raw(a.dst, got)
@@ -302,12 +307,7 @@ SENDRECV_COMPUTE = declare(
 
 @SENDRECV_COMPUTE.semantics_impl
 def _sendrecv_compute(a, ctx, engine):
-    if ctx.barrier is None:
-        raise rule_error(
-            "err_invalid_argument",
-            "sendrecv_compute needs an LNC=2 launch (kernel[2])",
-            "launch the kernel with nki.simulate(kernel[2]) or kernel[2](...)",
-        )
+    _require_lnc2(ctx, "sendrecv_compute")
     mine = np.array(raw(a.src))  # a copy: the peer may read it after this core went on and rewrote src
     peer, peer_dtype = ctx.barrier.sendrecv(int(a.send_to_rank), int(a.recv_from_rank), _COMPUTE_PIPE, (mine, a.src.dtype))
     if peer.shape != mine.shape:
