@@ -115,10 +115,11 @@ def _check_each_input(
         return  # one array input: the seeds already changed it
     names = case.slot_names(runner.param_names(setup.kernel))
     values = case.values()
+    seed_values = seed_inputs[0].values() if seed_inputs else None
     for p in slots:
         changed = (
-            case.with_values([seed_inputs[0].values()[p] if j == p else x for j, x in enumerate(values)])
-            if seed_inputs
+            case.with_values([seed_values[p] if j == p else x for j, x in enumerate(values)])
+            if seed_values is not None
             else vary_case(case, 7919 + p, only=p)
         )
         name = names[p]

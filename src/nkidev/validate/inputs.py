@@ -39,8 +39,6 @@ def numpy_case(case) -> Case:
     """A case as a Case with torch tensors converted to NumPy: a tuple or list is its positional inputs, a bare
     value one positional input, a Case keeps its keyword inputs."""
     if isinstance(case, Case):
-        if not case.kwargs:
-            return Case(*(as_numpy(x) for x in case.args))
         return Case(*(as_numpy(x) for x in case.args), **{k: as_numpy(v) for k, v in case.kwargs.items()})
     case = case if isinstance(case, list | tuple) else (case,)
     return Case(*(as_numpy(x) for x in case))
