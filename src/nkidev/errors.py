@@ -210,6 +210,12 @@ _CATALOGUE = [
         "use smaller PSUM tiles; copy results out to SBUF and reuse PSUM tiles",
     ),
     _e(
+        "err_address_out_of_range",
+        "An on-chip tensor placed with address=(partition_offset, byte_offset) reaches past the memory: its partitions "
+        "past the 128 partitions, or its bytes per partition past a partition's capacity (SBUF per target, PSUM 16 KiB).",
+        "place it lower (the message gives the largest offset that fits), or make the tile smaller",
+    ),
+    _e(
         "err_reduce_axis_invalid",
         "Reduction axes must be the last contiguous free dims; the partition axis cannot be reduced.",
         "reduce trailing free axes only; for a partition reduction transpose first or matmul with a ones vector",
