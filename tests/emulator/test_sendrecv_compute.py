@@ -218,6 +218,20 @@ def test_documented_restrictions_are_named_errors_at_the_line(kernel, name, word
     assert words in err.message
 
 
+def test_trn1_does_not_have_it():
+    """The 0.7 page allows it only at an LNC degree above 1, and trn1 runs LNC=1 only (NCC_EARG001:
+    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/compiler/error-codes/EARG001.html)."""
+    with pytest.raises(NkiError) as info:
+        nkidev.simulate(make_reduce_halves(nl.add)[2], target="trn1", nki_version="0.7")(halves())
+    err = info.value
+    assert err.name == "err_unsupported_on_target" and err.lineno in marked_lines(make_reduce_halves(nl.add)), str(err)
+    assert "not available on trn1; it exists on trn2, trn3" in err.message
+    a = halves()
+    for target in ("trn2", "trn3"):
+        got = nkidev.simulate(make_reduce_halves(nl.add)[2], target=target, nki_version="0.7")(a)
+        np.testing.assert_array_equal(got, np.concatenate([a[:ROWS] + a[ROWS:]] * 2))
+
+
 def test_a_single_core_launch_is_refused_at_the_line():
     err = expect("err_invalid_argument", make_reduce_halves(nl.add), halves(), grid=None)
     assert "LNC=2" in err.message

@@ -242,6 +242,8 @@ def _sendrecv(a, ctx, engine):
 # ranks 0 or 1; reduce_op nl.add / nl.maximum / nl.minimum; src and dst both in SBUF or both in private HBM. The
 # stored page breaks off inside its constraints list, so the arithmetic is the DMA engine's as nki.isa.dma_compute
 # documents it (inputs widened to fp32, the fp32 result cast to dst's dtype) and dtypes may differ, as there.
+# An LNC degree above 1 rules out trn1, which runs LNC=1 only (NCC_EARG001): trn1.toml lists it among its missing
+# instructions. (The NKI 0.8 nki.lnc page says NeuronCore-v3 or newer outright.)
 
 SENDRECV_REDUCTIONS = {"add": np.add, "maximum": np.maximum, "minimum": np.minimum}
 _COMPUTE_PIPE = object()  # its messages pair with the peer's sendrecv_compute only, never with a sendrecv's pipe
