@@ -311,3 +311,34 @@ def test_the_split_trigger_sends_by_the_metadata_its_prepare_read():
     np.testing.assert_array_equal(out[:, [0, 1, 2, 4, 5]], want[:, [0, 1, 2, 4, 5]])
     np.testing.assert_array_equal(counts[:, 2], want_counts[:, 2])  # recv counts of the prepared exchange
     np.testing.assert_array_equal(counts[:, :2], later[:, :2])  # rows 0/1 as the kernel rewrote them
+
+
+@jit
+def split_all_gather_v(x, meta, later):
+    """all_gather_v_prepare, then the metadata rewritten with `later` before the trigger (NKI 0.7)."""
+    r = nl.program_id(0)
+    out = nl.ndarray((2, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    counts = nl.ndarray((2, 3, 2), dtype=nl.uint32, buffer=nl.shared_hbm)
+    m = nl.ndarray((3, 2), dtype=nl.uint32, buffer=nl.hbm)
+    nisa.dma_copy(dst=m, src=meta[r])
+    prep = ncc.all_gather_v_prepare(srcs=[x[r]], dsts=[out[r]], replica_group=ncc.ReplicaGroup([[0, 1]]), metadata_tensor=m)
+    nisa.dma_copy(dst=m, src=later[r])
+    ncc.all_gather_v_trigger(prep)
+    nisa.dma_copy(dst=counts[r], src=m)
+    return out, counts
+
+
+def test_the_split_all_gather_v_trigger_also_sends_by_the_prepared_metadata():
+    """v2.33 all_gather_v_prepare page: the prepare reads metadata_tensor (the all_to_all_v test above, for ag-v)."""
+    x = np.arange(16, dtype=np.float32).reshape(2, 8) + 1
+    meta = np.zeros((2, 3, 2), np.uint32)
+    meta[0, 0, 0], meta[0, 1, 0] = 3, 1  # rank 0 broadcasts x[0][1:4]
+    meta[1, 0, 0], meta[1, 1, 0] = 4, 2  # rank 1 broadcasts x[1][2:6]
+    later = np.zeros_like(meta)
+    later[:, 0, 0] = 1  # what the trigger would send had it read the metadata again: one element from offset 0
+    out, counts = nkidev.simulate(split_all_gather_v)[2](x, meta, later)
+    for r in range(2):
+        np.testing.assert_array_equal(out[r, 0:3], x[0, 1:4])
+        np.testing.assert_array_equal(out[r, 4:8], x[1, 2:6])
+    np.testing.assert_array_equal(counts[:, 2], [[3, 4], [3, 4]])  # recv counts of the prepared exchange
+    np.testing.assert_array_equal(counts[:, :2], later[:, :2])  # rows 0/1 as the kernel rewrote them
