@@ -66,9 +66,21 @@ def test_a_reference_that_ignores_eps_fails_the_case_that_sets_it():
 
 
 def test_a_kernel_that_ignores_its_keyword_array_fails_where_the_weight_matters():
+    """Case 0 passes no weight; case 1, the first that does, changes it on its own; case 2 does not again."""
     result = validate_task(f"{TASK}::ignores_weight", seeds=0)
     assert [c.passed for c in result.cases] == [True, False, False]
-    assert result.cases[1].verdicts == ["fail_tolerance"]
+    assert result.cases[1].verdicts == ["cheat_input_independent", "fail_tolerance"]
+    assert result.cases[2].verdicts == ["fail_tolerance"]
+
+
+def test_a_keyword_array_only_later_cases_pass_is_changed_on_its_own_there():
+    """A weight of ones in case 1 hides the kernel that ignores it from every run but the one changing `weight`
+    alone, which case 1 makes because case 0 passes no weight (the check used to run on case 0 only)."""
+    result = validate_task(f"{TASK}::ignores_weight", cases="ones_weight_in_a_later_case", seeds=0)
+    assert [c.primary.max_abs_diff < 1e-4 for c in result.cases] == [True, True]  # both cases' own inputs pass
+    assert [f.verdict for f in result.cheats] == ["cheat_input_independent"]
+    assert result.cheats[0].case == 1 and "input 'weight' changed" in result.cheats[0].message
+    assert validate_task(SPEC, cases="ones_weight_in_a_later_case", seeds=0).passed  # the honest kernel passes
 
 
 def test_a_keyword_array_is_changed_on_its_own():

@@ -3,7 +3,7 @@
 Per case the kernel runs on (1) the case's inputs, (2) the same inputs with a different fill for fresh
 memory (and (3) once more only if (2) differed, to tell nondeterminism from unwritten memory), (4) `seeds`
 new inputs of the same shapes and dtypes, and (5) when it has several array inputs, each input changed on
-its own. Every run is checked against the reference; the runs are compared with each other for the cheat
+its own (in the first case that passes it). Every run is checked against the reference; the runs are compared with each other for the cheat
 verdicts in `verdicts.py`. The kernel's source is scanned once.
 
 A case's keyword inputs (`nkidev.Case(x, w=w, eps=1e-6)`) go to the kernel and to the reference by keyword in
@@ -27,9 +27,10 @@ from nkidev.hardware.calibration import calibrated_target
 from nkidev.taskfile import CASES_FN, KernelSpec, case_list, check_cases, kernel_spec, load_task
 from nkidev.validate import source_check
 from nkidev.validate.case import Setup, check_case
-from nkidev.validate.inputs import first_shape, seed_cases
+from nkidev.validate.inputs import first_shape, new_array_inputs, seed_cases
 from nkidev.validate.report import case_line
 from nkidev.validate.result import Finding, ValidationResult, unique_findings
+from nkidev.validate.runner import param_names
 from nkidev.validate.tolerance import check_spec, check_value
 from nkidev.validate.verdicts import VERDICTS
 
@@ -91,6 +92,7 @@ def validate(
         rtol,
         _allowed(allow),
         tuple(f for f in (reference, cases_fn) if f is not None),
+        new_array_inputs(cases_, param_names(kernel)),
     )
     emit = progress or (lambda event: None)
     emit({"event": "start", "kernel": label, "cases": len(cases_), "stage": f"checking the source of {label}"})

@@ -47,6 +47,7 @@ class Setup:
     rtol: float | None
     allow: frozenset
     guarded: tuple
+    new_arrays: tuple[frozenset[str], ...]  # per case: the array inputs it is the first case to pass (inputs.new_array_inputs)
 
 
 def _where(setup: Setup, i: int, case: Case, variant: str = "") -> str:
@@ -108,15 +109,16 @@ def _check_each_input(
     notes: list,
 ) -> None:
     """With several array inputs (positional or keyword), change one at a time: a kernel that ignores one of them
-    is caught even when the case's values hide it (a weight of all ones). Done on the first case only: a kernel
-    that ignores an input ignores it in every case, and these runs are the costliest part of a validation."""
+    is caught even when the case's values hide it (a weight of all ones). Each input is changed in the first case
+    that passes it as an array only: a kernel that ignores an input ignores it in every case, and these runs are
+    the costliest part of a validation; an array that only later cases pass is changed in the first of them."""
     slots = array_slots(case)
-    if len(slots) < 2 or i > 0:
+    if len(slots) < 2:
         return  # one array input: the seeds already changed it
     names = case.slot_names(runner.param_names(setup.kernel))
     values = case.values()
     seed_values = seed_inputs[0].values() if seed_inputs else None
-    for p in slots:
+    for p in (p for p in slots if names[p] in setup.new_arrays[i]):
         changed = (
             case.with_values([seed_values[p] if j == p else x for j, x in enumerate(values)])
             if seed_values is not None

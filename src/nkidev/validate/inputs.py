@@ -53,6 +53,20 @@ def array_slots(case: Case) -> list[int]:
     return [i for i, x in enumerate(case.values()) if is_array(x)]
 
 
+def new_array_inputs(cases: list[Case], params: list[str]) -> tuple[frozenset[str], ...]:
+    """Per case, the names of its array inputs that no earlier case passes as an array (a keyword array that
+    only later cases pass, a positional input the first case leaves at its default). From the whole case list,
+    so every shard of a parallel validation (`shard=`) agrees."""
+    seen: set[str] = set()
+    out = []
+    for case in cases:
+        names = case.slot_names(params)
+        arrays = {names[p] for p in array_slots(case)}
+        out.append(frozenset(arrays - seen))
+        seen |= arrays
+    return tuple(out)
+
+
 def first_shape(case: Case) -> tuple[int, ...] | None:
     return next((tuple(x.shape) for x in case.values() if is_array(x)), None)
 

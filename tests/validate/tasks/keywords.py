@@ -95,6 +95,12 @@ def ones_weight_cases():
     return [Case(np.random.default_rng(3).standard_normal((64, 32)).astype(np.float32), weight=np.ones(32, np.float32))]
 
 
+def ones_weight_in_a_later_case():
+    """As ones_weight_cases, but the weight only in the second case: the first passes x alone."""
+    rng = np.random.default_rng(4)
+    return [(rng.standard_normal((64, 32)).astype(np.float32),), ones_weight_cases()[0]]
+
+
 def unknown_keyword_cases():
     return [Case(np.ones((8, 8), np.float32), epsilon=0.1)]
 
