@@ -9,9 +9,10 @@ import linecache
 import os
 import re
 import sys
+import traceback
 import types
 
-from nkidev.errors import KernelRuleError
+from nkidev.errors import KernelRuleError, NkiError
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _EXAMPLES = _PKG + "examples" + os.sep
@@ -55,6 +56,33 @@ def raised_in_nkidev(exc: BaseException) -> bool:
         if not _is_library(filename):
             return False
     return False
+
+
+def raised_at(exc: BaseException, kernel_file: str | None) -> str | None:
+    """Where a kernel raised `exc`: its deepest line in the kernel's file, else in any user file."""
+    tb, in_kernel, in_user = exc.__traceback__, None, None
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name == kernel_file:
+            in_kernel = f"{name}:{tb.tb_lineno}"
+        elif not is_internal(name) and not name.startswith("<"):
+            in_user = f"{name}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return in_kernel or in_user
+
+
+def internal_error(kernel_name: str, exc: BaseException, kernel_file: str | None) -> NkiError:
+    """`exc`, raised in nkidev's own code while running a kernel (raised_in_nkidev), as err_internal at the kernel
+    line that was running: the user is told it is nkidev's bug, not theirs (NKIDEV_DEBUG=1 prints the traceback)."""
+    if os.environ.get("NKIDEV_DEBUG", "") not in ("", "0"):
+        traceback.print_exception(exc, file=sys.stderr)
+    return NkiError(
+        "err_internal",
+        f"{kernel_name}: nkidev raised {type(exc).__name__}: {exc} while running the kernel",
+        "this is a bug in nkidev, not in your kernel; please report it with the kernel line named here "
+        "(NKIDEV_DEBUG=1 prints nkidev's traceback)",
+        raised_at(exc, kernel_file),
+    )
 
 
 def _code_internal(code: types.CodeType) -> bool:

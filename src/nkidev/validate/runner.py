@@ -17,7 +17,7 @@ import numpy as np
 from nkidev.case import Case
 from nkidev.emulator.context import EmulatorOptions
 from nkidev.emulator.jit import run as emulate
-from nkidev.emulator.location import is_internal
+from nkidev.emulator.location import raised_at
 from nkidev.emulator.trace import Trace
 from nkidev.errors import NkiError, NkiWarning
 from nkidev.hardware import Target
@@ -100,15 +100,7 @@ def _location(e: BaseException, kernel_file: str | None) -> str | None:
     """Where the kernel raised: its deepest line in the kernel's file, else in any user file."""
     if isinstance(e, NkiError) and e.location:
         return e.location
-    tb, in_kernel, in_user = e.__traceback__, None, None
-    while tb is not None:
-        name = tb.tb_frame.f_code.co_filename
-        if name == kernel_file:
-            in_kernel = f"{name}:{tb.tb_lineno}"
-        elif not is_internal(name) and not name.startswith("<"):
-            in_user = f"{name}:{tb.tb_lineno}"
-        tb = tb.tb_next
-    return in_kernel or in_user
+    return raised_at(e, kernel_file)
 
 
 def _short(location: str) -> str:
