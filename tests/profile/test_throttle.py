@@ -90,6 +90,20 @@ def test_the_summary_totals_are_the_sums_over_throttle(made):
     assert resident["throttle_active_time_ns"] == 3000 and resident["max_achievable_util_with_throttling_percent"] == 0.75
 
 
+def test_the_summary_row_count_counts_the_throttle_rows(made):
+    """Summary.total_row_count is 'rows written over all timeline tables': Throttle is one (ThrottleSummary, like
+    OpcodeSummary, summarizes a timeline table and is not)."""
+    timeline = ("Instruction", "DmaPacket", "DmaPacketAggregated", "Flow", "ActiveTime", "Throttle")
+    for name in ("starved", "trn1"):
+        d = Path(made[name].profile_dir)
+        written = {t: pq.read_table(d / f"{t}.parquet").num_rows for t in timeline}
+        (summary,) = query(d, "SELECT total_row_count FROM Summary")
+        assert summary["total_row_count"] == sum(written.values())
+    assert written["Throttle"] == 0  # trn1: never throttled
+    starved = Path(made["starved"].profile_dir)
+    assert pq.read_table(starved / "Throttle.parquet").num_rows == 32  # 8 ramps of 4 steps, counted above
+
+
 @pytest.mark.parametrize("name", ["trn1", "no_matmul"])
 def test_no_throttle_means_empty_tables_with_the_schema(made, name):
     d = Path(made[name].profile_dir)

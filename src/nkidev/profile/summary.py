@@ -13,6 +13,9 @@ from nkidev.profile import schema
 from nkidev.profile.tables import ENGINE_NAMES, to_table
 
 STATIC_QUEUES = ("input", "output", "data")
+# the tables of timed rows (intervals and events) that Summary.total_row_count counts; the summaries of them
+# (OpcodeSummary, ThrottleSummary) and the descriptive tables (TensorInfo, DmaQueuesInfo, Metadata, ...) are not
+TIMELINE_TABLES = ("Instruction", "DmaPacket", "DmaPacketAggregated", "Flow", "ActiveTime", "Throttle")
 
 
 def _pieces(table, name: str):
@@ -117,7 +120,7 @@ def summary_table(tables: dict[str, pa.Table], hw: Target, total: float) -> pa.T
         "peak_flops_bandwidth_ratio": peak / bw,
         "trace_count": 1,
         "event_count": ins.num_rows + pk.num_rows,
-        "total_row_count": sum(tables[t].num_rows for t in ("Instruction", "DmaPacket", "DmaPacketAggregated", "Flow", "ActiveTime")),
+        "total_row_count": sum(tables[t].num_rows for t in TIMELINE_TABLES),
         "inputs_and_weights_size_bytes": int(inputs),
         "inputs_outputs_weights_size_bytes": int(inputs + outputs),
         "weight_size_bytes": 0,

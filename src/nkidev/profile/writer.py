@@ -41,12 +41,12 @@ def build_tables(tl: Timeline, notes: list[tuple[str, str]] = (), trace: str = "
     out["TensorInfo"] = tables.tensor_info_table(tl)
     out["DmaQueuesInfo"] = tables.dma_queues_table(tl)
     total = summary.total_ns(out)
+    steps = tables.throttle_steps(tl, total)
+    out["Throttle"] = tables.throttle_table(steps)  # a timeline table: before the Summary, which counts its rows
+    out["ThrottleSummary"] = tables.throttle_summary_table(steps, total)
     out["Summary"] = summary.summary_table(out, tl.target, total)
     out["OpcodeSummary"] = summary.opcode_summary_table(out["Instruction"], total)
     out["Metadata"] = summary.metadata_table(tl.target, tl.trace.kernel, total, tl.trace.programs)
-    steps = tables.throttle_steps(tl, total)
-    out["Throttle"] = tables.throttle_table(steps)
-    out["ThrottleSummary"] = tables.throttle_summary_table(steps, total)
     out["SchemaFields"] = tables.to_table("SchemaFields", schema.schema_field_rows())
     warnings = [
         (
