@@ -123,6 +123,16 @@ def test_transpose_progression_kernels_compute_the_product(kernel):
     np.testing.assert_allclose(out, task.attr("reference")(a, b), atol=0.5, rtol=2e-2)
 
 
+@pytest.mark.parametrize("kernel", ["mamba_v1", "mamba_v2", "mamba_v3"])
+def test_fused_mamba_kernels_compute_the_selective_scan(kernel):
+    task = load_task(EXAMPLES / "fused_mamba.py")
+    args = task.cases()[0]  # 2 channel tiles, 2 seq_len tiles of mamba_v3, 2 states
+    out = np.asarray(nkidev.simulate(task.kernel(kernel))(*args), np.float64)
+    expected = task.attr("reference")(*args)
+    assert np.abs(expected).max() > 1.0  # the scan carries: not a near-zero output
+    np.testing.assert_allclose(out, expected, atol=1e-4, rtol=1e-4)
+
+
 def test_a_calibration_file_applies_to_its_own_targets_rows_only(tmp_path):
     """A file is fitted for one target: a mixed set predicts the other targets' rows with the documented constants."""
     path = tmp_path / "set.toml"
