@@ -15,7 +15,8 @@ import pytest
 import nkidev
 from nkidev.emulator import isa as nisa
 from nkidev.emulator import language as nl
-from nkidev.emulator.jit import jit
+from nkidev.emulator.context import EmulatorOptions
+from nkidev.emulator.jit import jit, run
 from nkidev.errors import NkiError
 
 
@@ -444,3 +445,35 @@ def test_ap_on_column_views_of_sbuf_tiles():
     np.testing.assert_array_equal(out[:, 0], a[:, 2])
     np.testing.assert_array_equal(out[32:64, 1], a[32:64, 6])
     assert (out[:32, 1] == 0).all() and (out[64:, 1] == 0).all()
+
+
+@jit
+def _broadcast_row(row):
+    t = nl.ndarray(row.shape, dtype=row.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=row)
+    wide = nl.broadcast_to(t, (128, row.shape[1]))
+    out = nl.ndarray(wide.shape, dtype=row.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=wide)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_partition_broadcast_to_is_a_matmul_against_ones(dtype):
+    """[sources: arch-v2 "Alternative Use Case"]: NKI runs broadcast_to of a one-partition tile as
+    nc_matmul(ones, x, is_stationary_onezero=True) on the Tensor Engine, here in 512-column PSUM banks."""
+    row = np.random.default_rng(0).standard_normal((1, 1000)).astype(dtype)
+    r = run(_broadcast_row, (row,), {}, options=EmulatorOptions(target="trn1"))
+    ops = [(i.engine, i.opcode) for i in r.trace.instructions]
+    matmul, copy = ("tensor", "nc_matmul"), ("vector", "tensor_copy")
+    assert [op for op in ops if op[1] != "dma_copy"][1:] == [matmul, copy, matmul, copy]
+    assert [i.opcode for i in r.trace.instructions].count("dma_copy") == 2  # the load and the store: no DMA broadcast
+    mm = [i for i in r.trace.instructions if i.opcode == "nc_matmul"]
+    assert [i.free_elems for i in mm] == [512, 488] and all(i.attrs.get("onezero") for i in mm)
+    np.testing.assert_array_equal(np.asarray(r.outputs, np.float32), np.broadcast_to(row.astype(np.float32), (128, 1000)))
+
+
+def test_an_integer_partition_broadcast_stays_a_dma():
+    row = np.arange(600, dtype=np.int32).reshape(1, 600)
+    r = run(_broadcast_row, (row,), {}, options=EmulatorOptions(target="trn1"))
+    assert [i.opcode for i in r.trace.instructions] == ["dma_copy"] * 3
+    np.testing.assert_array_equal(np.asarray(r.outputs), np.broadcast_to(row, (128, 600)))

@@ -521,11 +521,42 @@ def broadcast_to(x, shape, dtype=None) -> NkiTensor:
                 else view.broadcast(dim, want)
             )
     out = allocate(shape, dtype or x.dtype, sbuf)
-    if shape[0] != x.shape[0]:
-        nisa.dma_copy(dst=out, src=view)  # partition broadcast needs a cross-partition move
-    else:
+    if shape[0] == x.shape[0]:
         nisa.tensor_copy(dst=out, src=view)
+    elif _broadcasts_on_tensor_engine(x, shape):
+        _partition_broadcast_matmul(x, out)
+    else:
+        nisa.dma_copy(dst=out, src=view)  # a cross-partition move the Tensor Engine cannot make (HBM, PSUM, integers)
     return out
+
+
+BROADCAST_COLUMNS = 512  # nc_matmul's moving free size on every target (one fp32 PSUM bank on NC-v2/v3)
+
+
+def _broadcasts_on_tensor_engine(x, shape) -> bool:
+    """A one-partition 2D SBUF tile of a Tensor Engine dtype, stretched over partitions only: broadcast_to runs it as a
+    matmul against ones."""
+    return (
+        x.ndim == 2
+        and x.shape[0] == 1
+        and x.shape[1] == shape[1]
+        and x.storage.kind == "sbuf"
+        and x.dtype.name in _ctx.current().target.features.matmul_input_dtypes
+    )
+
+
+def _partition_broadcast_matmul(x, out) -> None:
+    """out[p, :] = x[0, :] for every partition p, as NKI lowers broadcast_to [sources: arch-v2 "Alternative Use
+    Case"]: nc_matmul(ones [1, P], x, is_stationary_onezero=True) into PSUM, then a copy into the SBUF result;
+    512 columns (one PSUM bank) at a time."""
+    p, width = out.shape
+    ones = allocate((1, p), x.dtype, sbuf)
+    nisa.memset(dst=ones, value=1.0)
+    for c0 in range(0, width, BROADCAST_COLUMNS):
+        c1 = builtins.min(c0 + BROADCAST_COLUMNS, width)
+        acc = allocate((p, c1 - c0), float32, psum)
+        nisa.nc_matmul(dst=acc, stationary=ones, moving=x[0:1, c0:c1], is_stationary_onezero=True)
+        nisa.tensor_copy(dst=out[0:p, c0:c1], src=acc)
 
 
 def gather_flattened(data, indices, axis=0, dtype=None) -> NkiTensor:
