@@ -10,6 +10,8 @@ from nkidev.emulator.dtypes import from_f32, to_f32
 from nkidev.emulator.tensor import NkiTensor, resolve_indirect
 from nkidev.emulator.tensor import stored_values as raw
 
+_F32 = np.dtype(np.float32)
+
 
 def read(t: NkiTensor) -> np.ndarray:
     """Stored values an engine instruction reads; reading PSUM closes its accumulation group."""
@@ -54,16 +56,46 @@ def store(t: NkiTensor, values: np.ndarray) -> None:
     if t.dyn is None and dt.kind == "float" and dt.name != "tfloat32" and values.size == t._data.size:
         # cast while copying, straight into the destination: the same rounding as from_f32's astype without
         # its intermediate array (one pass over the data instead of two)
-        st = t.storage
-        if st.pending is not None:
-            st.flush()
-        if st.acc is not None:
-            acc_view(t)[...] = False
-        st.version += 1
-        st.origin = None
+        _begin_write(t)
         np.copyto(t._data, values.reshape(t._data.shape), casting="unsafe")
         return
     store_raw(t, from_f32(values, dt))
+
+
+def _begin_write(t: NkiTensor) -> None:
+    """What store does before it writes a plain view's values: settle the storage (deferred work, the fill of a
+    fresh allocation), close a PSUM accumulation group there, and count the write (psum.identity)."""
+    st = t.storage
+    if st.pending is not None:
+        st.flush()
+    if st.acc is not None:
+        acc_view(t)[...] = False
+    st.version += 1
+    st.origin = None
+
+
+def result_into(t: NkiTensor, shape: tuple, inputs: tuple) -> np.ndarray | None:
+    """t's own values as the `out=` of an element-wise NumPy call whose fp32 result has `shape` (partitions,
+    elements), or None: store() the result instead. Only an fp32 view laid out like a fresh C-order result,
+    that each array input either is exactly or does not overlap: NumPy then runs the loop it runs for a fresh
+    output (it picks loops by strides and overlap), so the values are the same bits, without store()'s copy.
+    When it returns a view, the write has begun (store's bookkeeping is done): the caller computes into it."""
+    if t.dyn is not None or t.dtype.name != "float32":
+        return None
+    data = t._data
+    if data.dtype != _F32 or not data.flags.c_contiguous or data.size != shape[0] * shape[1]:
+        return None
+    out = data.reshape(shape)
+    for x in inputs:
+        if x.__class__ is np.ndarray and np.may_share_memory(x, out) and not _same_view(x, out):
+            return None
+    _begin_write(t)
+    return out
+
+
+def _same_view(x: np.ndarray, out: np.ndarray) -> bool:
+    same = x.shape == out.shape and x.strides == out.strides and x.dtype == out.dtype
+    return same and x.__array_interface__["data"][0] == out.__array_interface__["data"][0]
 
 
 def acc_view(t: NkiTensor) -> np.ndarray:

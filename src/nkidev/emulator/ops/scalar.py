@@ -8,9 +8,9 @@ from nkidev.emulator import costs
 from nkidev.emulator import rules as R
 from nkidev.emulator.alu import ACTIVATIONS, ALU, IN_PLACE, op_name
 from nkidev.emulator.context import warn
-from nkidev.emulator.memory import rows, scalar_or_vector, store
+from nkidev.emulator.memory import result_into, rows, scalar_or_vector, store
 from nkidev.emulator.opdef import declare
-from nkidev.emulator.ops.vector import _apply, accumulate
+from nkidev.emulator.ops.vector import _SCRATCH_ELEMS, _apply, accumulate
 from nkidev.emulator.tensor import NkiTensor, free_size, partitions
 
 
@@ -82,7 +82,8 @@ def _act_attrs(a) -> dict:
     }
 
 
-def _activate(a, ctx) -> np.ndarray:
+def _activate(a, ctx) -> tuple[np.ndarray, bool]:
+    """The activation's fp32 values, and whether they are dst's already (computed straight into it)."""
     x = rows(a.data)
     p = x.shape[0]
     # a widened copy (any input but fp32 storage) is ours: scale and bias go into it instead of new arrays
@@ -95,8 +96,13 @@ def _activate(a, ctx) -> np.ndarray:
         owned = True
     name = op_name(a.op)
     if owned and x.dtype == np.float32 and name in IN_PLACE:
-        return ACTIVATIONS[name](x, 0.0, x)  # no new array: ours to overwrite
-    return ACTIVATIONS[name](x.astype(np.float32, copy=False), 0.0)
+        # an element-wise ufunc over our own contiguous copy: into dst when it can take it (memory.result_into:
+        # the loop NumPy runs in place over the copy, so the same bits), else over the copy (no new array)
+        out = result_into(a.dst, x.shape, (x,)) if x.size >= _SCRATCH_ELEMS and x.ndim == 2 else None
+        if out is not None:
+            return ACTIVATIONS[name](x, 0.0, out), True
+        return ACTIVATIONS[name](x, 0.0, x), False
+    return ACTIVATIONS[name](x.astype(np.float32, copy=False), 0.0), False
 
 
 ACTIVATION = declare(
@@ -119,8 +125,9 @@ ACTIVATION = declare(
 
 @ACTIVATION.semantics_impl
 def _activation(a, ctx, engine):
-    y = _activate(a, ctx)
-    store(a.dst, y)
+    y, stored = _activate(a, ctx)
+    if not stored:
+        store(a.dst, y)
     cmd = getattr(a.reduce_cmd, "name", "idle")
     p = y.shape[0]
     if cmd != "idle" or a.reduce_res is not None:
@@ -153,8 +160,9 @@ ACTIVATION_REDUCE = declare(
 
 @ACTIVATION_REDUCE.semantics_impl
 def _activation_reduce(a, ctx, engine):
-    y = _activate(a, ctx)
-    store(a.dst, y)
+    y, stored = _activate(a, ctx)
+    if not stored:
+        store(a.dst, y)
     store(a.reduce_res, accumulate(ctx.act_acc, y.shape[0], "add", "reset_reduce", y))
 
 

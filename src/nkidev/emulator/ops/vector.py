@@ -9,7 +9,7 @@ from nkidev.emulator import costs
 from nkidev.emulator import rules as R
 from nkidev.emulator.alu import ALU, op_name
 from nkidev.emulator.dtypes import scratch_f32
-from nkidev.emulator.memory import f32, raw, read, rows, scalar_or_vector, store, store_raw
+from nkidev.emulator.memory import f32, raw, read, result_into, rows, scalar_or_vector, store, store_raw
 from nkidev.emulator.opdef import declare
 from nkidev.emulator.tensor import NkiTensor, free_size, partitions
 
@@ -27,24 +27,38 @@ def _int_rows(t: NkiTensor) -> np.ndarray:
     return x.reshape(x.shape[0] if x.ndim else 1, -1)
 
 
-def _apply(op, x, operand, reverse: bool):
+def _apply(op, x, operand, reverse: bool, dst: NkiTensor | None = None):
+    """op(x, operand) (reversed: op(operand, x)); with dst, a large result may go straight into dst (None
+    returned: stored, see _binary)."""
     alu = _alu(op)
     if alu.kind in ("unary", "bitvec_unary"):
         return alu.fn(x)
     if x.size >= _SCRATCH_ELEMS:
-        return _binary(alu.fn, operand, x) if reverse else _binary(alu.fn, x, operand)
+        return _binary(alu.fn, operand, x, dst) if reverse else _binary(alu.fn, x, operand, dst)
     return alu.fn(operand, x) if reverse else alu.fn(x, operand)
 
 
-def _binary(fn, a, b):
+def _binary(fn, a, b, dst: NkiTensor | None = None):
     """fn(a, b); a large fp32 ufunc result of fp32 operands of one shape (or one a scalar) goes into a recycled
-    buffer (dtypes.scratch_f32): the same bits, without a fresh allocation's page faults."""
+    buffer (dtypes.scratch_f32): the same bits, without a fresh allocation's page faults. With dst, it goes
+    straight into dst's values where memory.result_into allows (the same bits again, without store()'s
+    copy): then the result is stored and None is returned."""
     if fn.__class__ is np.ufunc and getattr(a, "dtype", None) == _F32 and getattr(b, "dtype", None) == _F32:
         big, other = (a, b) if a.size >= b.size else (b, a)
         shape = big.shape
         if other.ndim <= big.ndim and (other.shape == shape or other.size == 1 or other.shape == shape[:-1] + (1,)):
+            out = result_into(dst, shape, (a, b)) if dst is not None and len(shape) == 2 else None
+            if out is not None:
+                fn(a, b, out=out)
+                return None
             return fn(a, b, out=scratch_f32(shape))  # the shape fn(a, b) has
     return fn(a, b)
+
+
+def _store_result(dst: NkiTensor, values) -> None:
+    """store() a result that _binary did not already write into dst."""
+    if values is not None:
+        store(dst, values)
 
 
 _SCRATCH_ELEMS = 1 << 14
@@ -106,7 +120,10 @@ def _tensor_tensor(a, ctx, engine):
         store_raw(a.dst, np.clip(np.rint(res), info.min, info.max).astype(a.dst.dtype.storage))
         return
     x, y = rows(a.data1), rows(a.data2)
-    store(a.dst, _binary(_alu(a.op).fn, x, y) if x.size >= _SCRATCH_ELEMS else _alu(a.op).fn(x, y))
+    if x.size >= _SCRATCH_ELEMS:
+        _store_result(a.dst, _binary(_alu(a.op).fn, x, y, a.dst))
+    else:
+        store(a.dst, _alu(a.op).fn(x, y))
 
 
 # ---------------------------------------------------------------- tensor_scalar
@@ -180,10 +197,12 @@ def _tensor_scalar(a, ctx, engine):
         return
     x = rows(a.data)
     p = x.shape[0]
-    y = _apply(a.op0, x, scalar_or_vector(a.operand0 if a.operand0 is not None else 0.0, p), a.reverse0)
-    if a.op1 is not None:
-        y = _apply(a.op1, y, scalar_or_vector(a.operand1 if a.operand1 is not None else 0.0, p), a.reverse1)
-    store(a.dst, y)
+    operand0 = scalar_or_vector(a.operand0 if a.operand0 is not None else 0.0, p)
+    if a.op1 is None:  # the last op's result may go straight into dst (an earlier one might overwrite operand1)
+        _store_result(a.dst, _apply(a.op0, x, operand0, a.reverse0, a.dst))
+        return
+    y = _apply(a.op0, x, operand0, a.reverse0)
+    _store_result(a.dst, _apply(a.op1, y, scalar_or_vector(a.operand1 if a.operand1 is not None else 0.0, p), a.reverse1, a.dst))
 
 
 # ---------------------------------------------------------------- reductions
