@@ -76,7 +76,9 @@ def _to_kernel_arg(value, name: str, region: MemoryRegion, inputs: list):
         if value.ndim == 0:
             return value.item()
         try:
-            t = from_array(value, name, region)
+            # in place when it shares no memory with another argument: a write through one would change the other
+            borrow = not any(np.may_share_memory(value, other) for other, _ in inputs)
+            t = from_array(value, name, region, borrow=borrow)
         except NkiError as e:
             raise NkiUsageError(
                 "err_bad_argument",
@@ -120,8 +122,8 @@ def _run_kernel(fn, args: tuple, kwargs: dict, options: EmulatorOptions | None, 
     # run time on big kernels). Tiles are freed by reference counting, which stays on.
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    inputs: list = []
     try:
-        inputs: list = []
         try:
             bound = inspect.signature(fn).bind(*args, **kwargs)
         except TypeError as e:
@@ -182,6 +184,12 @@ def _run_kernel(fn, args: tuple, kwargs: dict, options: EmulatorOptions | None, 
         if options.compute:  # without numerics no value changed
             _copy_back(inputs)
         return RunResult(outputs, trace, peak["sbuf"], peak["psum"], list(trace.warnings) if trace else [])
+    except BaseException:
+        # every thread of the run is done (each program waited for its worker); the caller's arrays the run
+        # wrote in place get their values back, as when the run works on copies
+        for _, t in inputs:
+            t.storage.restore_original()
+        raise
     finally:
         _ctx.set_current(previous)
         if gc_was_enabled:
@@ -267,7 +275,11 @@ def _collect_outputs(value, trace: Trace | None):
 
 
 def _copy_back(inputs: list) -> None:
-    """Inputs the kernel wrote are updated in place, as the official simulator does."""
+    """Inputs the kernel wrote are updated in place, as the official simulator does (a borrowed input's memory is
+    the caller's: written already; its kept values are dropped)."""
     for original, t in inputs:
-        if t.storage.written and original.flags.writeable:
-            np.copyto(original, t.storage.array.astype(original.dtype, copy=False).reshape(original.shape))
+        st = t.storage
+        if st.borrowed:
+            st.saved = None
+        elif st.written and original.flags.writeable:
+            np.copyto(original, st.array.astype(original.dtype, copy=False).reshape(original.shape))

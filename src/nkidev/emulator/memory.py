@@ -38,6 +38,8 @@ def store_raw(t: NkiTensor, values: np.ndarray, oob_skip: bool = False) -> None:
         st.flush()
     if st.acc is not None:
         acc_view(t)[...] = False
+    if st.borrowed:
+        st.keep_original()
     st.version += 1  # also for writes outside an instruction (the legacy front end's assignments)
     st.origin = None
     if t.dyn is None:
@@ -70,6 +72,8 @@ def _begin_write(t: NkiTensor) -> None:
         st.flush()
     if st.acc is not None:
         acc_view(t)[...] = False
+    if st.borrowed:
+        st.keep_original()
     st.version += 1
     st.origin = None
 

@@ -90,6 +90,8 @@ class Storage:
         "unfilled",
         "spans",
         "recyclable",
+        "borrowed",
+        "saved",
         "__weakref__",
     )
 
@@ -136,6 +138,10 @@ class Storage:
         self.unfilled = None
         self.spans = None
         self.recyclable = False  # its memory came from the recycler and may go back to it (see "Recycled memory")
+        # An input whose memory is the caller's own array (see from_array), and that array's values as they were
+        # before the run's first write to it (restored if the run fails)
+        self.borrowed = False
+        self.saved = None
 
     @property
     def ptr(self) -> int:
@@ -159,6 +165,17 @@ class Storage:
                 return
         if self.unfilled is not None:
             self.fill_rest()
+
+    def keep_original(self) -> None:
+        """A write to a borrowed input's memory is about to begin: keep the caller's values first, once."""
+        if self.saved is None:
+            self.saved = self.array.copy()
+
+    def restore_original(self) -> None:
+        """The run failed: the caller's array gets back the values it had (as if the run worked on a copy)."""
+        if self.saved is not None:
+            np.copyto(self.array, self.saved)
+            self.saved = None
 
     def fill_rest(self) -> None:
         """Fill the bytes of a fresh allocation that no write covered with what it holds until written (the
@@ -662,16 +679,30 @@ def _shared_allocation(ctx, shape, dt, region, name, location) -> NkiTensor | No
     return NkiTensor(st.array, st, dt, off=0)
 
 
-def from_array(array: np.ndarray, name: str, region: MemoryRegion = MemoryRegion.private_hbm, role: str = "input") -> NkiTensor:
+def from_array(
+    array: np.ndarray, name: str, region: MemoryRegion = MemoryRegion.private_hbm, role: str = "input", borrow: bool = False
+) -> NkiTensor:
     """Wrap a kernel argument: copy it into emulated HBM (copy-in; results are copied back). Without numerics
-    (compute=False) nothing reads the values: the copy is lazily allocated zeros, never touched."""
+    (compute=False) nothing reads the values: the copy is lazily allocated zeros, never touched.
+
+    `borrow` (the caller's array shares no memory with another argument): an array already laid out as emulated
+    HBM (C order, the storage dtype, aligned, writeable) is used in place instead of copied, the one difference
+    being when a write reaches it. So that nothing else differs, the first write to it keeps its values
+    (Storage.keep_original: every write path calls it), a failed run restores them, and a returned input is
+    copied out (handed_out)."""
     dt = to_nki_dtype(array.dtype)
     ctx = _ctx.current()
-    if ctx.compute:
-        data = np.array(array, dtype=dt.storage, copy=True, order="C")
-    else:
+    borrowed = False
+    if not ctx.compute:
         data = np.zeros(array.shape, dtype=dt.storage)
+    elif borrow and array.dtype == dt.storage and array.flags.c_contiguous and array.flags.aligned and array.flags.writeable:
+        data = array.view()  # its own shape, whatever the caller does to the array object
+        borrowed = True
+    else:
+        data = np.array(array, dtype=dt.storage, copy=True, order="C")
     storage = Storage(data, dt, region, name, role, None)
+    if borrowed:
+        storage.borrowed = storage.handed_out = True
     if ctx.trace is not None:
         storage.record_in(ctx.trace)
     return NkiTensor(data, storage, dt, off=0)

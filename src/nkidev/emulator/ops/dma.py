@@ -96,8 +96,10 @@ def _dma_copy(a, ctx, engine):
         and dst.storage.pending is None
         and dst.storage.acc is None
     ):
-        dst._data[...] = src._data  # the common case: one copy, no reshape or cast
         st = dst.storage
+        if st.borrowed:
+            st.keep_original()
+        dst._data[...] = src._data  # the common case: one copy, no reshape or cast
         if src.storage.origin is None and dst._data.size == st.array.size and dst._data.flags.c_contiguous:
             # a whole tile loaded from a view: it holds that view's values (a reloaded matmul operand is
             # converted once, psum.identity); dispatch cleared the origin it had before this write. A copy of
