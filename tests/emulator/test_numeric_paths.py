@@ -77,3 +77,20 @@ def test_continuing_a_group_then_reading_it_then_accumulating_true_warns_nothing
     first = read(dst)  # computes the group
     nisa.nc_matmul(dst=dst, stationary=st, moving=mt, accumulate=True)  # a new group on top of the values
     np.testing.assert_array_equal(read(dst), (first.astype(np.float32) + s.T @ mv).astype(np.float64))
+
+
+@pytest.mark.parametrize("width", [512, 511, 64, 7, 2, 1])
+def test_bn_stats_gives_the_bits_of_numpy_mean_and_squared_deviations_of_even_and_odd_elements(width):
+    rng = np.random.default_rng(width)
+    x = (rng.standard_normal((128, width)) * 300 + 7).astype(np.float32)
+    x.flat[::37] = np.nan
+    expected = []
+    with np.errstate(all="ignore"):
+        for half in (x[:, 0::2], x[:, 1::2]):
+            n = half.shape[1]
+            mean = half.mean(axis=1, dtype=np.float64) if n else np.zeros(128)
+            m2 = ((half - mean[:, None]) ** 2).sum(axis=1, dtype=np.float64) if n else np.zeros(128)
+            expected += [np.full(128, n, np.float64), mean, m2]
+        dst = empty((128, 6), np.float32)
+        nisa.bn_stats(dst=dst, data=tile(x))
+    np.testing.assert_array_equal(np.array(dst._data).view(np.uint32), np.stack(expected, axis=1).astype(np.float32).view(np.uint32))
