@@ -109,3 +109,11 @@ def test_a_result_goes_straight_into_its_destination_unless_an_input_partly_over
     w = tile(np.zeros((P, 2 * F), np.float32))
     nisa.tensor_tensor(dst=w[:, 0:F], data1=w[:, 1 : F + 1], data2=a, op=nl.add)
     assert scratch == [(P, F)]
+
+
+def test_scalar_tensor_tensor_into_its_own_operand1_gives_fresh_result_bits():
+    a, b = _values(8), _values(9)
+    expected = np.add(np.multiply(a, np.float32(1.5)), b)
+    t = tile(b)
+    nisa.scalar_tensor_tensor(dst=t, data=tile(a), op0=nl.multiply, operand0=1.5, op1=nl.add, operand1=t)
+    np.testing.assert_array_equal(_bits(t), expected.view(np.uint32))

@@ -367,7 +367,7 @@ SCALAR_TENSOR_TENSOR = declare(
 def _stt(a, ctx, engine):
     x = rows(a.data)
     t = _apply(a.op0, x, scalar_or_vector(a.operand0, x.shape[0]), a.reverse0)
-    store(a.dst, _apply(a.op1, t, rows(a.operand1), a.reverse1))
+    _store_result(a.dst, _apply(a.op1, t, rows(a.operand1), a.reverse1, a.dst))  # op1's result may go straight into dst
 
 
 REDUCE_OPS = ("add", "multiply", "maximum", "minimum")
