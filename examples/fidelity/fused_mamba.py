@@ -14,7 +14,8 @@ its accumulation over the states.
   mamba_v2  loops batch > channel tile > state; delta and u loaded once per channel tile (loop reordering and
             fusion of the store loop)
   mamba_v3  mamba_v2 with seq_len tiled by 512 inside the state loop; each tile's scan starts from the last
-            column of the previous tile's, and the product with C goes to PSUM before the accumulation
+            column of the previous tile's, copied out right after the scan (every intermediate in SBUF, as in
+            the published kernel)
 """
 
 import nki
@@ -33,8 +34,9 @@ def _row_broadcast(src_row, width):
     return nl.broadcast_to(row, (P, width))
 
 
-def _state_step(delta_t, u_t, a_col, b_row, c_row, acc, initial, scan_out=None, c_buffer=nl.sbuf):
-    """One state's contribution to one [P, width] tile: acc += C * scan(exp(delta*A), delta*u*B)."""
+def _state_step(delta_t, u_t, a_col, b_row, c_row, acc, initial, carry_out=None):
+    """One state's contribution to one [P, width] tile: acc += C * scan(exp(delta*A), delta*u*B); with carry_out,
+    the scan's last column is copied there before the product with C (the next seq_len tile's initial)."""
     width = delta_t.shape[1]
     decay = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
     nisa.activation(dst=decay, op=nl.exp, data=delta_t, scale=a_col)
@@ -42,12 +44,13 @@ def _state_step(delta_t, u_t, a_col, b_row, c_row, acc, initial, scan_out=None, 
     nisa.tensor_tensor(dst=du, data1=delta_t, data2=u_t, op=nl.multiply)
     dbu = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_tensor(dst=dbu, data1=du, data2=_row_broadcast(b_row, width), op=nl.multiply)
-    scan = scan_out if scan_out is not None else nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
+    scan = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_tensor_scan(dst=scan, data0=decay, data1=dbu, initial=initial, op0=nl.multiply, op1=nl.add)
-    weighted = nl.ndarray((P, width), dtype=nl.float32, buffer=c_buffer)
+    if carry_out is not None:
+        nisa.tensor_copy(dst=carry_out, src=scan[0:P, width - 1 : width])
+    weighted = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_tensor(dst=weighted, data1=scan, data2=_row_broadcast(c_row, width), op=nl.multiply)
     nisa.tensor_tensor(dst=acc, data1=acc, data2=weighted, op=nl.add)
-    return scan
 
 
 def _load(src):
@@ -118,7 +121,7 @@ def mamba_v3(delta, u, A, B, C):
                 nisa.memset(dst=carry, value=0.0)
                 for j in range(seq_len // SEQ_TILE):  # the scan carries from tile to tile: in order
                     cols = slice(j * SEQ_TILE, (j + 1) * SEQ_TILE)
-                    scan = _state_step(
+                    _state_step(
                         delta_t[0:P, cols],
                         u_t[0:P, cols],
                         a_col,
@@ -126,9 +129,8 @@ def mamba_v3(delta, u, A, B, C):
                         C[b, s : s + 1, cols],
                         acc[0:P, cols],
                         carry,
-                        c_buffer=nl.psum,
+                        carry_out=carry,
                     )
-                    nisa.tensor_copy(dst=carry, src=scan[0:P, SEQ_TILE - 1 : SEQ_TILE])
             nisa.dma_copy(dst=out[b, rows, 0:seq_len], src=acc)
     return out
 

@@ -14,6 +14,8 @@ import pytest
 import nkidev
 from nkidev.calibrate import stats
 from nkidev.calibrate.measurements import read
+from nkidev.emulator.context import EmulatorOptions
+from nkidev.emulator.jit import run
 from nkidev.errors import NkiUsageError
 from nkidev.fidelity.api import default_set, fidelity
 from nkidev.hardware.calibration import write_calibration
@@ -131,6 +133,18 @@ def test_fused_mamba_kernels_compute_the_selective_scan(kernel):
     expected = task.attr("reference")(*args)
     assert np.abs(expected).max() > 1.0  # the scan carries: not a near-zero output
     np.testing.assert_allclose(out, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_fused_mamba_v3_keeps_its_intermediates_in_sbuf_as_the_tutorial_does():
+    """The published mamba_v3 allocates no PSUM tile of its own: only a partition broadcast's matmul writes PSUM, and
+    only its copy into SBUF reads it (the C product and its accumulation stay in SBUF)."""
+    task = load_task(EXAMPLES / "fused_mamba.py")
+    kernel = task.kernel("mamba_v3")
+    trace = run(kernel, task.cases()[0], {}, options=EmulatorOptions(target="trn1", compute=False)).trace
+    psum_writers = {ins.opcode for ins in trace.instructions if any(w.buffer == "psum" for w in ins.writes)}
+    psum_readers = {ins.opcode for ins in trace.instructions if any(r.buffer == "psum" for r in ins.reads)}
+    assert psum_writers == {"nc_matmul"}
+    assert psum_readers == {"tensor_copy"}
 
 
 def test_a_calibration_file_applies_to_its_own_targets_rows_only(tmp_path):
