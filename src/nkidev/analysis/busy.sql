@@ -11,11 +11,11 @@ WITH clipped AS (
     FROM busy_engines, win AS w
     WHERE start_ts < end_ts AND start_ts < w.t1 AND end_ts > w.t0
     UNION ALL
-    -- packets sharing a start (pkt rows: one per start, end and kernel flag) collapse to the longest first
-    SELECT CAST('dma' AS nk_engine), greatest(start_ts, w.t0), max(least(end_ts, w.t1))
+    -- the DMA packets (pkt, prepare.sql); rows sharing a start need no grouping: the window below orders them
+    -- longest first like any other ties
+    SELECT CAST('dma' AS nk_engine), greatest(start_ts, w.t0), least(end_ts, w.t1)
     FROM pkt, win AS w
     WHERE start_ts < end_ts AND start_ts < w.t1 AND end_ts > w.t0
-    GROUP BY greatest(start_ts, w.t0)
 ), ordered AS (
     -- intervals sharing a start: the longest first, so the others end by its end (prev_end) and are dropped
     SELECT engine, s, e,
