@@ -22,6 +22,8 @@ CREATE TYPE nk_engine AS ENUM (
     ) ORDER BY k);
 CREATE TYPE nk_opcode AS ENUM (SELECT DISTINCT opcode FROM _texts WHERE opcode IS NOT NULL ORDER BY opcode);
 CREATE TYPE nk_src AS ENUM (SELECT DISTINCT src FROM _texts WHERE src IS NOT NULL ORDER BY src);
+-- The DMA transfers' tensor names, coded the same way (a few names for 0.6M transfers of a 1M-instruction profile).
+CREATE TYPE nk_variable AS ENUM (SELECT DISTINCT variable FROM _raw_DmaPacketAggregated WHERE variable IS NOT NULL ORDER BY variable);
 
 -- The codes of each distinct (engine, opcode, location), computed once per combination: an instruction
 -- takes its codes from this small table by a join on its text, which DuckDB hashes once per Parquet
@@ -80,7 +82,7 @@ WITH d AS (
               coalesce(dest NOT LIKE '%SB%' AND dest NOT LIKE '%PSUM%', false) AS dst_hbm
     FROM _raw_DmaPacketAggregated
 )
-SELECT id, start_ts, end_ts, coalesce(transfer_bytes, 0) AS transfer_bytes, variable,
+SELECT id, start_ts, end_ts, coalesce(transfer_bytes, 0) AS transfer_bytes, CAST(variable AS nk_variable) AS variable,
        CASE WHEN src_hbm THEN coalesce(nullif(read_bytes, 0), transfer_bytes, 0) ELSE 0 END AS hbm_read_bytes,
        CASE WHEN dst_hbm THEN coalesce(nullif(write_bytes, 0), transfer_bytes, 0) ELSE 0 END AS hbm_write_bytes,
        write_num_sbuf_partitions, read_num_sbuf_partitions,
