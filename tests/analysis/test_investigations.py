@@ -187,6 +187,59 @@ def test_te_idle_names_what_the_tensor_engine_waited_on(tmp_path):
     assert details["prologue_waited_on"][0]["source_line"] == "kern.py:11"
 
 
+def _tied_producers() -> ProfileBuilder:
+    # TE busy [0,100], [1000,1100], [2000,2100], [3000,3100], [4000,4100]; in each gap several producers end together.
+    p = ProfileBuilder()
+    p.dma(0, 5000, 4096, src=line(40), variable="out", direction="store")  # spans the window; stores feed no matmul
+    p.matmul(0, 100, src=line(20))
+    # gap 1: DMAs of w, a and of no tensor and a Vector copy end at 900: by name, the DMA of `a` (NULL names last)
+    p.dma(100, 900, 4096, src=line(12), variable="w", queue="qB")
+    p.dma(150, 900, 4096, src=line(13), variable="a", queue="qB")
+    p.dma(200, 900, 4096, src=line(14), variable=None, queue="qA")
+    p.op("vector", "TENSOR_COPY", 300, 900, line(30))
+    p.matmul(1000, 1100, src=line(20))
+    # gap 2: one DMA of b issued by two instructions (lines 16 and 15): the first line by location
+    p.dma(1100, 1900, 4096, src=line(16), variable="b")
+    second = p.op("Sync", "PSEUDO_DMA_TRIGGER", 1150, 1151, line(15))
+    p.flow.append({"in_table": "Instruction", "out_table": "DmaPacketAggregated", "in_id": second, "out_id": len(p.dpa)})
+    p.matmul(2000, 2100, src=line(20))
+    # gap 3: Vector, Scalar and GpSimd instructions end at 2900: gpsimd < scalar < vector
+    p.op("vector", "TENSOR_COPY", 2100, 2900, line(31))
+    p.op("scalar", "ACTIVATE", 2100, 2900, line(32))
+    p.op("gpsimd", "IOTA", 2100, 2900, line(33))
+    p.matmul(3000, 3100, src=line(21))
+    # gap 4: two Vector opcodes of one line end at 3900, and the same opcode at another line: by opcode, then line
+    p.op("vector", "TENSOR_TENSOR", 3100, 3900, line(35))
+    p.op("vector", "TENSOR_COPY", 3200, 3900, line(36))
+    p.op("vector", "TENSOR_COPY", 3300, 3900, line(34))
+    p.matmul(4000, 4100, src=line(22))
+    return p
+
+
+def test_te_idle_breaks_ties_between_producers_ending_together_by_name(tmp_path):
+    waits = analyze(_tied_producers().write(tmp_path)).investigations["te_idle"]["details"]["waits"]
+    got = sorted((w["waited_on"], w["what"], w["source_line"], w["gaps"], w["idle_ns"]) for w in waits)
+    assert got == [
+        ("DMA", "a", "kern.py:13", 1, 900.0),
+        ("DMA", "b", "kern.py:15", 1, 900.0),
+        ("gpsimd", "IOTA", "kern.py:33", 1, 900.0),
+        ("vector", "TENSOR_COPY", "kern.py:34", 1, 900.0),
+    ]
+
+
+def test_te_idle_without_dma_transfers_names_the_packet_queues_by_name(tmp_path):
+    # no DmaPacketAggregated/Flow: DMA producers are packets, named by queue (gap 1: qA before qB)
+    r = analyze(_tied_producers().write(tmp_path, drop_tables=("DmaPacketAggregated", "Flow")))
+    waits = r.investigations["te_idle"]["details"]["waits"]
+    got = sorted((w["waited_on"], w["what"], w["source_line"], w["gaps"]) for w in waits)
+    assert got == [
+        ("DMA", "qA", None, 1),
+        ("DMA", "qSyncIO0", None, 1),
+        ("gpsimd", "IOTA", "kern.py:33", 1),
+        ("vector", "TENSOR_COPY", "kern.py:34", 1),
+    ]
+
+
 def test_findings_are_ordered_by_severity_then_time_gap_and_have_the_schema(tmp_path):
     p = ProfileBuilder(dma_bw=100e9)
     p.tensor("w", "IN", 65536)

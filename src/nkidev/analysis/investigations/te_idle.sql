@@ -5,22 +5,41 @@
 -- another compute engine. Heuristic: the profile holds no data dependencies between instructions.
 
 -- name: build
--- Every producer: a DMA that brings data on chip or an instruction on another compute engine. A view
--- read twice: for its end times only (no join), then for the end times a gap waited on.
-CREATE OR REPLACE TEMP VIEW te_producers AS
-SELECT end_ts, 'DMA' AS waited_on, variable AS what, id AS dma_id, CAST(NULL AS nk_src) AS src
-FROM dpa
-WHERE end_ts IS NOT NULL AND NOT is_spill_save AND NOT is_store
-UNION ALL
-SELECT end_ts, 'DMA', queue_name, NULL, NULL FROM packets WHERE kernel AND NOT EXISTS (SELECT 1 FROM dpa)
-UNION ALL
-SELECT end_ts, engine, opcode, NULL, src FROM inst
-WHERE engine IN ('vector', 'scalar', 'gpsimd') AND hbm_read_bytes = 0 AND hbm_write_bytes = 0;
+-- Producers that end together are told apart by name (waited_on, what, line; NULLs last), so the attribution is
+-- deterministic. Each producer's names become one integer `label` ordered like them: engine, opcode, tensor and
+-- line are already sorted ENUM codes (prepare.sql), NULL takes the code after the last, and the packets' queue
+-- names (the DMA producers of a profile without DmaPacketAggregated) are ranked here.
+CREATE OR REPLACE TEMP TABLE te_queues AS
+SELECT queue_name, row_number() OVER (ORDER BY queue_name) - 1 AS code
+FROM (SELECT DISTINCT queue_name FROM packets WHERE kernel AND queue_name IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dpa));
+-- how many codes each part of a label has (+1: the code of NULL)
+CREATE OR REPLACE TEMP TABLE te_codes AS
+SELECT greatest(len(enum_range(NULL::nk_variable)), len(enum_range(NULL::nk_opcode)), (SELECT count(*) FROM te_queues)) + 1 AS n_what,
+       len(enum_range(NULL::nk_src)) + 1 AS n_src;
 
--- Per gap (te_gaps), the end time of the last producer to finish by its end (pe; the gap waited on it when
--- pe is inside the gap), and the first TensorE start from its end (ts) with the line that resumed there
--- (te_src: the first by location when several start together). The producers' ASOF join reads end times
--- only: every producer ending at pe gives the same pe, so no tie needs breaking yet.
+-- Every producer's end time with the first label (by name) of the producers ending then: a DMA that brings data on
+-- chip (its line is its issuing instruction's, `issued`) or an instruction on another compute engine. `who` is 0 for
+-- a DMA and 1 + the engine's code for an instruction ('DMA' sorts before the lowercase engine keys).
+CREATE OR REPLACE TEMP TABLE te_producers AS
+WITH p AS (
+    SELECT d.end_ts, 0 AS who, enum_code(d.variable) AS what, enum_code(i.src) AS src
+    FROM dpa d LEFT JOIN issued i ON i.out_id = d.id
+    WHERE d.end_ts IS NOT NULL AND NOT d.is_spill_save AND NOT d.is_store
+    UNION ALL
+    SELECT p.end_ts, 0, q.code, NULL
+    FROM packets p LEFT JOIN te_queues q ON q.queue_name = p.queue_name
+    WHERE p.kernel AND NOT EXISTS (SELECT 1 FROM dpa)
+    UNION ALL
+    SELECT end_ts, 1 + CAST(enum_code(engine) AS INTEGER), enum_code(opcode), enum_code(src) FROM inst
+    WHERE engine IN ('vector', 'scalar', 'gpsimd') AND hbm_read_bytes = 0 AND hbm_write_bytes = 0
+)
+SELECT end_ts, min((who * c.n_what + coalesce(what, c.n_what - 1)) * c.n_src + coalesce(src, c.n_src - 1)) AS label
+FROM p, te_codes c
+GROUP BY end_ts;
+
+-- Per gap (te_gaps), the last producer end by its end (pe; the gap waited on that producer when pe is inside the
+-- gap) with its label, and the first TensorE start from its end (ts) with the line that resumed there (te_src: the
+-- first by location when several start together).
 CREATE OR REPLACE TEMP TABLE te_waits AS
 WITH te_gaps AS (
     -- busy.sql marks the pieces that follow an idle gap: they start after prev_end. Gaps that end by the
@@ -31,7 +50,7 @@ WITH te_gaps AS (
     UNION ALL
     SELECT 'prologue', w.t0, min(b.s) FROM busy b, win w WHERE b.engine = 'tensor' GROUP BY w.t0 HAVING min(b.s) > w.t0
 ), with_end AS (
-    SELECT g.*, p.end_ts AS pe FROM te_gaps g ASOF LEFT JOIN (SELECT end_ts FROM te_producers) p ON g.ge >= p.end_ts
+    SELECT g.*, p.end_ts AS pe, p.label FROM te_gaps g ASOF LEFT JOIN te_producers p ON g.ge >= p.end_ts
 ), te_starts AS (
     SELECT start_ts, min(src) AS src FROM inst WHERE engine = 'tensor' GROUP BY start_ts
 )
@@ -39,28 +58,31 @@ SELECT g.*, t.start_ts AS ts, t.src AS te_src
 FROM with_end g ASOF LEFT JOIN te_starts t ON g.ge <= t.start_ts;
 
 -- name: gaps
-WITH waited AS (
-    -- the producers ending when a gap waited on them; a DMA's line is its issuing instruction's (issued)
-    SELECT p.end_ts, p.waited_on, p.what, coalesce(i.src, p.src) AS src
-    FROM (SELECT * FROM te_producers WHERE end_ts IN (SELECT pe FROM te_waits WHERE pe > gs)) p
-    LEFT JOIN issued i ON i.out_id = p.dma_id
-), producer AS (
-    -- one per end time (ties broken by name), so the attribution is deterministic
-    SELECT * FROM waited QUALIFY row_number() OVER (PARTITION BY end_ts ORDER BY waited_on, what, src) = 1
-), attributed AS (
-    SELECT g.phase, g.ge - g.gs AS ns, g.te_src,
-           CASE WHEN g.pe > g.gs THEN p.waited_on ELSE 'unattributed' END AS waited_on,
-           CASE WHEN g.pe > g.gs THEN p.what END AS what,
-           CASE WHEN g.pe > g.gs THEN p.src END AS src
-    FROM te_waits g LEFT JOIN producer p ON p.end_ts = g.pe
-), by_resume AS (
-    -- the most frequent resuming line of a group (ties: the first by location) needs its count per group
-    SELECT phase, waited_on, what, src, te_src, count(*) AS te_n, sum(ns) AS ns, max(ns) AS longest_ns
-    FROM attributed
-    GROUP BY phase, waited_on, what, src, te_src
+WITH by_resume AS (
+    -- per group (phase and the label of what the gap waited on, NULL: unattributed) and resuming line: the most
+    -- frequent resuming line of a group (ties: the first by location) needs its count per group
+    SELECT phase, CASE WHEN pe > gs THEN label END AS label, te_src, count(*) AS te_n, sum(ge - gs) AS ns, max(ge - gs) AS longest_ns
+    FROM te_waits
+    GROUP BY ALL
+), by_group AS (
+    SELECT phase, label, sum(te_n) AS gaps, sum(ns) AS idle_ns, max(longest_ns) AS longest_ns,
+           first(te_src ORDER BY te_n DESC, te_src) AS resumed_src
+    FROM by_resume
+    GROUP BY phase, label
+), parts AS (
+    -- the label's parts: who, what and line codes
+    SELECT g.*, label // (c.n_what * c.n_src) AS who, label // c.n_src % c.n_what AS what, label % c.n_src AS src, c.*
+    FROM by_group g, te_codes c
+), named AS (
+    SELECT p.phase,
+           CASE WHEN p.label IS NULL THEN 'unattributed' WHEN p.who = 0 THEN 'DMA'
+                ELSE CAST(enum_range(NULL::nk_engine)[p.who] AS VARCHAR) END AS waited_on,
+           CASE WHEN p.label IS NULL OR p.what = p.n_what - 1 THEN NULL
+                WHEN p.who > 0 THEN enum_range(NULL::nk_opcode)[p.what + 1]
+                ELSE coalesce(q.queue_name, enum_range(NULL::nk_variable)[p.what + 1]) END AS what,
+           CASE WHEN p.label IS NOT NULL AND p.src < p.n_src - 1 THEN enum_range(NULL::nk_src)[p.src + 1] END AS src,
+           p.gaps, p.idle_ns, p.longest_ns, p.resumed_src
+    FROM parts p LEFT JOIN te_queues q ON p.who = 0 AND q.code = p.what
 )
-SELECT phase, waited_on, what, src, sum(te_n) AS gaps, sum(ns) AS idle_ns, max(longest_ns) AS longest_ns,
-       first(te_src ORDER BY te_n DESC, te_src) AS resumed_src
-FROM by_resume
-GROUP BY phase, waited_on, what, src
+SELECT * FROM named
 ORDER BY idle_ns DESC, phase, waited_on, what, src;
