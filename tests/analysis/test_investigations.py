@@ -91,6 +91,29 @@ def test_spills_are_traced_to_the_spilled_operation(tmp_path):
     assert r.investigations["spill"]["details"]["save_bytes"] == 100_000
 
 
+def test_transfers_without_a_flow_edge_count_but_name_no_line(tmp_path):
+    # The second load of w, the spill save and its reload have no Flow edge (no issuing instruction): the spill is
+    # unlinked, the reload lines list the linked load only, and the TensorE gap before 3000 waited on the unlinked load.
+    p = ProfileBuilder(dma_bw=100e9)
+    p.tensor("w", "IN", 50_000)
+    p.dma(0, 1000, 50_000, src=line(10), variable="w")
+    p.matmul(1000, 1100, src=line(20))
+    p.dma(1100, 2900, 50_000, src=line(11), variable="w")
+    p.matmul(3000, 3100, src=line(20))
+    p.dma(3100, 4000, 100_000, src=line(30), variable="spill0", direction="spill_save")
+    p.dma(4000, 5000, 100_000, src=line(30), variable="spill0", direction="spill_reload")
+    p.flow = p.flow[:1]
+    r = analyze(p.write(tmp_path))
+    assert r.investigations["redundant_load"]["details"]["lines"] == [
+        {"tensor": "w", "source_line": "kern.py:10", "transfers": 1, "bytes": 50_000}
+    ]
+    spill = r.investigations["spill"]["details"]
+    assert spill["lines"] == [] and spill["save_bytes"] == spill["reload_bytes"] == 100_000
+    assert [f.source_lines for f in kinds(r, "spill")] == [[]]  # the unlinked spill traffic
+    (wait,) = r.investigations["te_idle"]["details"]["waits"]
+    assert (wait["waited_on"], wait["what"], wait["source_line"], wait["idle_ns"]) == ("DMA", "w", None, 1900.0)
+
+
 def test_undersized_matmul_tiles(tmp_path):
     # 3 lines x 10 matmuls of 100 ns: M=32 (25% of the array), N=64 (fine), full tiles.
     p = ProfileBuilder()

@@ -93,8 +93,9 @@ SELECT id, start_ts, end_ts, coalesce(transfer_bytes, 0) AS transfer_bytes, CAST
        coalesce(dest LIKE '%OUTPUT%', false) AS is_store
 FROM d;
 
--- Each DMA transfer with its issuing instruction's line (DmaPacketAggregated <- Flow <- Instruction), joined
--- once for the per-line queries: one row per (transfer, issuing instruction).
+-- Each DMA transfer with the line of each instruction that issued it (DmaPacketAggregated <- Flow <- Instruction),
+-- joined once for the per-line queries and te_idle: one row per (transfer, issuing instruction), and one row with
+-- has_issuer false for a transfer no Flow edge names (te_idle still counts it).
 -- (The narrow Flow -> Instruction join first: joined in one step, DuckDB probes the instructions with the wide
 -- transfer rows and takes twice as long.)
 CREATE OR REPLACE TEMP TABLE issued AS
@@ -107,10 +108,10 @@ WITH flow_dma AS (
     SELECT f.out_id, i.src, i.hbm_read_bytes > 0 OR i.hbm_write_bytes > 0 AS hbm_instruction
     FROM flow_dma f JOIN inst i ON i.id = f.in_id
 )
-SELECT f.out_id, f.src, f.hbm_instruction,
+SELECT d.id AS out_id, f.out_id IS NOT NULL AS has_issuer, f.src, coalesce(f.hbm_instruction, false) AS hbm_instruction,
        d.start_ts, d.end_ts, d.transfer_bytes, d.variable, d.hbm_read_bytes, d.is_load, d.is_transpose_mode,
-       d.is_spill_save, d.is_spill_reload, d.write_num_sbuf_partitions, d.read_num_sbuf_partitions
-FROM issuer f JOIN dpa d ON d.id = f.out_id;
+       d.is_spill_save, d.is_spill_reload, d.is_store, d.write_num_sbuf_partitions, d.read_num_sbuf_partitions
+FROM dpa d LEFT JOIN issuer f ON f.out_id = d.id;
 
 CREATE OR REPLACE TEMP TABLE tensors AS
 SELECT variable_name, upper(type) AS type, size, load_to_sbuf_total_size_bytes AS loaded_bytes

@@ -29,6 +29,6 @@ ORDER BY coalesce(t.loaded_bytes, m.bytes, 0) - t.size DESC, t.variable_name;
 -- name: lines
 SELECT d.variable AS tensor, d.src, count(*) AS transfers, sum(d.hbm_read_bytes) AS bytes
 FROM issued d
-WHERE d.is_load
+WHERE d.has_issuer AND d.is_load
 GROUP BY d.variable, d.src
 ORDER BY bytes DESC, d.variable, d.src;

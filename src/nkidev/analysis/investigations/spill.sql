@@ -12,6 +12,6 @@ FROM dpa;
 -- name: lines
 SELECT d.src, count(*) AS reloads, sum(d.transfer_bytes) AS reload_bytes
 FROM issued d
-WHERE d.is_spill_reload
+WHERE d.has_issuer AND d.is_spill_reload
 GROUP BY d.src
 ORDER BY reload_bytes DESC, d.src;

@@ -18,13 +18,14 @@ SELECT greatest(len(enum_range(NULL::nk_variable)), len(enum_range(NULL::nk_opco
        len(enum_range(NULL::nk_src)) + 1 AS n_src;
 
 -- Every producer's end time with the first label (by name) of the producers ending then: a DMA that brings data on
--- chip (its line is its issuing instruction's, `issued`) or an instruction on another compute engine. `who` is 0 for
--- a DMA and 1 + the engine's code for an instruction ('DMA' sorts before the lowercase engine keys).
+-- chip (`issued` holds every transfer, with the line of each instruction that issued it) or an instruction on another
+-- compute engine. `who` is 0 for a DMA, 1 + the engine's code for an instruction ('DMA' sorts before the lowercase
+-- engine keys).
 CREATE OR REPLACE TEMP TABLE te_producers AS
 WITH p AS (
-    SELECT d.end_ts, 0 AS who, enum_code(d.variable) AS what, enum_code(i.src) AS src
-    FROM dpa d LEFT JOIN issued i ON i.out_id = d.id
-    WHERE d.end_ts IS NOT NULL AND NOT d.is_spill_save AND NOT d.is_store
+    SELECT end_ts, 0 AS who, enum_code(variable) AS what, enum_code(src) AS src
+    FROM issued
+    WHERE end_ts IS NOT NULL AND NOT is_spill_save AND NOT is_store
     UNION ALL
     SELECT p.end_ts, 0, q.code, NULL
     FROM packets p LEFT JOIN te_queues q ON q.queue_name = p.queue_name
