@@ -17,32 +17,27 @@ CREATE OR REPLACE TEMP TABLE te_codes AS
 SELECT greatest(len(enum_range(NULL::nk_variable)), len(enum_range(NULL::nk_opcode)), (SELECT count(*) FROM te_queues)) + 1 AS n_what,
        len(enum_range(NULL::nk_src)) + 1 AS n_src;
 
--- Every producer's end time with the first label (by name) of the producers ending then: a DMA that brings data on
--- chip (`issued` holds every transfer, with the line of each instruction that issued it) or an instruction on another
--- compute engine. `who` is 0 for a DMA, 1 + the engine's code for an instruction ('DMA' sorts before the lowercase
--- engine keys).
-CREATE OR REPLACE TEMP TABLE te_producers AS
-WITH p AS (
-    SELECT end_ts, 0 AS who, enum_code(variable) AS what, enum_code(src) AS src
-    FROM issued
-    WHERE end_ts IS NOT NULL AND NOT is_spill_save AND NOT is_store
-    UNION ALL
-    SELECT p.end_ts, 0, q.code, NULL
-    FROM packets p LEFT JOIN te_queues q ON q.queue_name = p.queue_name
-    WHERE p.kernel AND NOT EXISTS (SELECT 1 FROM dpa)
-    UNION ALL
-    SELECT end_ts, 1 + CAST(enum_code(engine) AS INTEGER), enum_code(opcode), enum_code(src) FROM inst
-    WHERE engine IN ('vector', 'scalar', 'gpsimd') AND hbm_read_bytes = 0 AND hbm_write_bytes = 0
-)
-SELECT end_ts, min((who * c.n_what + coalesce(what, c.n_what - 1)) * c.n_src + coalesce(src, c.n_src - 1)) AS label
-FROM p, te_codes c
-GROUP BY end_ts;
-
--- Per gap (te_gaps), the last producer end by its end (pe; the gap waited on that producer when pe is inside the
--- gap) with its label, and the first TensorE start from its end (ts) with the line that resumed there (te_src: the
--- first by location when several start together).
-CREATE OR REPLACE TEMP TABLE te_waits AS
-WITH te_gaps AS (
+-- name: gaps
+WITH te_producers AS (
+    -- Every producer's end time with the first label (by name) of the producers ending then: a DMA that brings data
+    -- on chip (`issued` holds every transfer, with the line of each instruction that issued it) or an instruction on
+    -- another compute engine. `who` is 0 for a DMA, 1 + the engine's code for an instruction ('DMA' sorts before the
+    -- lowercase engine keys).
+    SELECT end_ts, min((who * c.n_what + coalesce(what, c.n_what - 1)) * c.n_src + coalesce(src, c.n_src - 1)) AS label
+    FROM (
+        SELECT end_ts, 0 AS who, enum_code(variable) AS what, enum_code(src) AS src
+        FROM issued
+        WHERE end_ts IS NOT NULL AND NOT is_spill_save AND NOT is_store
+        UNION ALL
+        SELECT p.end_ts, 0, q.code, NULL
+        FROM packets p LEFT JOIN te_queues q ON q.queue_name = p.queue_name
+        WHERE p.kernel AND NOT EXISTS (SELECT 1 FROM dpa)
+        UNION ALL
+        SELECT end_ts, 1 + CAST(enum_code(engine) AS INTEGER), enum_code(opcode), enum_code(src) FROM inst
+        WHERE engine IN ('vector', 'scalar', 'gpsimd') AND hbm_read_bytes = 0 AND hbm_write_bytes = 0
+    ), te_codes c
+    GROUP BY end_ts
+), te_gaps AS (
     -- busy.sql marks the pieces that follow an idle gap: they start after prev_end. Gaps that end by the
     -- first MATMUL are prologue too: a LoadStationary may run before the moving data arrives.
     SELECT CASE WHEN s <= (SELECT min(start_ts) FROM inst WHERE is_matmul) THEN 'prologue' ELSE 'inner' END AS phase,
@@ -51,15 +46,14 @@ WITH te_gaps AS (
     UNION ALL
     SELECT 'prologue', w.t0, min(b.s) FROM busy b, win w WHERE b.engine = 'tensor' GROUP BY w.t0 HAVING min(b.s) > w.t0
 ), with_end AS (
+    -- per gap, the last producer end by its end (pe; the gap waited on that producer when pe is inside the gap)
     SELECT g.*, p.end_ts AS pe, p.label FROM te_gaps g ASOF LEFT JOIN te_producers p ON g.ge >= p.end_ts
 ), te_starts AS (
     SELECT start_ts, min(src) AS src FROM inst WHERE engine = 'tensor' GROUP BY start_ts
-)
-SELECT g.*, t.start_ts AS ts, t.src AS te_src
-FROM with_end g ASOF LEFT JOIN te_starts t ON g.ge <= t.start_ts;
-
--- name: gaps
-WITH by_resume AS (
+), te_waits AS (
+    -- and the line of the first TensorE start from its end (te_src: the first by location when several start together)
+    SELECT g.*, t.src AS te_src FROM with_end g ASOF LEFT JOIN te_starts t ON g.ge <= t.start_ts
+), by_resume AS (
     -- per group (phase and the label of what the gap waited on, NULL: unattributed) and resuming line: the most
     -- frequent resuming line of a group (ties: the first by location) needs its count per group
     SELECT phase, CASE WHEN pe > gs THEN label END AS label, te_src, count(*) AS te_n, sum(ge - gs) AS ns, max(ge - gs) AS longest_ns
