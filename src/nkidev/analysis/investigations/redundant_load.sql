@@ -11,7 +11,7 @@
 WITH moved AS (
     SELECT d.variable, sum(least(d.hbm_read_bytes, t.size)) AS bytes, sum(d.hbm_read_bytes) AS raw_bytes,
            count(*) AS transfers, max(d.hbm_read_bytes) AS largest_transfer
-    FROM dpa d JOIN tensors t ON t.variable_name = d.variable
+    FROM dpa d JOIN tensors t ON TRY_CAST(t.variable_name AS nk_variable) = d.variable  -- a name no transfer has matches none
     WHERE d.is_load AND d.variable IS NOT NULL AND t.type = 'IN'
     GROUP BY d.variable
 )
