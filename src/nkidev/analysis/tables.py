@@ -259,8 +259,9 @@ def _select(profile: Profile, table: str) -> str:
 def prepare(profile: Profile) -> None:
     """Expose the analysed columns as typed views `_raw_<Table>`, then build the normalized
     tables the investigations share (prepare.sql): inst, packets (a view), pkt, dpa, issued, tensors, meta, win.
-    Engine, opcode and source location are coded at load time as sorted ENUMs (nk_engine, nk_opcode,
-    nk_src), so captured and nkidev profiles take the same path and the tables hold integers, not text."""
+    Engine, opcode, source location and a transfer's tensor are coded at load time as sorted ENUMs (nk_engine,
+    nk_opcode, nk_src, nk_variable), so captured and nkidev profiles take the same path and the tables hold
+    integers, not text."""
     for table in COLUMNS:
         profile.con.execute(f"CREATE OR REPLACE TEMP VIEW _raw_{table} AS {_select(profile, table)}")
     profile.con.execute(sql_text("prepare.sql"))
