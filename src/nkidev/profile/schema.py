@@ -115,8 +115,8 @@ hbm_read_bytes i64 - Bytes read from HBM.
 hbm_write_bytes i64 - Bytes written to HBM.
 sbuf_read_bytes i64 - Bytes read from SBUF.
 sbuf_write_bytes i64 - Bytes written to SBUF.
-spill_save_bytes i64 - Bytes spilled from SBUF to HBM by the compiler (0: nkidev kernels allocate explicitly).
-spill_reload_bytes i64 - Bytes reloaded from spills (0).
+spill_save_bytes i64 - Bytes the compiler spills from SBUF to HBM right after this instruction (the tensor's last access before its gap).
+spill_reload_bytes i64 - Bytes the compiler reloads from HBM into SBUF right before this instruction (the spilled tensor's next access).
 psum_read_bytes i64 - Bytes read from PSUM.
 psum_write_bytes i64 - Bytes written to PSUM.
 psum_read_sbuf_write_bytes i64 - Bytes moved from PSUM to SBUF by this instruction.
@@ -368,8 +368,8 @@ hbm_write_bytes i64 B Bytes written to HBM.
 hbm_read_bytes i64 B Bytes read from HBM.
 sbuf_write_bytes i64 B Bytes written to SBUF.
 sbuf_read_bytes i64 B Bytes read from SBUF.
-spill_save_bytes i64 B Spill bytes saved (0).
-spill_reload_bytes i64 B Spill bytes reloaded (0).
+spill_save_bytes i64 B Bytes spilled from SBUF to HBM when live SBUF demand exceeds capacity (PSUM-to-SBUF spills not counted; not timed).
+spill_reload_bytes i64 B Spilled bytes reloaded from HBM into SBUF.
 psum_write_bytes i64 B Bytes written to PSUM.
 psum_read_bytes i64 B Bytes read from PSUM.
 psum_read_sbuf_write_count i64 - Instructions that move PSUM data into SBUF.

@@ -342,6 +342,7 @@ class _InstructionRows:
         if len(tr):
             self.t_start, self.t_end = ns(tr.start), ns(tr.end)
             self.issued = ns(np.asarray(rows.end)[np.asarray(tr.row, dtype=np.int64)])
+        self.spill_save, self.spill_reload = _spill_bytes(tl, ins)
 
     def build(self, r: np.ndarray, names: Sequence[str]) -> dict:
         i = self.ins[r]
@@ -379,13 +380,40 @@ class _InstructionRows:
             "evt_wait_time_ns": lambda: ns(rows.wait[r]),
             "nki_source_location": lambda: gather(self.locations, pa.array(cols.location[i])),
             "bir_debug_info_source_location": lambda: gather(self.locations, pa.array(cols.location[i])),
-            "spill_save_bytes": lambda: np.zeros(len(r), dtype=np.int64),
-            "spill_reload_bytes": lambda: np.zeros(len(r), dtype=np.int64),
+            "spill_save_bytes": lambda: self.spill_save[r],
+            "spill_reload_bytes": lambda: self.spill_reload[r],
             "weight_queue_bytes": lambda: np.zeros(len(r), dtype=np.int64),
         }
         for name in wanted & simple.keys():
             out[name] = simple[name]()
         return out
+
+
+def _spill_bytes(tl: Timeline, ins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per Instruction row, the bytes the compiler's spills store to HBM and load back (Trace.spills).
+
+    neuron-explorer's spill_save_bytes / spill_reload_bytes are the intermediate data spilled from SBUF into device
+    memory and reloaded into SBUF (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/deep-dives/nki_perf_guide.html),
+    so a PSUM tile evicted to SBUF is not counted. A save follows the tensor's last access before the gap: it is
+    charged to that instruction's last row (an nc_matmul's MATMUL, after its LDWEIGHTS); a reload precedes the
+    next access: charged to that instruction's first row."""
+    save, reload = np.zeros(len(ins), dtype=np.int64), np.zeros(len(ins), dtype=np.int64)
+    spills = [sp for sp in tl.trace.spills if sp.to == "hbm" and sp.store_after is not None and sp.reload_before is not None]
+    if not spills or not len(ins):
+        return save, reload
+    ids = tl.trace.columns().id.astype(np.int64)  # trace position -> the instruction id a Spill names
+    order = np.argsort(ids, kind="stable")
+    position = order[np.searchsorted(ids, np.array([[sp.store_after, sp.reload_before] for sp in spills]), sorter=order)]
+    rows = np.arange(len(ins), dtype=np.int64)
+    first, last = np.full(len(ids), len(ins), dtype=np.int64), np.full(len(ids), -1, dtype=np.int64)
+    np.minimum.at(first, ins, rows)
+    np.maximum.at(last, ins, rows)
+    nbytes = np.array([sp.nbytes for sp in spills], dtype=np.int64)
+    saved_on, reloaded_on = last[position[:, 0]], first[position[:, 1]]
+    has_rows = (saved_on >= 0) & (reloaded_on < len(ins))  # every instruction has a row; never charge a wrong one
+    np.add.at(save, saved_on[has_rows], nbytes[has_rows])
+    np.add.at(reload, reloaded_on[has_rows], nbytes[has_rows])
+    return save, reload
 
 
 def _distinct(values: list) -> list:

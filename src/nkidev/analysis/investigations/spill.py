@@ -1,7 +1,9 @@
 """Spills: intermediate data the compiler evicted from SBUF to HBM and loaded back.
 
-nkidev's own profiles never spill (NKI kernels allocate SBUF explicitly); real neuron-explorer
-profiles of compiled kernels can. The line of a spill is the NKI operation whose output was spilled.
+Found from the spill DMA rows (VIRTUAL source or dest, spill queues) of real neuron-explorer profiles of compiled
+kernels. nkidev's own profiles count the spills the emulator records (Trace.spills) only in the spill_save_bytes /
+spill_reload_bytes columns and schedule no spill DMAs, so this finds none there. The line of a spill is the NKI
+operation whose output was spilled.
 """
 
 from __future__ import annotations
