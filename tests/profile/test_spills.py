@@ -123,3 +123,17 @@ def test_a_kernel_without_spills_keeps_zero(tmp_path):
     assert res.timeline.trace.spills == []
     assert sql(res.profile_dir, "SELECT spill_save_bytes, spill_reload_bytes FROM Summary") == [(0, 0)]
     assert sql(res.profile_dir, "SELECT sum(spill_save_bytes), sum(spill_reload_bytes) FROM Instruction") == [(0, 0)]
+
+
+def test_each_program_of_a_launch_gets_its_own_spills(tmp_path):
+    rng = np.random.default_rng(4)
+    args = (rng.random((128, 128), dtype=np.float32), rng.random((128, 128), dtype=np.float32))
+    res = _profile(evicted_around_a_matmul[2], args, tmp_path / "p")
+    rows = sql(
+        res.profile_dir,
+        "SELECT pcore_idx, list(opcode ORDER BY id), sum(spill_save_bytes), sum(spill_reload_bytes) FROM Instruction "
+        "WHERE spill_save_bytes > 0 OR spill_reload_bytes > 0 GROUP BY pcore_idx ORDER BY pcore_idx",
+    )
+    opcodes = ["DMA_TRIGGER", "LDWEIGHTS", "MATMUL", "DMA_TRIGGER"]
+    assert rows == [(0, opcodes, 2 * SMALL, 2 * SMALL), (1, opcodes, 2 * SMALL, 2 * SMALL)]
+    assert sql(res.profile_dir, "SELECT spill_save_bytes, spill_reload_bytes FROM Summary") == [(4 * SMALL, 4 * SMALL)]
