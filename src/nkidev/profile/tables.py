@@ -380,27 +380,31 @@ class _InstructionRows:
             "evt_wait_time_ns": lambda: ns(rows.wait[r]),
             "nki_source_location": lambda: gather(self.locations, pa.array(cols.location[i])),
             "bir_debug_info_source_location": lambda: gather(self.locations, pa.array(cols.location[i])),
-            "spill_save_bytes": lambda: self.spill_save[r],
-            "spill_reload_bytes": lambda: self.spill_reload[r],
+            "spill_save_bytes": lambda: self._spilled(self.spill_save, r),
+            "spill_reload_bytes": lambda: self._spilled(self.spill_reload, r),
             "weight_queue_bytes": lambda: np.zeros(len(r), dtype=np.int64),
         }
         for name in wanted & simple.keys():
             out[name] = simple[name]()
         return out
 
+    @staticmethod
+    def _spilled(per_row: np.ndarray | None, r: np.ndarray) -> np.ndarray:
+        return np.zeros(len(r), dtype=np.int64) if per_row is None else per_row[r]
 
-def _spill_bytes(tl: Timeline, ins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+
+def _spill_bytes(tl: Timeline, ins: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Per Instruction row, the bytes the compiler's spills store to HBM and load back (Trace.spills).
 
     neuron-explorer's spill_save_bytes / spill_reload_bytes are the intermediate data spilled from SBUF into device
     memory and reloaded into SBUF (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/deep-dives/nki_perf_guide.html),
     so a PSUM tile evicted to SBUF is not counted. A save follows the tensor's last access before the gap: it is
     charged to that instruction's last row (an nc_matmul's MATMUL, after its LDWEIGHTS); a reload precedes the
-    next access: charged to that instruction's first row."""
-    save, reload = np.zeros(len(ins), dtype=np.int64), np.zeros(len(ins), dtype=np.int64)
+    next access: charged to that instruction's first row. None, None without spills (no whole-table column held)."""
     spills = [sp for sp in tl.trace.spills if sp.to == "hbm" and sp.store_after is not None and sp.reload_before is not None]
     if not spills or not len(ins):
-        return save, reload
+        return None, None
+    save, reload = np.zeros(len(ins), dtype=np.int64), np.zeros(len(ins), dtype=np.int64)
     ids = tl.trace.columns().id.astype(np.int64)  # trace position -> the instruction id a Spill names
     order = np.argsort(ids, kind="stable")
     position = order[np.searchsorted(ids, np.array([[sp.store_after, sp.reload_before] for sp in spills]), sorter=order)]
