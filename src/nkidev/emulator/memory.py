@@ -33,15 +33,7 @@ def rows(t: NkiTensor) -> np.ndarray:
 
 def store_raw(t: NkiTensor, values: np.ndarray, oob_skip: bool = False) -> None:
     """Write values already in t's storage dtype, reshaped to the view."""
-    st = t.storage
-    if st.pending is not None:
-        st.flush()
-    if st.acc is not None:
-        acc_view(t)[...] = False
-    if st.borrowed:
-        st.keep_original()
-    st.version += 1  # also for writes outside an instruction (the legacy front end's assignments)
-    st.origin = None
+    _begin_write(t)  # also for writes outside an instruction (the legacy front end's assignments)
     if t.dyn is None:
         t._data[...] = values.reshape(t._data.shape)
         return
