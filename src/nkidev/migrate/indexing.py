@@ -3,8 +3,11 @@ affine form of a subscript element (`k * 128 + i_p`), and the slices that replac
 
 The rewrite follows the SDK's migration guide ("Update indexing syntax for mgrid and arange",
 https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/migration/index.html): an element
-`offset + coef * i` with i ranging over an arange of length L becomes `offset:offset + coef*L:coef`, and a mask
-`offset + i < bound` shrinks it to `offset:min(offset + L, bound)`.
+`offset + coef * i` with i ranging over an arange of length L becomes `offset:offset + L` (coef 1) or
+`offset:offset + coef*(L-1) + 1:coef` (the stop right after the last element, so an access that ends at the tensor's
+last element stays inside it), and a mask `offset + i < bound` shrinks it to `offset:min(offset + L, bound)`. A
+coefficient may be a non-literal (`stride * i`): the slice's step is then that expression, and the current API rejects
+a step that is not positive when the kernel runs, so such a rewrite is exact or fails loudly, never silently.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ class IndexVar:
     axis: int
     length: str
     start: str = "0"
-    step: int = 1
+    step: int | str = 1  # a str: a non-literal coefficient, as source
 
 
 def _int(node: cst.BaseExpression) -> int | None:
@@ -50,10 +53,17 @@ def add(a: str, b: str) -> str:
     return f"{a} + {b}"
 
 
-def scale(k: int, a: str) -> str:
+def scale(k: int | str, a: str) -> str:
     if k == 1 or a == "0":
         return a
-    return f"{k} * {_paren(a)}"
+    return f"{_paren(str(k))} * {_paren(a)}"
+
+
+def _times(a: int | str, b: int | str) -> int | str:
+    """The product of two coefficients: an int when both are, else its source."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    return scale(a, str(b)) if b != 1 else a
 
 
 def _paren(a: str) -> str:
@@ -103,7 +113,7 @@ class Affine:
     """offset + coef * i, where i counts the values of `var` (0 .. var.length - 1)"""
 
     var: IndexVar
-    coef: int
+    coef: int | str  # a str: a non-literal coefficient, as source
     offset: str
 
 
@@ -166,13 +176,13 @@ class Scope:
                     return Affine(left.var, left.coef, add(left.offset, "-" + _paren(code(node.right))))
                 return None
             if isinstance(op, cst.Multiply):
-                k_left, k_right = _int(node.left), _int(node.right)
-                if left and k_right is not None:
-                    return Affine(left.var, left.coef * k_right, scale(k_right, left.offset))
-                if right and k_left is not None:
-                    return Affine(right.var, right.coef * k_left, scale(k_left, right.offset))
+                if left and right:
+                    raise Unsupported(f"{code(node)} multiplies two index variables")
                 if left or right:
-                    raise Unsupported(f"{code(node)} scales an index variable by a non-literal")
+                    a, other = (left, node.right) if left else (right, node.left)
+                    k = _int(other)
+                    factor = k if k is not None else code(other)
+                    return Affine(a.var, _times(a.coef, factor), scale(factor, a.offset))
                 return None
         if self.uses_index(node):
             raise Unsupported(f"{code(node)} is not an affine index expression")
@@ -181,13 +191,23 @@ class Scope:
 
 def element_slice(a: Affine, valid: str | None = None) -> cst.Slice:
     """The slice of an affine element; `valid` bounds how many of the var's values a mask keeps."""
-    if a.coef <= 0:
+    if isinstance(a.coef, int) and a.coef <= 0:
         raise Unsupported("a negative or zero step")
     start = a.offset
     count = a.var.length if valid is None else valid
-    stop = add(start, scale(a.coef, count))
-    step = None if a.coef == 1 else cst.Integer(str(a.coef))
-    return cst.Slice(lower=cst.parse_expression(start), upper=cst.parse_expression(stop), step=step)
+    if a.coef == 1:
+        return cst.Slice(lower=cst.parse_expression(start), upper=cst.parse_expression(add(start, count)))
+    last = _int_or_none(count)
+    span = str(a.coef * (last - 1) + 1) if isinstance(a.coef, int) and last is not None else f"{scale(a.coef, add(count, '-1'))} + 1"
+    step = cst.parse_expression(str(a.coef))
+    return cst.Slice(lower=cst.parse_expression(start), upper=cst.parse_expression(add(start, span)), step=step)
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 def tile_slice(count: str) -> cst.Slice:

@@ -633,8 +633,10 @@ class LegacyToCurrent(Rules):
         for a, sign in ((left, 1), (right, -1)):
             if a is None:
                 continue
-            if a.var.rank != 2 or a.var.start != "0":
-                self.notes.manual(line, "nisa.affine_select(pred=...)", "only 2-d index spaces from 0 are rewritten")
+            if a.var.rank != 2 or a.var.start != "0" or not isinstance(a.coef, int):
+                self.notes.manual(
+                    line, "nisa.affine_select(pred=...)", "only 2-d index spaces from 0 with literal coefficients are rewritten"
+                )
                 return None
             coef[a.var.axis] += sign * a.coef
             offset = a.offset if sign == 1 else (f"-({a.offset})" if a.offset != "0" else offset)
