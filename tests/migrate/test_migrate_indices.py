@@ -1,6 +1,7 @@
-"""`nkidev migrate` on legacy index constructs: sums and non-literal scales of index expressions. Each rewrite is
-checked as text and run old against new on the file's cases (the legacy front end vs the current API); what cannot be
-rewritten exactly is a manual step at its line and is left in place."""
+"""`nkidev migrate` on legacy index constructs: index variables assigned on the paths of an if or redefined in a loop,
+and sums and non-literal scales of index expressions. Each rewrite is checked as text and run old
+against new on the file's cases (the legacy front end vs the current API); what cannot be rewritten exactly is a
+manual step at its line and is left in place."""
 
 import shutil
 from pathlib import Path
@@ -33,6 +34,59 @@ def manual(source: str) -> list[tuple[int, str, str]]:
     return [(n.line, n.construct, n.step) for n in notes if n.kind == "manual"]
 
 
+def test_index_ranges_assigned_in_if_branches_follow_the_path_taken(tmp_path):
+    result, text, new = migrated(tmp_path, "legacy_branch_indices.py")
+    assert result.manual == []
+    rows = result.validation["kernels"]
+    assert {r["status"] for r in rows} == {"identical"} and len(rows) == 6, rows  # 3 kernels x 2 widths
+    # the length (or start) of each definition goes with it; the accesses after the if read it
+    assert "    if x.shape[1] > 256:\n        i_f_size = 512\n    else:\n        i_f_size = 256\n" in text
+    assert "src=x[0:128, 0:i_f_size]" in text
+    assert "    i_f_size = 128\n    n_tiles = 1\n    if x.shape[1] < 512:\n        i_f_size = 64\n" in text
+    assert "src=nl.load(x[0:128, k * 64:k * 64 + i_f_size])" in text
+    assert "i_p_start = 64" in text and "i_p_start = 32" in text and "x[i_p_start:i_p_start + 64, k * 64:k * 64 + 64]" in text
+    assert "nl.arange" not in text and "_start = 0\n    i_f" not in text  # unused companions are dropped
+    for x in (c[0] for c in new.cases()):
+        wide = x.shape[1] > 256
+        np.testing.assert_allclose(run(new, "branch_width_kernel", x), np.exp(x), rtol=1e-6)  # 512 or 256 columns
+        np.testing.assert_array_equal(run(new, "shrink_kernel", x), x[:, :128])
+        np.testing.assert_array_equal(run(new, "offset_kernel", x), x[64:128, :128] if wide else x[32:96, :128])
+
+
+BRANCH_AXES = """\
+import neuronxcc.nki.language as nl
+from neuronxcc import nki
+
+
+@nki.jit
+def k(x, flag):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    if flag:
+        i = nl.arange(128)[:, None]
+        mask = i < 100
+    else:
+        i = nl.arange(128)[None, :]
+        mask = i < 50
+    j = nl.arange(128)[None, :]
+    t = nl.load(x[i, j])
+    nl.store(out[i, j], value=t, mask=mask)
+    if flag:
+        only_here = nl.arange(64)[None, :]
+    u = nl.load(x[0, only_here])
+    return out
+"""
+
+
+def test_an_index_whose_shape_depends_on_the_path_is_a_manual_step_at_each_use():
+    notes = manual(BRANCH_AXES)
+    by_line = {line: (construct, step) for line, construct, step in notes if "rewrite this index" in step or "by hand" in step}
+    assert by_line[15][0] == "x[i, j]" and "i has a different index shape on the paths through the if at line 8" in by_line[15][1]
+    assert "bound the slices by the mask by hand" in by_line[16][1] and "through the if at line 8" in by_line[16][1]
+    assert by_line[19][0] == "x[0, only_here]" and "only_here is an index only on some paths through the if at line 17" in by_line[19][1]
+    new, _, _ = migrate_source(BRANCH_AXES, "k.py")
+    assert "src=x[i, j]" in new and "if mask" not in new  # left in place, never guarded by the mask as a condition
+
+
 def test_sums_and_non_literal_scales_of_indices_become_exact_slices(tmp_path):
     result, text, new = migrated(tmp_path, "legacy_index_sums.py")
     assert result.manual == []
@@ -45,3 +99,32 @@ def test_sums_and_non_literal_scales_of_indices_become_exact_slices(tmp_path):
         stride = x.shape[1] // 64
         np.testing.assert_array_equal(run(new, "strided_kernel", x), x[:, stride - 1 :: stride])
         np.testing.assert_array_equal(run(new, "odd_columns_kernel", x), x[:, 1::2])
+
+
+LOOP_REDEFINES = """\
+import neuronxcc.nki.language as nl
+from neuronxcc import nki
+
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(64)[None, :]
+    for r in nl.affine_range(2):
+        first = nl.load(x[i_p, 0])
+        nl.store(out[i_p, r * 64 + i_f], value=nl.load(x[i_p, r * 64 + i_f]))
+        i_f = nl.arange(32)[None, :]
+        i_p = nl.arange(128)[:, None]
+    return out
+"""
+
+
+def test_an_index_a_loop_body_redefines_differently_is_a_manual_step_before_the_redefinition():
+    notes = manual(LOOP_REDEFINES)
+    steps = {(line, construct): step for line, construct, step in notes}
+    # from the second iteration on, i_f is the 32-wide redefinition: no one slice is right for both
+    assert "i_f is assigned again later in the body of the loop at line 10" in steps[(12, "out[i_p, r * 64 + i_f]")]
+    assert "i_f is assigned again later in the body of the loop at line 10" in steps[(12, "x[i_p, r * 64 + i_f]")]
+    new, _, _ = migrate_source(LOOP_REDEFINES, "k.py")
+    assert "src=x[0:128, 0:1]" in new  # i_p is defined the same way on every iteration: rewritten

@@ -12,7 +12,7 @@ a step that is not positive when the kernel runs, so such a rewrite is exact or 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -117,18 +117,107 @@ class Affine:
     offset: str
 
 
+@dataclass
+class State:
+    """What is known at one point of a function body about its index names (one copy per path through an if)."""
+
+    vars: dict[str, IndexVar] = field(default_factory=dict)  # "i_p" -> IndexVar
+    masks: dict[str, cst.BaseExpression] = field(default_factory=dict)  # mask variables -> their expression
+    grids: dict[str, list[IndexVar]] = field(default_factory=dict)  # g = nl.mgrid[...] -> components
+    # names whose index range depends on the path taken (through an if, or the iterations of a loop) in a way
+    # slices cannot follow (name -> why): an access through them stays a manual step, never one path's slices
+    poisoned: dict[str, str] = field(default_factory=dict)
+    defs: dict[str, str] = field(default_factory=dict)  # index name -> the source of the definition that made it
+
+    def copy(self) -> State:
+        return State(dict(self.vars), dict(self.masks), dict(self.grids), dict(self.poisoned), dict(self.defs))
+
+    def known(self) -> set[str]:
+        return self.vars.keys() | self.masks.keys() | self.grids.keys()
+
+
 class Scope:
     """The index variables (and mask variables) of one function body."""
 
     def __init__(self, is_arange=None):
         self.is_arange = is_arange  # call -> bool: is it nl.arange? (inline `nl.arange(n)[:, None]` elements)
-        self.vars: dict[str, IndexVar] = {}  # "i_p" or "grid.p" -> IndexVar
-        self.masks: dict[str, cst.BaseExpression] = {}  # mask variables -> their expression
-        self.grids: dict[str, list[IndexVar]] = {}  # g = nl.mgrid[...] -> components
+        self.state = State()
+        # index variables assigned more than once: name -> (size name, start name), companions assigned right after
+        # each definition so that wherever the definitions meet they still hold the range of the one that ran
+        self.companions: dict[str, tuple[str, str]] = {}
+
+    @property
+    def vars(self) -> dict[str, IndexVar]:
+        return self.state.vars
+
+    @property
+    def masks(self) -> dict[str, cst.BaseExpression]:
+        return self.state.masks
+
+    @property
+    def grids(self) -> dict[str, list[IndexVar]]:
+        return self.state.grids
+
+    @property
+    def poisoned(self) -> dict[str, str]:
+        return self.state.poisoned
+
+    def snapshot(self) -> State:
+        return self.state.copy()
+
+    def restore(self, state: State) -> None:
+        self.state = state.copy()
+
+    def forget(self, name: str) -> None:
+        """`name` is rebound to something that is not an index (a loop variable, a plain value)."""
+        for d in (self.vars, self.grids, self.masks, self.poisoned, self.state.defs):
+            d.pop(name, None)
+
+    def merge(self, branches: list[State], where: str) -> list[str]:
+        """The state where paths meet (after an if: the end of each branch, the untaken one included).
+
+        A variable every path defines alike stays; one whose range differs only in start or length takes them from
+        its companions (exact: they were assigned with each definition); anything else is poisoned. Returns the
+        names joined through their companions."""
+        merged = State(poisoned={k: v for b in branches for k, v in b.poisoned.items()})
+        joins = []
+        for attr in ("vars", "grids", "masks"):
+            kept = {}
+            for name in set().union(*(getattr(b, attr) for b in branches)):
+                values = [getattr(b, attr).get(name) for b in branches]
+                if any(v is None for v in values):
+                    merged.poisoned[name] = f"{name} is an index only on some paths through {where}"
+                elif all(_same(v, values[0]) for v in values):
+                    kept[name] = values[0]
+                elif attr == "vars" and (joined := self._join(name, values)) is not None:
+                    kept[name] = joined
+                    joins.append(name)
+                else:
+                    merged.poisoned[name] = f"{name} has a different index shape on the paths through {where}"
+            setattr(merged, attr, kept)
+        for name in merged.poisoned:
+            for d in (merged.vars, merged.grids, merged.masks):
+                d.pop(name, None)
+        merged.defs = {k: v for k, v in branches[0].defs.items() if all(b.defs.get(k) == v for b in branches)}
+        self.state = merged
+        return sorted(joins)
+
+    def _join(self, name: str, values: list[IndexVar]) -> IndexVar | None:
+        first = values[0]
+        if any((v.rank, v.axis, v.step) != (first.rank, first.axis, first.step) for v in values) or name not in self.companions:
+            return None
+        size, start = self.companions[name]
+        length = first.length if all(v.length == first.length for v in values) else size
+        begin = first.start if all(v.start == first.start for v in values) else start
+        return IndexVar(first.rank, first.axis, length, begin, first.step)
 
     def lookup(self, node: cst.BaseExpression) -> IndexVar | None:
         if isinstance(node, cst.Name):
+            if node.value in self.poisoned:
+                raise Unsupported(self.poisoned[node.value])
             return self.vars.get(node.value)
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in self.poisoned:
+            raise Unsupported(self.poisoned[node.value.value])
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in self.grids:
             parts = self.grids[node.value.value]
             axis = {"p": 0, "x": 1, "y": 2, "z": 3}.get(node.attr.value)
@@ -141,7 +230,7 @@ class Scope:
 
         class Finder(cst.CSTVisitor):
             def visit_Name(self_, n: cst.Name):  # noqa: N805
-                if n.value in self.vars or n.value in self.grids:
+                if n.value in self.vars or n.value in self.grids or n.value in self.poisoned:
                     found.append(n)
 
             def visit_Call(self_, n: cst.Call):  # noqa: N805
@@ -277,7 +366,15 @@ def mask_bounds(mask: cst.BaseExpression, scope: Scope) -> tuple[dict[int, str],
     return valid, loop_only
 
 
+def _same(a, b) -> bool:
+    if isinstance(a, cst.CSTNode):
+        return isinstance(b, cst.CSTNode) and a.deep_equals(b)
+    return a == b
+
+
 def _conjuncts(node: cst.BaseExpression, scope: Scope) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.Name) and node.value in scope.poisoned:
+        raise Unsupported(scope.poisoned[node.value])
     if isinstance(node, cst.Name) and node.value in scope.masks:
         return _conjuncts(scope.masks[node.value], scope)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitAnd):
@@ -310,7 +407,7 @@ def derived_var(node: cst.BaseExpression, scope: Scope, is_arange) -> IndexVar |
         return direct
 
     probe = Scope(scope.is_arange)
-    probe.vars, probe.grids, probe.masks = dict(scope.vars), dict(scope.grids), dict(scope.masks)
+    probe.state = scope.snapshot()
 
     def swap(n):
         v = arange_var(n, is_arange)

@@ -5,7 +5,9 @@ Follows the SDK's migration guide (https://awsdocs-neuron.readthedocs-hosted.com
 `nki.simulate(kernel)(...)` for `nki.simulate_kernel`; ISA calls with an explicit `dst` (the result tile
 allocated with `nl.ndarray`); `psum += matmul` as `nisa.nc_matmul(dst=psum, ...)`; `nl.arange`/`nl.mgrid`
 indices as slices; masks as bounded slices (`min(...)`); `nl.par_dim` dropped; static ranges as `range`;
-NumPy op specifiers as `nl` ones; returned HBM outputs in `nl.shared_hbm`. What it cannot rewrite (block
+NumPy op specifiers as `nl` ones; returned HBM outputs in `nl.shared_hbm`. Index variables are followed
+through `if`s and loops (indexing.Scope.merge): a range that differs by path is read from companions assigned
+with each definition, or else every access through it is a manual step. What it cannot rewrite (block
 dims, direct allocation, benchmark/profile harnesses, transposed or non-affine indexing, two-sided masks) is
 left in place and listed with its line and the manual step.
 """
@@ -13,6 +15,7 @@ left in place and listed with its line and the manual step.
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -20,6 +23,7 @@ from nkidev.legacy import isa as L
 from nkidev.migrate.common import Notes, Rules, arg_value, code, expr, imports, keyword, kwarg, stmt, without_kwargs
 from nkidev.migrate.indexing import (
     Scope,
+    State,
     Unsupported,
     derived_var,
     mask_bounds,
@@ -170,6 +174,11 @@ class LegacyToCurrent(Rules):
         self.top_calls: set[int] = set()  # the calls that are a statement's whole value (rewritten as statements)
         self.index_names: set[str] = set()  # index, grid and mask variables (their definitions go when unused)
         self.psum_names: set[str] = set()  # tiles allocated with buffer=nl.psum
+        self.trailing: list[list[cst.BaseStatement]] = []  # statements to add after the statement being visited
+        self.if_frames: list[_IfFrame] = []
+        self.loop_frames: list[State] = []  # the index state before each enclosing loop
+        self.module_names: set[str] = set()  # every name the file uses (generated names must not collide)
+        self.taken: set[str] = set()
 
     @property
     def scope(self) -> Scope:
@@ -236,9 +245,95 @@ class LegacyToCurrent(Rules):
     def _is_arange(self, call) -> bool:
         return self._is(call, "language", "arange")
 
+    def visit_Module(self, node: cst.Module) -> None:
+        self.module_names = _all_names(node)
+        self.taken = set(self.module_names)
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.scopes.append(Scope(self._is_arange))
+        scope = Scope(self._is_arange)
+        self.taken = set(self.module_names)  # generated names are per function (each kernel its own i_f_size)
+        for name in _assigned_more_than_once(node):
+            scope.companions[name] = (self._fresh(f"{name}_size"), self._fresh(f"{name}_start"))
+        self.scopes.append(scope)
         self.returned |= _returned_names(node)  # before the body: an output is allocated before its return
+
+    def _fresh(self, name: str) -> str:
+        base, n = name, 1
+        while name in self.taken:
+            name, n = f"{base}_{n}", n + 1
+        self.taken.add(name)
+        return name
+
+    # ---------------------------------------------------------------- if/else: index variables per path
+    def visit_If(self, node: cst.If) -> None:
+        outer = self.if_frames[-1] if self.if_frames else None
+        if outer is not None and outer.node.orelse is node:  # an elif: the outer if's body is done
+            outer.branches.append(self.scope.snapshot())
+            self.scope.restore(outer.before)
+        self.if_frames.append(_IfFrame(node, self.scope.snapshot(), self.line(node)))
+
+    def visit_Else(self, node: cst.Else) -> None:
+        frame = self.if_frames[-1] if self.if_frames else None
+        if frame is not None and frame.node.orelse is node:
+            frame.branches.append(self.scope.snapshot())
+            self.scope.restore(frame.before)
+
+    def leave_If(self, original: cst.If, updated: cst.If):
+        frame = self.if_frames.pop()
+        frame.branches.append(self.scope.snapshot())
+        if original.orelse is None:
+            frame.branches.append(frame.before)  # the path where the test is false
+        self._merge(frame.branches, f"the if at line {frame.line}", frame.line)
+        return updated
+
+    def _merge(self, states: list[State], where: str, line: int) -> None:
+        for name in self.scope.merge(states, where):
+            size, start = self.scope.companions[name]
+            self.notes.changed(
+                line, f"{name} assigned on several paths", f"accesses after {where} slice with {size} / {start}, set with each definition"
+            )
+
+    # ---------------------------------------------------------------- loops: a body that redefines an index variable
+    def visit_For(self, node: cst.For) -> None:
+        for name in _target_names(node.target):
+            self.scope.forget(name)
+        self._enter_loop(node)
+
+    def leave_For(self, original: cst.For, updated: cst.For):
+        return self._leave_loop(original, updated)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._enter_loop(node)
+
+    def leave_While(self, original: cst.While, updated: cst.While):
+        return self._leave_loop(original, updated)
+
+    def _enter_loop(self, node) -> None:
+        """An index name the body assigns again has, before that assignment, the previous iteration's range from
+        the second iteration on: unless the body's definitions are the one before the loop, word for word, over
+        names the loop does not change, its accesses there are manual steps."""
+        self.loop_frames.append(self.scope.snapshot())
+        line = self.line(node)
+        changed = _assigned_in(node.body) | set(_target_names(node.target) if isinstance(node, cst.For) else ())
+        for name in changed & self.scope.state.known():
+            before = self.scope.state.defs.get(name)
+            again = _definitions_in(node.body, name)
+            if before is not None and all(d == before for d in again) and not (_names_in(before) & changed):
+                continue  # the same range on every iteration
+            self.scope.forget(name)
+            self.scope.poisoned[name] = f"{name} is assigned again later in the body of the loop at line {line}"
+
+    def _leave_loop(self, original, updated):
+        before, after = self.loop_frames.pop(), self.scope.snapshot()
+        # the body ran (a name it defines exists after the loop only then) or did not (the state before)
+        for name in after.known() - before.known():
+            if name not in before.poisoned:
+                for attr in ("vars", "grids", "masks"):
+                    if name in getattr(after, attr):
+                        getattr(before, attr)[name] = getattr(after, attr)[name]
+                before.defs[name] = after.defs.get(name, "")
+        self._merge([before, after], f"the loop at line {self.line(original)}", self.line(original))
+        return updated
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
         self.scopes.pop()
@@ -294,10 +389,17 @@ class LegacyToCurrent(Rules):
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.hoisted.append([])
+        self.trailing.append([])
         for s in node.body:
             value = getattr(s, "value", None)
             if isinstance(s, cst.Assign | cst.AugAssign | cst.Expr) and isinstance(value, cst.Call):
                 self.top_calls.add(id(value))
+            if isinstance(s, cst.AugAssign):
+                for name in _target_names(s.target):
+                    was_index = name in self.scope.state.known() or name in self.scope.poisoned
+                    self.scope.forget(name)
+                    if was_index:
+                        self.scope.poisoned[name] = f"{name} is an index updated in place ({code(s)})"
             if not (isinstance(s, cst.Assign) and len(s.targets) == 1):
                 continue
             target, value = s.targets[0].target, s.value
@@ -305,24 +407,45 @@ class LegacyToCurrent(Rules):
             if isinstance(target, cst.Name) and buffer is not None and code(buffer.value).endswith("psum"):
                 self.psum_names.add(target.value)
             var = derived_var(value, self.scope, lambda c: self._is(c, "language", "arange"))
+            uses_index = self.scope.uses_index(value)
+            for name in _target_names(target):
+                self.scope.forget(name)  # whatever it was before, this assignment decides
             if var is not None and isinstance(target, cst.Name):
-                self.scope.vars[target.value] = var
-                self.index_names.add(target.value)
+                self._define(target.value, var, code(value))
                 continue
             parts = mgrid_vars(value, self._is_mgrid)
             if parts is not None:
                 if isinstance(target, cst.Tuple):
-                    for e, v in zip(target.elements, parts):
+                    for i, (e, v) in enumerate(zip(target.elements, parts)):
                         if isinstance(e.value, cst.Name):
-                            self.scope.vars[e.value.value] = v
-                            self.index_names.add(e.value.value)
+                            self._define(e.value.value, v, f"{code(value)}[{i}]")
                 elif isinstance(target, cst.Name):
                     self.scope.grids[target.value] = parts
+                    self.scope.state.defs[target.value] = code(value)
                     self.index_names.add(target.value)
                 continue
-            if isinstance(target, cst.Name) and self.scope.uses_index(value) and _is_comparison(value):
+            if isinstance(target, cst.Name) and uses_index and _is_comparison(value):
                 self.scope.masks[target.value] = value
+                self.scope.state.defs[target.value] = code(value)
                 self.index_names.add(target.value)
+            elif isinstance(target, cst.Name) and uses_index and (_is_arithmetic(value) or self._is_helper_call(value)):
+                # computed from index variables in a way the rewrite does not follow (two index variables added, a
+                # helper of the kernel's own, ...): its uses are manual steps, never rewritten as if it were a plain value
+                self.scope.poisoned[target.value] = f"{target.value} = {code(value)} is not an index expression the rewrite follows"
+
+    def _is_helper_call(self, node: cst.BaseExpression) -> bool:
+        """A call of a function of the kernel's own (it may return an index expression), not of an NKI module."""
+        return isinstance(node, cst.Call) and self._target(node.func)[0] is None
+
+    def _define(self, name: str, var, source: str) -> None:
+        self.scope.vars[name] = var
+        self.scope.state.defs[name] = source
+        self.index_names.add(name)
+        if name in self.scope.companions:
+            # the variable is assigned again elsewhere (another branch of an if): its range goes along with it
+            size, start = self.scope.companions[name]
+            self.trailing[-1].extend([stmt(f"{size} = {var.length}"), stmt(f"{start} = {var.start}")])
+            self.index_names.update((size, start))
 
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript):
         try:
@@ -650,6 +773,15 @@ class LegacyToCurrent(Rules):
 
     # ---------------------------------------------------------------- statements
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        trailing = self.trailing.pop() if self.trailing else []
+        result = self._rewrite_statement_line(original, updated)
+        if not trailing:
+            return result
+        if isinstance(result, cst.FlattenSentinel):
+            return cst.FlattenSentinel([*result.nodes, *trailing])
+        return cst.FlattenSentinel(trailing if result is cst.RemovalSentinel.REMOVE else [result, *trailing])
+
+    def _rewrite_statement_line(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         hoisted = self.hoisted.pop() if self.hoisted else []
         if not updated.body:  # an import that is gone
             return cst.RemovalSentinel.REMOVE if not hoisted else cst.FlattenSentinel(hoisted)
@@ -876,6 +1008,87 @@ class LegacyToCurrent(Rules):
             return None
         self.notes.changed(line, "nisa.dma_copy(..., mask=...)", "nisa.dma_copy of the slices the mask keeps (min(...) bounds)")
         return [_guard(stmt(f"nisa.dma_copy(dst={dst_code}, src={src_code}{extra})"), loop_only)]
+
+
+@dataclass
+class _IfFrame:
+    """An `if` being visited: the index state before it and at the end of each path done so far."""
+
+    node: cst.If
+    before: State
+    line: int
+    branches: list[State] = field(default_factory=list)
+
+
+def _is_arithmetic(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.BinaryOperation | cst.UnaryOperation | cst.IfExp | cst.BooleanOperation | cst.Comparison)
+
+
+def _assigned_more_than_once(fn: cst.FunctionDef) -> set[str]:
+    """Names an assignment binds more than once in a function (an index variable defined in both branches of an if)."""
+    counts: dict[str, int] = {}
+
+    class Count(cst.CSTVisitor):
+        def visit_AssignTarget(self_, n: cst.AssignTarget) -> None:  # noqa: N805
+            for name in _target_names(n.target):
+                counts[name] = counts.get(name, 0) + 1
+
+    fn.body.visit(Count())
+    return {name for name, n in counts.items() if n > 1}
+
+
+def _assigned_in(node: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+
+    class Collect(cst.CSTVisitor):
+        def visit_AssignTarget(self_, n: cst.AssignTarget) -> None:  # noqa: N805
+            names.update(_target_names(n.target))
+
+        def visit_AugAssign(self_, n: cst.AugAssign) -> None:  # noqa: N805
+            names.update(_target_names(n.target))
+
+        def visit_For(self_, n: cst.For) -> None:  # noqa: N805
+            names.update(_target_names(n.target))
+
+    node.visit(Collect())
+    return names
+
+
+def _definitions_in(node: cst.CSTNode, name: str) -> list[str]:
+    """The source of every value assigned to `name` under `node` (a tuple target's element as `value[i]`)."""
+    found: list[str] = []
+
+    class Collect(cst.CSTVisitor):
+        def visit_Assign(self_, n: cst.Assign) -> None:  # noqa: N805
+            for t in n.targets:
+                if isinstance(t.target, cst.Name) and t.target.value == name:
+                    found.append(code(n.value))
+                elif isinstance(t.target, cst.Tuple):
+                    names = _target_names(t.target)
+                    if name in names:
+                        found.append(f"{code(n.value)}[{names.index(name)}]")
+
+        def visit_AugAssign(self_, n: cst.AugAssign) -> None:  # noqa: N805
+            if name in _target_names(n.target):
+                found.append(f"<{code(n)}>")
+
+    node.visit(Collect())
+    return found
+
+
+def _names_in(source: str) -> set[str]:
+    return _all_names(cst.parse_expression(source))
+
+
+def _all_names(node: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+
+    class Collect(cst.CSTVisitor):
+        def visit_Name(self_, n: cst.Name) -> None:  # noqa: N805
+            names.add(n.value)
+
+    node.visit(Collect())
+    return names
 
 
 def _is_comparison(node: cst.BaseExpression) -> bool:
