@@ -1,5 +1,5 @@
-"""`nkidev migrate` on legacy index constructs: index variables assigned on the paths of an if or redefined in a loop,
-and sums and non-literal scales of index expressions. Each rewrite is checked as text and run old
+"""`nkidev migrate` on legacy index constructs: index variables assigned on the paths of an if, sums and non-literal
+scales of index expressions, and block dims folded into the free dims. Each rewrite is checked as text and run old
 against new on the file's cases (the legacy front end vs the current API); what cannot be rewritten exactly is a
 manual step at its line and is left in place."""
 
@@ -99,6 +99,57 @@ def test_sums_and_non_literal_scales_of_indices_become_exact_slices(tmp_path):
         stride = x.shape[1] // 64
         np.testing.assert_array_equal(run(new, "strided_kernel", x), x[:, stride - 1 :: stride])
         np.testing.assert_array_equal(run(new, "odd_columns_kernel", x), x[:, 1::2])
+
+
+def test_block_dims_fold_into_the_free_dims_with_the_same_outputs(tmp_path):
+    result, text, new = migrated(tmp_path, "legacy_block_dims.py")
+    assert result.manual == [], result.manual
+    assert {r["status"] for r in result.validation["kernels"]} == {"identical"}, result.validation
+    assert "tiles = nl.ndarray((128, n_blocks, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)" in text
+    assert "dst=tiles[0:128, b, 0:x.shape[1]]" in text and "nl.add(tiles[:, b][0:128, 0:x.shape[1]], tiles[:, n_blocks - 1])" in text
+    assert "grid = nl.zeros((128, 2, 2, 64)" in text and "dst=grid[:, r, c]" in text and "grid[:, 1 - r, 1 - c, ...]" in text
+    assert "acc = nl.ndarray((128, 2, 64), dtype=nl.float32, buffer=nl.psum)" in text and "nisa.nc_matmul(dst=acc[:, n]" in text
+    assert "par_dim" not in text.split('"""')[2]  # the code after the docstring
+    folded = [c for c in result.changes if "block dims folded" in c["step"]]
+    assert [c["line"] for c in folded] == [17, 30, 43]
+    (x,) = new.cases()[0]
+    last = x[128:]
+    np.testing.assert_array_equal(run(new, "row_blocks_kernel", x), np.concatenate([x[:128] + last, last + last]))
+    swapped = x.reshape(2, 128, 2, 64)[::-1, :, ::-1, :].reshape(256, 128)  # block (r, c) from block (1 - r, 1 - c)
+    np.testing.assert_array_equal(run(new, "grid_blocks_kernel", x), 2 * swapped)
+    np.testing.assert_allclose(run(new, "psum_blocks_kernel", x), x.T @ x, rtol=1e-4, atol=1e-3)
+
+
+BLOCKS_LEFT = """\
+import neuronxcc.nki.language as nl
+from neuronxcc import nki
+
+
+def helper(t):
+    return t
+
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    whole = nl.ndarray((2, nl.par_dim(128), 64), dtype=x.dtype, buffer=nl.sbuf)
+    sliced = nl.ndarray((2, nl.par_dim(128), 64), dtype=x.dtype, buffer=nl.sbuf)
+    for b in nl.affine_range(2):
+        whole[b] = nl.load(x[b * 128 : b * 128 + 128, 0:64])
+        sliced[b] = nl.load(x[b * 128 : b * 128 + 128, 0:64])
+    helper(whole)
+    nl.store(out[0:128, 0:64], value=sliced[0:1, :, :])
+    return out
+"""
+
+
+def test_block_tensors_used_whole_or_sliced_on_their_blocks_stay_manual_steps_naming_the_use():
+    notes = manual(BLOCKS_LEFT)
+    blocks = {line: step for line, _, step in notes if "block dims" in step}
+    assert "(not folded automatically: line 17: whole is used whole here (not as one block))" in blocks[12]
+    assert "(not folded automatically: line 18: sliced[0:1, :, :] slices the block dims)" in blocks[13]
+    new, _, _ = migrate_source(BLOCKS_LEFT, "k.py")
+    assert "whole = nl.ndarray((2, 128, 64)" in new and "whole[b]" in new  # untouched apart from par_dim
 
 
 LOOP_REDEFINES = """\

@@ -7,9 +7,10 @@ allocated with `nl.ndarray`); `psum += matmul` as `nisa.nc_matmul(dst=psum, ...)
 indices as slices; masks as bounded slices (`min(...)`); `nl.par_dim` dropped; static ranges as `range`;
 NumPy op specifiers as `nl` ones; returned HBM outputs in `nl.shared_hbm`. Index variables are followed
 through `if`s and loops (indexing.Scope.merge): a range that differs by path is read from companions assigned
-with each definition, or else every access through it is a manual step. What it cannot rewrite (block
-dims, direct allocation, benchmark/profile harnesses, transposed or non-affine indexing, two-sided masks) is
-left in place and listed with its line and the manual step.
+with each definition, or else every access through it is a manual step. Block dims fold into the free dims
+(blocks.py). What it cannot rewrite (block tensors used whole, direct allocation, benchmark/profile
+harnesses, transposed or non-affine indexing, two-sided masks) is left in place and listed with its line and
+the manual step.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from nkidev.legacy import isa as L
+from nkidev.migrate import blocks
 from nkidev.migrate.common import Notes, Rules, arg_value, code, expr, imports, keyword, kwarg, stmt, without_kwargs
 from nkidev.migrate.indexing import (
     Scope,
@@ -179,6 +181,7 @@ class LegacyToCurrent(Rules):
         self.loop_frames: list[State] = []  # the index state before each enclosing loop
         self.module_names: set[str] = set()  # every name the file uses (generated names must not collide)
         self.taken: set[str] = set()
+        self.block_scans: list[blocks.Blocked] = [blocks.Blocked({}, set(), {})]  # per enclosing function
 
     @property
     def scope(self) -> Scope:
@@ -255,7 +258,46 @@ class LegacyToCurrent(Rules):
         for name in _assigned_more_than_once(node):
             scope.companions[name] = (self._fresh(f"{name}_size"), self._fresh(f"{name}_start"))
         self.scopes.append(scope)
+        self.block_scans.append(blocks.scan(node, self._is_block_allocation, self._is_par_dim, self._is_index_call, self.line))
         self.returned |= _returned_names(node)  # before the body: an output is allocated before its return
+
+    def _is_par_dim(self, call: cst.Call) -> bool:
+        return self._is(call, "language", "par_dim")
+
+    def _is_index_call(self, node: cst.BaseExpression) -> bool:
+        return self._is(node, "language", "arange") or self._is_mgrid(node)
+
+    def _is_block_allocation(self, call: cst.Call) -> bool:
+        """An on-chip allocation whose shape can hold block dims (HBM tensors have no partition dim to move)."""
+        kind, name = self._target(call.func)
+        buffer = kwarg(call, "buffer")
+        on_chip = buffer is None or code(buffer.value).endswith(("sbuf", "psum"))
+        return kind == "language" and name in ("ndarray", "zeros", "ones", "full") and on_chip
+
+    def _unblock(self, node):
+        """A subscript of a folded block tensor with its block numbers moved behind the partition dim."""
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
+            tensor = self.block_scans[-1].fold.get(node.value.value)
+            if tensor is not None:
+                return blocks.unblock(node, tensor.blocks)
+        return node
+
+    def _index(self, node: cst.Subscript, valid=None) -> cst.Subscript | None:
+        """rewrite_subscript of an original (not yet transformed) subscript, block numbers moved as in leave_Subscript."""
+        new = rewrite_subscript(node, self.scope, valid)
+        return None if new is None else self._unblock_all(new)
+
+    def _unblock_all(self, node):
+        """_unblock at every level of an original expression (`t[b][i, j]` has the block access inside)."""
+        if not self.block_scans[-1].fold:
+            return node
+        outer = self
+
+        class Unblock(cst.CSTTransformer):
+            def leave_Subscript(self_, original, updated):  # noqa: N805
+                return outer._unblock(updated)
+
+        return node.visit(Unblock())
 
     def _fresh(self, name: str) -> str:
         base, n = name, 1
@@ -337,6 +379,7 @@ class LegacyToCurrent(Rules):
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
         self.scopes.pop()
+        self.block_scans.pop()
         decorators = []
         for d in updated.decorators:
             new = self._decorator(d, original)
@@ -453,10 +496,9 @@ class LegacyToCurrent(Rules):
         except Unsupported as e:
             self.notes.manual(self.line(original), code(original), f"rewrite this index by hand (slices or .ap()): {e}")
             return updated
-        if new is None:
-            return updated
-        self.notes.changed(self.line(original), code(original), "nl.arange / nl.mgrid indices as slices")
-        return new
+        if new is not None:
+            self.notes.changed(self.line(original), code(original), "nl.arange / nl.mgrid indices as slices")
+        return self._unblock(new if new is not None else updated)
 
     # ---------------------------------------------------------------- expressions
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
@@ -480,18 +522,33 @@ class LegacyToCurrent(Rules):
                 return updated.with_changes(func=cst.Name("range"))
             if name in ("arange", "mgrid"):
                 return updated
-            if name in ("ndarray", "zeros", "ones", "full", "empty_like", "zeros_like") and updated.args:
+            scan = self.block_scans[-1]
+            if id(original) in scan.calls:
+                folded = blocks.folded_shape(updated, blocks.par_position(original, self._is_par_dim))
+                self.notes.changed(
+                    line,
+                    code(original.args[0].value),
+                    f"{code(folded.args[0].value)}: the block dims folded into the free dims behind the partition dim "
+                    "(all blocks live at once; allocating one (P, F) tile inside the loop over blocks needs less memory)",
+                )
+                updated = folded
+            elif name in ("ndarray", "zeros", "ones", "full", "empty_like", "zeros_like") and updated.args:
                 shape = updated.args[0].value
                 if (
                     isinstance(shape, cst.Tuple | cst.List)
                     and any("par_dim" in code(e.value) for e in shape.elements[1:])
                     or self._block_shape(original)
                 ):
+                    where, why = scan.manual.get(id(original), (line, None))
+                    buffer = kwarg(original, "buffer")
+                    if why is None and buffer is not None and not code(buffer.value).endswith(("sbuf", "psum")):
+                        why = f"buffer={code(buffer.value)} is not nl.sbuf or nl.psum (an allocator places each block)"
                     self.notes.manual(
                         line,
                         code(original.args[0].value),
                         "block dims (nl.par_dim not leftmost) are gone: use a list of (P, F) tiles, fold the blocks "
-                        "into a free dim (P, B, F), or allocate each block inside its loop",
+                        "into a free dim (P, B, F), or allocate each block inside its loop"
+                        + (f" (not folded automatically: line {where}: {why})" if why is not None else ""),
                     )
             if name == "num_programs" and not updated.args:
                 self.notes.manual(line, "nl.num_programs()", "the default is now axis 0, not all axes: pass the axes you mean")
@@ -846,7 +903,7 @@ class LegacyToCurrent(Rules):
             return None
         try:
             valid, loop_only = mask_bounds(mask.value, self.scope)
-            src_new = rewrite_subscript(src, self.scope, valid)
+            src_new = self._index(src, valid)
             shape = space_shape(src, self.scope)
         except Unsupported as e:
             self.notes.manual(line, code(call), f"bound the slices by the mask by hand: {e}")
@@ -887,7 +944,7 @@ class LegacyToCurrent(Rules):
                 t = t.value
             else:
                 try:
-                    new = rewrite_subscript(t, self.scope, valid)
+                    new = self._index(t, valid)
                 except Unsupported as e:
                     self.notes.manual(line, code(t), str(e))
                     return None
@@ -901,7 +958,7 @@ class LegacyToCurrent(Rules):
     def _rewritten(self, node, line: int):
         if isinstance(node, cst.Subscript):
             try:
-                return rewrite_subscript(node, self.scope) or node
+                return self._unblock_all(rewrite_subscript(node, self.scope) or node)
             except Unsupported:
                 return node
         return node
@@ -967,7 +1024,7 @@ class LegacyToCurrent(Rules):
             return None
         try:
             valid, loop_only = mask_bounds(mask.value, self.scope)
-            dst_new = rewrite_subscript(dst, self.scope, valid)
+            dst_new = self._index(dst, valid)
             shape = space_shape(dst, self.scope)
         except Unsupported as e:
             self.notes.manual(line, code(call), f"bound the slices by the mask by hand: {e}")
@@ -988,7 +1045,7 @@ class LegacyToCurrent(Rules):
         if mask is not None:
             try:
                 valid, loop_only = mask_bounds(mask.value, self.scope)
-                sides = [rewrite_subscript(x, self.scope, valid) if isinstance(x, cst.Subscript) else None for x in (dst, src)]
+                sides = [self._index(x, valid) if isinstance(x, cst.Subscript) else None for x in (dst, src)]
             except Unsupported as e:
                 self.notes.manual(line, code(call), f"bound the slices by the mask by hand: {e}")
                 return None
