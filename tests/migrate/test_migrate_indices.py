@@ -99,6 +99,36 @@ def test_sums_and_non_literal_scales_of_indices_become_exact_slices(tmp_path):
         stride = x.shape[1] // 64
         np.testing.assert_array_equal(run(new, "strided_kernel", x), x[:, stride - 1 :: stride])
         np.testing.assert_array_equal(run(new, "odd_columns_kernel", x), x[:, 1::2])
+        np.testing.assert_array_equal(run(new, "partial_tiles_kernel", x)[:, :200], -x[:, :200])  # 200 columns at most
+    # a mask of mask variables is their conjunction, not an `if both:` around an unbounded copy
+    assert "if both" not in text and "x[t * 96:t * 96 + min(96, x.shape[0] - (t * 96)), 0:min(200, x.shape[1])]" in text
+
+
+NOT_A_MASK_OR_AN_INDEX = """\
+import neuronxcc.nki.language as nl
+from neuronxcc import nki
+
+
+@nki.jit
+def k(x, ids, mask=None):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(64)[None, :]
+    t = nl.load(x[i_p, i_f], mask=mask)
+    rows = ids[i_p, 0]
+    g = nl.load(x[rows, i_f])
+    nl.store(out[i_p, i_f], value=nl.exp(t), mask=(i_p < 100))
+    return out
+"""
+
+
+def test_a_mask_parameter_and_tensor_values_used_as_an_index_stay_manual_steps():
+    notes = {(line, construct): step for line, construct, step in manual(NOT_A_MASK_OR_AN_INDEX)}
+    assert "mask term mask is not a comparison of loop variables or a known mask" in notes[(10, "nl.load(x[i_p, i_f], mask=mask)")]
+    assert "rows = ids[i_p, 0] holds tensor values (an indirect index)" in notes[(12, "x[rows, i_f]")]
+    assert "a masked store of a computed value" in notes[(13, "nl.store(out[i_p, i_f], value=nl.exp(t), mask=(i_p < 100))")]
+    new, _, _ = migrate_source(NOT_A_MASK_OR_AN_INDEX, "k.py")
+    assert "if mask" not in new and "src=x[rows, i_f]" in new  # never skipped for mask=None, never sliced as a number
 
 
 def test_block_dims_fold_into_the_free_dims_with_the_same_outputs(tmp_path):

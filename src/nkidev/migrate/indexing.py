@@ -128,9 +128,10 @@ class State:
     # slices cannot follow (name -> why): an access through them stays a manual step, never one path's slices
     poisoned: dict[str, str] = field(default_factory=dict)
     defs: dict[str, str] = field(default_factory=dict)  # index name -> the source of the definition that made it
+    flags: set[str] = field(default_factory=set)  # names bound to a comparison of loop variables (`ok = k < n`)
 
     def copy(self) -> State:
-        return State(dict(self.vars), dict(self.masks), dict(self.grids), dict(self.poisoned), dict(self.defs))
+        return State(dict(self.vars), dict(self.masks), dict(self.grids), dict(self.poisoned), dict(self.defs), set(self.flags))
 
     def known(self) -> set[str]:
         return self.vars.keys() | self.masks.keys() | self.grids.keys()
@@ -172,6 +173,7 @@ class Scope:
         """`name` is rebound to something that is not an index (a loop variable, a plain value)."""
         for d in (self.vars, self.grids, self.masks, self.poisoned, self.state.defs):
             d.pop(name, None)
+        self.state.flags.discard(name)
 
     def merge(self, branches: list[State], where: str) -> list[str]:
         """The state where paths meet (after an if: the end of each branch, the untaken one included).
@@ -199,6 +201,7 @@ class Scope:
             for d in (merged.vars, merged.grids, merged.masks):
                 d.pop(name, None)
         merged.defs = {k: v for k, v in branches[0].defs.items() if all(b.defs.get(k) == v for b in branches)}
+        merged.flags = set.intersection(*(b.flags for b in branches))
         self.state = merged
         return sorted(joins)
 
@@ -343,6 +346,10 @@ def mask_bounds(mask: cst.BaseExpression, scope: Scope) -> tuple[dict[int, str],
     loop_only: list[str] = []
     for term in _conjuncts(mask, scope):
         if not scope.uses_index(term):
+            if not (isinstance(term, cst.Comparison) or isinstance(term, cst.Name) and term.value in scope.state.flags):
+                # a name the rewrite does not know as a mask (a parameter, a tile): as an `if` it would switch the
+                # instruction off for mask=None and test a tile's truth value
+                raise Unsupported(f"mask term {code(term)} is not a comparison of loop variables or a known mask")
             loop_only.append(code(term))
             continue
         if not (isinstance(term, cst.Comparison) and len(term.comparisons) == 1):

@@ -467,14 +467,21 @@ class LegacyToCurrent(Rules):
                     self.scope.state.defs[target.value] = code(value)
                     self.index_names.add(target.value)
                 continue
-            if isinstance(target, cst.Name) and uses_index and _is_comparison(value):
+            mask_names = self.scope.masks.keys() & _all_names(value)
+            if isinstance(target, cst.Name) and (uses_index or mask_names) and _is_mask(value, self.scope.masks):
                 self.scope.masks[target.value] = value
                 self.scope.state.defs[target.value] = code(value)
                 self.index_names.add(target.value)
+            elif isinstance(target, cst.Name) and uses_index and isinstance(value, cst.Subscript):
+                # values of a tensor at index positions (a gather's token indices): as a subscript element it is an
+                # indirect access, never a number to slice from
+                self.scope.poisoned[target.value] = f"{target.value} = {code(value)} holds tensor values (an indirect index)"
             elif isinstance(target, cst.Name) and uses_index and (_is_arithmetic(value) or self._is_helper_call(value)):
                 # computed from index variables in a way the rewrite does not follow (two index variables added, a
                 # helper of the kernel's own, ...): its uses are manual steps, never rewritten as if it were a plain value
                 self.scope.poisoned[target.value] = f"{target.value} = {code(value)} is not an index expression the rewrite follows"
+            elif isinstance(target, cst.Name) and _is_comparison(value):
+                self.scope.state.flags.add(target.value)  # a plain condition: as a mask it switches the instruction
 
     def _is_helper_call(self, node: cst.BaseExpression) -> bool:
         """A call of a function of the kernel's own (it may return an index expression), not of an NKI module."""
@@ -1032,7 +1039,12 @@ class LegacyToCurrent(Rules):
         if dst_new is None or shape is None:
             return None
         rank = shape.count(",") + (0 if shape.endswith(",)") else 1)
-        value_code = self._bounded_tile(value, valid, rank, line) if isinstance(value, cst.Name | cst.Subscript) else None
+        if not isinstance(value, cst.Name | cst.Subscript):
+            self.notes.manual(
+                line, code(call), "a masked store of a computed value: assign it to a tile first, then store the mask's box of it"
+            )
+            return None
+        value_code = self._bounded_tile(value, valid, rank, line)
         if value_code is None:
             return None
         self.notes.changed(line, "nl.store(..., mask=...)", "nisa.dma_copy of the slices the mask keeps (min(...) bounds)")
@@ -1146,6 +1158,15 @@ def _all_names(node: cst.CSTNode) -> set[str]:
 
     node.visit(Collect())
     return names
+
+
+def _is_mask(node: cst.BaseExpression, masks) -> bool:
+    """A comparison, a mask variable, or `&` of them (`mask_k & mask_m`)."""
+    if isinstance(node, cst.Name):
+        return node.value in masks
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitAnd):
+        return _is_mask(node.left, masks) or _is_mask(node.right, masks)
+    return _is_comparison(node)
 
 
 def _is_comparison(node: cst.BaseExpression) -> bool:
