@@ -298,3 +298,24 @@ def test_old_against_new_runs_both_kernels_with_the_cases_keywords():
     assert compare(path, source, "new")["status"] == "identical"
     rows = compare(path, source.replace("operand1=scale)", "operand1=1.0)"), "new")["kernels"]
     assert [r["status"] for r in rows if r["kernel"] == "scaled_rmsnorm"] == ["identical", "mismatch", "mismatch"]
+
+
+ISA_UNDER_ANOTHER_NAME = """\
+import neuronxcc.nki.isa as ni
+import neuronxcc.nki.language as nl
+from neuronxcc import nki
+
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=ni.activation(nl.exp, t))
+    return out
+"""
+
+
+def test_rewrites_that_write_nisa_import_it_when_the_isa_module_has_another_name():
+    new, _, _ = migrate_source(ISA_UNDER_ANOTHER_NAME, "k.py")
+    assert "nisa.dma_copy(" in new and "\nimport nki.isa as nisa\n" in new  # `ni` is not `nisa`
+    assert "import nki.isa as ni\n" in new

@@ -578,7 +578,8 @@ class LegacyToCurrent(Rules):
     def leave_Module(self, original: cst.Module, updated: cst.Module):
         """Rewritten ISA calls need `nisa`: import nki.isa when the file does not."""
         text = updated.code
-        has_isa = any(v == "isa" for v in self.modules.values()) or "import nki.isa as nisa" in text
+        # the rewrites write `nisa.`: the isa module bound under another name (`import neuronxcc.nki.isa as ni`) is not it
+        has_isa = self.modules.get("nisa") == "isa" or "import nki.isa as nisa" in text
         if "nisa." not in text or has_isa:
             return updated
         body = list(updated.body)
