@@ -18,7 +18,7 @@ from nkidev.emulator import blas, deferred, versions
 from nkidev.emulator import context as _ctx
 from nkidev.emulator.context import Context, EmulatorOptions, warn_at
 from nkidev.emulator.dtypes import lookup
-from nkidev.emulator.location import internal_error, raised_in_nkidev, strip_internal_frames
+from nkidev.emulator.location import internal_error, raised_at, raised_in_nkidev, strip_internal_frames
 from nkidev.emulator.spmd import Baton
 from nkidev.emulator.tensor import MemoryRegion, NkiTensor, from_array, recycling
 from nkidev.emulator.trace import Trace
@@ -180,7 +180,7 @@ def _run_kernel(fn, args: tuple, kwargs: dict, options: EmulatorOptions | None, 
         except Exception as e:
             if isinstance(e, MemoryError) or not raised_in_nkidev(e):
                 raise  # the kernel's own exception, raised as the official simulator raises it
-            raise internal_error(name, e, getattr(getattr(fn, "__code__", None), "co_filename", None)) from e
+            raise internal_error(name, e, raised_at(e, getattr(getattr(fn, "__code__", None), "co_filename", None))) from e
         if options.compute:  # without numerics no value changed
             _copy_back(inputs)
         return RunResult(outputs, trace, peak["sbuf"], peak["psum"], list(trace.warnings) if trace else [])

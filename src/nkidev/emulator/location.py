@@ -71,17 +71,18 @@ def raised_at(exc: BaseException, kernel_file: str | None) -> str | None:
     return in_kernel or in_user
 
 
-def internal_error(kernel_name: str, exc: BaseException, kernel_file: str | None) -> NkiError:
+def internal_error(what: str, exc: BaseException, location: str | None) -> NkiError:
     """`exc`, raised in nkidev's own code while running a kernel (raised_in_nkidev), as err_internal at the kernel
-    line that was running: the user is told it is nkidev's bug, not theirs (NKIDEV_DEBUG=1 prints the traceback)."""
+    line that was running (`location`, see raised_at): the user is told it is nkidev's bug, not theirs
+    (NKIDEV_DEBUG=1 prints the traceback). The one place every entry point (run, profile, validate) builds it."""
     if os.environ.get("NKIDEV_DEBUG", "") not in ("", "0"):
         traceback.print_exception(exc, file=sys.stderr)
     return NkiError(
         "err_internal",
-        f"{kernel_name}: nkidev raised {type(exc).__name__}: {exc} while running the kernel",
+        f"{what}: nkidev raised {type(exc).__name__}: {exc} while running the kernel",
         "this is a bug in nkidev, not in your kernel; please report it with the kernel line named here "
         "(NKIDEV_DEBUG=1 prints nkidev's traceback)",
-        raised_at(exc, kernel_file),
+        location,
     )
 
 

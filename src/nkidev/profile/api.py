@@ -12,7 +12,6 @@ Without `out`, a fresh directory under ./nkidev-profiles/ is created (named afte
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ import pyarrow as pa
 from nkidev.case import Case
 from nkidev.costmodel import Timeline, schedule
 from nkidev.emulator import versions
-from nkidev.emulator.location import is_internal, raised_in_nkidev
+from nkidev.emulator.location import internal_error, raised_at, raised_in_nkidev
 from nkidev.errors import NkiError, NkiUsageError
 from nkidev.hardware import Target
 from nkidev.hardware.calibration import calibrated_target
@@ -188,19 +187,11 @@ def profile_task_data(spec: str, progress: Callable[[dict], None] | None = None,
 
 
 def _kernel_raised(name: str, e: BaseException) -> NkiError:
-    location = None
-    for frame in traceback.extract_tb(e.__traceback__):
-        if not is_internal(frame.filename) and not frame.filename.startswith("<"):
-            location = f"{frame.filename}:{frame.lineno}"
+    location = raised_at(e, None)  # the deepest user frame
     if isinstance(e, MemoryError):
         return NkiError("err_memory_limit", f"{name}: the kernel ran out of memory: {e}", None, location)
     if raised_in_nkidev(e):
-        return NkiError(
-            "err_internal",
-            f"{name}: nkidev raised {type(e).__name__}: {e} while running the kernel",
-            "this is a bug in nkidev, not in your kernel; please report it with the kernel line named here",
-            location,
-        )
+        return internal_error(name, e, location)
     return NkiError(
         "err_kernel_raised",
         f"{name}: the kernel raised {type(e).__name__}: {e}",

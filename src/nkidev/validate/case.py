@@ -3,16 +3,13 @@ compare it with itself (another fill for fresh memory, a rerun, extra seeds, eac
 
 from __future__ import annotations
 
-import os
-import sys
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from nkidev.case import Case, describe
-from nkidev.emulator.location import raised_in_nkidev
+from nkidev.emulator.location import internal_error, raised_in_nkidev
 from nkidev.errors import NkiError
 from nkidev.hardware import Target
 from nkidev.validate import fill, precision, reference, runner
@@ -167,15 +164,7 @@ def _kernel_error(failed: runner.KernelFailed, where: str) -> NkiError:
             failed.location,
         )
     if raised_in_nkidev(e):  # nkidev's own code failed on what the kernel passed: our bug, not the kernel's
-        if os.environ.get("NKIDEV_DEBUG", "") not in ("", "0"):
-            traceback.print_exception(e, file=sys.stderr)
-        return NkiError(
-            "err_internal",
-            f"{where}: nkidev raised {type(e).__name__}: {e} while running the kernel{at}",
-            "this is a bug in nkidev, not in your kernel; please report it with the kernel line named here "
-            "(NKIDEV_DEBUG=1 prints nkidev's traceback)",
-            failed.location,
-        )
+        return internal_error(where, e, failed.location)
     return NkiError(
         "err_kernel_raised", f"{where}: the kernel raised {type(e).__name__}{at}: {e}", None, failed.location
     ).with_traceback_of(e)
