@@ -83,11 +83,11 @@ def migrate_source(source: str, filename: str = "<string>") -> tuple[str, str, l
         module = MetadataWrapper(module).visit(rules)
         # until nothing changes: dropping a dead mask definition can leave the index variables it used dead too
         for _ in range(8):
-            cleaned = module.visit(legacy_rules.Cleanup(notes, rules.accumulators, rules.index_names))
+            cleaned = module.visit(legacy_rules.Cleanup(notes, rules.accumulators, rules.index_names, rules.index_origins))
             if cleaned.deep_equals(module):
                 break
             module = cleaned
-        for line, text in _leftover_index(module):
+        for line, text in _leftover_index(module, rules.index_origins):
             notes.manual(line, text, "an nl.arange / nl.mgrid expression is left: rewrite it as slices or an .ap() pattern")
         kind = f"legacy -> {versions.NEWEST}"
         module = cst.parse_module(module.code)
@@ -102,23 +102,28 @@ def migrate_source(source: str, filename: str = "<string>") -> tuple[str, str, l
     return module.code, kind, sorted(notes.items, key=lambda n: (n.line, n.kind))
 
 
-def _leftover_index(module) -> list[tuple[int, str]]:
-    """(line, source line) of every `<x>.arange` / `<x>.mgrid` the rules left in code (not in strings or comments)."""
+def _leftover_index(module, origins: dict[int, tuple[int, object]]) -> list[tuple[int, str]]:
+    """(line, migrated source line) of every `<x>.arange` / `<x>.mgrid` the rules left in code (not in strings or
+    comments). The line is the original file's (the one the user has open), found through `origins` (id of the
+    node -> its original line, see LegacyToCurrent.leave_Attribute); a node without one gets the migrated line."""
     cst = _libcst()
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    wrapper = MetadataWrapper(cst.parse_module(module.code))
+    from nkidev.migrate import legacy_rules
+
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # the same node objects, so their ids still match
     positions = wrapper.resolve(PositionProvider)
     lines = module.code.splitlines()
-    found: set[int] = set()
+    found: dict[int, str] = {}
 
     class Finder(cst.CSTVisitor):
         def visit_Attribute(self, node) -> None:
-            if node.attr.value in ("arange", "mgrid"):
-                found.add(positions[node].start.line)
+            if node.attr.value in legacy_rules.INDEX_ATTRIBUTES:
+                migrated = positions[node].start.line
+                found.setdefault(origins.get(id(node), (migrated,))[0], lines[migrated - 1].strip())
 
     wrapper.visit(Finder())
-    return [(n, lines[n - 1].strip()) for n in sorted(found)]
+    return sorted(found.items())
 
 
 def migrate_file(path: str | Path, write: bool = False, validate: bool = True) -> MigrationResult:

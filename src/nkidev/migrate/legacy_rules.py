@@ -48,6 +48,7 @@ LEGACY_MODULES = {
     "neuronxcc.nki.compiler": "compiler",
 }
 CURRENT = {"nki": "nki", "language": "nki.language", "isa": "nki.isa", "typing": "nki.typing"}
+INDEX_ATTRIBUTES = ("arange", "mgrid")  # the legacy index constructors, nl.arange and nl.mgrid
 
 NUMPY_OPS = {
     "add": "add",
@@ -182,6 +183,9 @@ class LegacyToCurrent(Rules):
         self.module_names: set[str] = set()  # every name the file uses (generated names must not collide)
         self.taken: set[str] = set()
         self.block_scans: list[blocks.Blocked] = [blocks.Blocked({}, set(), {})]  # per enclosing function
+        self.filled: list[dict[str, Filled]] = [{}]  # per enclosing function: tiles allocated only by nl.zeros / ones / full
+        self.module_blocks: dict[int, blocks.Blocked] = {}  # id(FunctionDef) -> its block tensors (blocks.scan_module)
+        self.index_origins: dict[int, tuple[int, cst.Attribute]] = {}  # id(arange / mgrid attribute) -> (original line, it)
 
     @property
     def scope(self) -> Scope:
@@ -251,6 +255,9 @@ class LegacyToCurrent(Rules):
     def visit_Module(self, node: cst.Module) -> None:
         self.module_names = _all_names(node)
         self.taken = set(self.module_names)
+        self.module_blocks = blocks.scan_module(
+            node, self._is_block_allocation, self._is_par_dim, self._is_index_call, self.line, self._is_subkernel_decorator
+        )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         scope = Scope(self._is_arange)
@@ -258,7 +265,18 @@ class LegacyToCurrent(Rules):
         for name in _assigned_more_than_once(node):
             scope.companions[name] = (self._fresh(f"{name}_size"), self._fresh(f"{name}_start"))
         self.scopes.append(scope)
-        self.block_scans.append(blocks.scan(node, self._is_block_allocation, self._is_par_dim, self._is_index_call, self.line))
+        scan = self.module_blocks.get(id(node))
+        if scan is None:  # not seen by scan_module (cannot happen: it scans every function)
+            scan = blocks.scan(node, self._is_block_allocation, self._is_par_dim, self._is_index_call, self.line)
+        self.block_scans.append(scan)
+        self.filled.append(_filled_allocations(node, lambda call: self._target(call.func)))
+        for name, tensor in scan.params.items():
+            self.notes.changed(
+                self.line(node),
+                f"parameter {name} of {node.name.value}",
+                f"receives block tensors folded into the free dims: its blocks are accessed as {name}[p, b, f] "
+                f"({tensor.blocks} block dim(s) behind the partition dim)",
+            )
         self.returned |= _returned_names(node)  # before the body: an output is allocated before its return
 
     def _is_par_dim(self, call: cst.Call) -> bool:
@@ -275,7 +293,12 @@ class LegacyToCurrent(Rules):
         return kind == "language" and name in ("ndarray", "zeros", "ones", "full") and on_chip
 
     def _unblock(self, node):
-        """A subscript of a folded block tensor with its block numbers moved behind the partition dim."""
+        """A subscript of a folded block tensor with its block numbers moved behind the partition dim (and a read
+        of its shape, `t.shape[k]`, with k moved the same way)."""
+        if isinstance(node, cst.Subscript):
+            shape_read = blocks.folded_shape_index(node, self.block_scans[-1].fold)
+            if shape_read is not None:
+                return shape_read
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
             tensor = self.block_scans[-1].fold.get(node.value.value)
             if tensor is not None:
@@ -380,12 +403,25 @@ class LegacyToCurrent(Rules):
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
         self.scopes.pop()
         self.block_scans.pop()
+        self.filled.pop()
         decorators = []
         for d in updated.decorators:
             new = self._decorator(d, original)
             if new is not None:
                 decorators.append(new)
         return updated.with_changes(decorators=decorators)
+
+    def _is_subkernel_decorator(self, d: cst.Decorator) -> bool:
+        """@nki.jit(mode='trace') / @nki.trace: a sub-kernel, which the migration makes a plain function."""
+        dec = d.decorator
+        call = dec if isinstance(dec, cst.Call) else None
+        kind, name = self._target(call.func if call else dec)
+        if kind != "nki":
+            return False
+        if name == "trace":
+            return True
+        mode = kwarg(call, "mode") if call is not None and name == "jit" else None
+        return mode is not None and code(mode.value).strip("'\"") == "trace"
 
     def _decorator(self, d: cst.Decorator, fn: cst.FunctionDef) -> cst.Decorator | None:
         dec = d.decorator
@@ -509,6 +545,11 @@ class LegacyToCurrent(Rules):
 
     # ---------------------------------------------------------------- expressions
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        if updated.attr.value in INDEX_ATTRIBUTES:
+            # LibCST rebuilds every node it visits: an index expression left in the code is found again by the id
+            # of this node (kept alive here), so its manual step can name the original file's line
+            self.index_origins[id(updated)] = (self.line(original), updated)
+            return updated
         if updated.attr.value in ("min", "max") and isinstance(updated.value, cst.Attribute) and updated.value.attr.value == "fp32":
             if self.module_of(updated.value.value) in ("language", "isa"):
                 return expr("-3.4028235e38" if updated.attr.value == "min" else "3.4028235e38")
@@ -864,6 +905,11 @@ class LegacyToCurrent(Rules):
 
     def _statement(self, orig: cst.BaseSmallStatement, new: cst.BaseSmallStatement) -> list[cst.BaseStatement] | None:
         line = self.line(orig)
+        if isinstance(new, cst.Assign):
+            unpacked = blocks.folded_shape_unpack(new, self.block_scans[-1].fold)
+            if unpacked is not None:
+                self.notes.changed(line, code(orig), "the shape's names in the folded order (the partition dim first)")
+                return [cst.SimpleStatementLine(body=[unpacked])]
         if isinstance(orig, cst.Assign) and len(orig.targets) == 1 and isinstance(orig.value, cst.Call):
             return self._assign(orig, new, line)
         if isinstance(orig, cst.AugAssign) and isinstance(orig.value, cst.Call) and isinstance(orig.operator, cst.AddAssign):
@@ -887,12 +933,63 @@ class LegacyToCurrent(Rules):
                     args=[a if a is not hbm else a.with_changes(value=expr("nl.shared_hbm")) for a in new.value.args]
                 )
                 return [cst.SimpleStatementLine(body=[new.with_changes(value=value)])]
+        if kind == "language" and name == "loop_reduce":
+            return self._loop_reduce(call, new.value if isinstance(new.value, cst.Call) else call, target, new_target, line)
         if kind == "isa" and name in LEGACY_SIGNATURES:
             updated_call = new.value if isinstance(new.value, cst.Call) else call
             if isinstance(target, cst.Name):
                 return self._isa_statements(updated_call, name, line, dst=None, target=target.value)
             return self._isa_statements(updated_call, name, line, dst=new_target, target=None)
         return None
+
+    def _loop_reduce(self, call: cst.Call, new_call: cst.Call, target, new_target, line: int):
+        """`t[...] = nl.loop_reduce(x, op, loop_indices)` (or `t = ...`): the destination is also op's other input,
+        t = op(t, x), which the nki.language.loop_reduce page states is nisa.tensor_tensor(data1=t, data2=x, op=op)
+        (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.loop_reduce.html);
+        the current API is not emulated here, so the rewrite is the dst= form of that. loop_indices only tells the
+        compiler which loops the reduction runs over, and goes. Exact only when t holds values before the first
+        reduction: a tile allocated with nl.zeros / ones / full (a fresh nl.ndarray starts the reduction with x in
+        the legacy emulator, which op(t, x) does not) -- anything else, and a mask, is a manual step."""
+        construct = "nl.loop_reduce(x, op, loop_indices)"
+        base = _base_name(target)
+        x, op = arg_value(new_call, 0, "x"), arg_value(new_call, 1, "op")
+        if _mask(call) is not None or x is None or op is None:
+            self.notes.manual(line, construct, "with a mask: write nisa.tensor_tensor(dst=t, data1=t, data2=x, op=op) on the masked slices")
+            return None
+        filled = self.filled[-1].get(base) if base is not None else None
+        why = None
+        if filled is None:
+            why = f"{code(target)} is not a tile allocated here with nl.zeros / nl.ones / nl.full"
+        elif isinstance(target, cst.Name) and filled.aliased:
+            # `t = nl.loop_reduce(...)` binds a new tile in the legacy API; the rewrite updates t in place, the same
+            # only while no other name or container holds t's old tile
+            why = f"{base} is also read whole here other than as an argument (an alias would see the in-place update)"
+        if why is not None:
+            step = "t = op(t, x): write nisa.tensor_tensor(dst=t, data1=t, data2=x, op=op) once t is initialised"
+            self.notes.manual(line, construct, f"{step} ({why})")
+            return None
+        if isinstance(op, cst.Attribute) and isinstance(op.value, cst.Name) and op.value.value in ("np", "numpy"):
+            if op.attr.value not in NUMPY_OPS:
+                self.notes.manual(line, construct, f"{code(op)} has no nl op: pass the nl op it computes")
+                return None
+            op = expr(f"nl.{NUMPY_OPS[op.attr.value]}")
+        dtype = kwarg(new_call, "dtype")
+        dst = new_target
+        if dtype is not None and code(dtype.value) != filled.dtype:
+            # the legacy result is rounded to dtype before it is stored into t: compute into a tile of that dtype
+            self.counter += 1
+            temp = f"_loop_reduce_{self.counter}"
+            made = [
+                stmt(f"{temp} = nl.ndarray({code(dst)}.shape, dtype={code(dtype.value)}, buffer=nl.sbuf)"),
+                stmt(f"nisa.tensor_tensor(dst={temp}, data1={code(dst)}, data2={code(x)}, op={code(op)})"),
+                stmt(f"nisa.tensor_copy(dst={code(dst)}, src={temp})"),
+            ]
+            step = f"nisa.tensor_tensor into a {code(dtype.value)} tile, then nisa.tensor_copy into t: t = op(t, x) rounded to dtype"
+        else:
+            made = [stmt(f"nisa.tensor_tensor(dst={code(dst)}, data1={code(dst)}, data2={code(x)}, op={code(op)})")]
+            step = "nisa.tensor_tensor(dst=t, data1=t, data2=x, op=op): t = op(t, x)"
+        self.notes.changed(line, construct, step)
+        return made
 
     def _load(self, call: cst.Call, target, new_target, line: int):
         src = arg_value(call, 0, "src")
@@ -1094,6 +1191,96 @@ def _is_arithmetic(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.BinaryOperation | cst.UnaryOperation | cst.IfExp | cst.BooleanOperation | cst.Comparison)
 
 
+@dataclass(frozen=True)
+class Filled:
+    """A tile every binding of which is an nl.zeros / ones / full allocation (or `t = nl.loop_reduce(...)`)."""
+
+    dtype: str | None  # the allocations' dtype= source (None: not given, or not the same in each)
+    aliased: bool  # the name is read other than as a call's argument or a subscript's base (`u = t`, `[t]`, `return t`)
+
+
+_FILLING = {("language", "zeros"), ("language", "ones"), ("language", "full")}
+
+
+def _filled_allocations(fn: cst.FunctionDef, target_of) -> dict[str, Filled]:
+    """The tiles of a function (nested functions included) that hold values from their allocation on: every binding
+    is an nl.zeros / ones / full, or a `t = nl.loop_reduce(...)` (which the migration makes an in-place update).
+    `target_of(call)` is ("language", "zeros") for nl.zeros."""
+    bindings: dict[str, list[str | None] | None] = {
+        p.name.value: None for p in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]
+    }  # name -> dtype= of each allocation, None once bound otherwise
+    plain_reads: dict[int, bool] = {}  # id(Name) -> read where it can be kept (an argument, a subscript's base)
+
+    def other(target) -> None:
+        for name in _target_names(target):
+            bindings[name] = None
+
+    class Bindings(cst.CSTVisitor):
+        def visit_Assign(self_, n: cst.Assign) -> None:  # noqa: N805
+            kind = target_of(n.value) if isinstance(n.value, cst.Call) else None
+            single = len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name)
+            if single and kind in _FILLING:
+                dtype = kwarg(n.value, "dtype")
+                found = bindings.setdefault(n.targets[0].target.value, [])
+                if found is not None:
+                    found.append(code(dtype.value) if dtype is not None else None)
+            elif not (single and kind == ("language", "loop_reduce")):
+                for t in n.targets:
+                    other(t.target)
+
+        def visit_AnnAssign(self_, n: cst.AnnAssign) -> None:  # noqa: N805
+            other(n.target)
+
+        def visit_For(self_, n: cst.For) -> None:  # noqa: N805
+            other(n.target)
+
+        def visit_NamedExpr(self_, n: cst.NamedExpr) -> None:  # noqa: N805
+            other(n.target)
+
+        def visit_AsName(self_, n: cst.AsName) -> None:  # noqa: N805
+            other(n.name)
+
+        def visit_CompFor(self_, n: cst.CompFor) -> None:  # noqa: N805
+            other(n.target)
+
+        def visit_Arg(self_, n: cst.Arg) -> None:  # noqa: N805
+            if isinstance(n.value, cst.Name) and not n.star:
+                plain_reads[id(n.value)] = True
+
+        def visit_Subscript(self_, n: cst.Subscript) -> None:  # noqa: N805
+            if isinstance(n.value, cst.Name):
+                plain_reads[id(n.value)] = True
+
+        def visit_AssignTarget(self_, n: cst.AssignTarget) -> None:  # noqa: N805
+            if isinstance(n.target, cst.Name):
+                plain_reads[id(n.target)] = True  # a binding, not a read
+
+        def visit_Attribute(self_, n: cst.Attribute) -> None:  # noqa: N805
+            if isinstance(n.value, cst.Name):
+                plain_reads[id(n.value)] = True  # t.shape, t.dtype
+            plain_reads[id(n.attr)] = True
+
+    aliased: set[str] = set()
+
+    class Reads(cst.CSTVisitor):
+        def visit_Arg(self_, n: cst.Arg) -> None:  # noqa: N805
+            if n.keyword is not None:
+                plain_reads[id(n.keyword)] = True
+
+        def visit_Name(self_, n: cst.Name) -> None:  # noqa: N805
+            if n.value in bindings and not plain_reads.get(id(n)):
+                aliased.add(n.value)
+
+    fn.body.visit(Bindings())
+    fn.body.visit(Reads())
+    out = {}
+    for name, dtypes in bindings.items():
+        if dtypes:
+            dtype = dtypes[0] if len(set(dtypes)) == 1 else None
+            out[name] = Filled(dtype, name in aliased)
+    return out
+
+
 def _assigned_more_than_once(fn: cst.FunctionDef) -> set[str]:
     """Names an assignment binds more than once in a function (an index variable defined in both branches of an if)."""
     counts: dict[str, int] = {}
@@ -1189,13 +1376,19 @@ class Cleanup(cst.CSTTransformer):
     """After the rewrite: drop index-variable definitions nothing uses any more, and make the PSUM tiles that
     nc_matmul now accumulates into plain allocations (their zero-fill would need accumulate=True)."""
 
-    def __init__(self, notes: Notes, accumulators: set[str], index_defs: set[str]):
+    def __init__(self, notes: Notes, accumulators: set[str], index_defs: set[str], index_origins: dict | None = None):
         super().__init__()
         self.notes, self.accumulators, self.index_defs = notes, accumulators, index_defs
+        self.index_origins = {} if index_origins is None else index_origins  # see LegacyToCurrent.leave_Attribute
         self.scopes: list[set[str]] = []  # per enclosing function (module first): names read
 
     def visit_Module(self, node: cst.Module) -> None:
         self.scopes = [_names_read(node)]
+
+    def leave_Attribute(self, original, updated):
+        if id(original) in self.index_origins:
+            self.index_origins[id(updated)] = (self.index_origins[id(original)][0], updated)
+        return updated
 
     # uses are counted per function: `i` still used by another kernel of the file does not keep this one's `i`
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
