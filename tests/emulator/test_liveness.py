@@ -132,3 +132,34 @@ def test_psum_demand_above_capacity_is_spilled_to_sbuf():
     assert (sp.name, sp.buffer, sp.to, sp.bytes_per_partition) == ("x", "psum", "sbuf", 12000)
     assert sp.location.endswith(f":{_line(two_live_psum_tiles, 'dst=y, value=3.0')}")
     assert [w["name"] for w in res.warnings] == ["warn_psum_spill"]
+
+
+@jit
+def evicted_then_space_held(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    out_s = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    big = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=big, value=1.0)  # x leaves SBUF for big
+    s = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=s, src=big[0:128, 0:128])  # big's last access: its space is free after this one
+    nisa.dma_copy(dst=out_s, src=s)
+    nisa.dma_copy(dst=out, src=x)  # x is back for this
+    return out, out_s
+
+
+def test_a_reload_may_start_once_the_space_it_returns_to_is_free():
+    a = np.random.default_rng(2).random((128, F), dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NkiWarning)
+        res = nkidev.run(evicted_then_space_held, (a,))
+    np.testing.assert_array_equal(res.outputs[0], a)
+    (sp,) = res.trace.spills
+    ins = {i.id: i for i in res.trace.instructions}
+    at = {
+        k: f":{_line(evicted_then_space_held, text)}" for k, text in [("evict", "x leaves"), ("free", "big's last"), ("next", "x is back")]
+    }
+    assert sp.name == "x" and ins[sp.instruction].location.endswith(at["evict"])
+    assert ins[sp.reload_after].location.endswith(at["free"])  # not the memset: big still holds the space after it
+    assert ins[sp.reload_before].location.endswith(at["next"])

@@ -75,6 +75,12 @@ class Deps:
         np.cumsum(np.bincount(self.src, minlength=n), out=start[1:])
         return Deps(start, consumer[order])
 
+    def extended(self, m: int) -> Deps:
+        """These deps followed by `m` instructions that wait for nothing (yet: add their edges with `with_edges`)."""
+        if not m:
+            return self
+        return Deps(np.concatenate([self.start, np.full(m, self.start[-1], dtype=self.start.dtype)]), self.src)
+
     def with_edges(self, edges: Iterable[tuple[int, int]] | np.ndarray) -> Deps:
         """These deps plus (producer, consumer) edges (pairs, or an (m, 2) array), appended after a consumer's own
         deps in the order given (skipping self-edges, repeats and edges already present)."""

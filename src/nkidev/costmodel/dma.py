@@ -35,6 +35,11 @@ QUEUES = {
     "qSyncHwdge0": ("hardware_dynamic", 3),  # dge_mode=hwdge
     "qGpSimdDynamic": ("software_dynamic", 4),  # dge_mode=swdge or run-time addresses
     "qSyncCC0": ("data", 5),  # sendrecv between cores
+    # compiler-inserted SBUF <-> HBM spill traffic (costmodel/spills.py): the queue names of the Fused Mamba
+    # tutorial's mamba_v2 profile at seq_len 8192 [sources: mamba-tutorial "Increasing input seq_len size"]; the
+    # documents give no queue type for them
+    "qSyncSpillReload0": ("unknown", 7),
+    "qVectorSpillReload0": ("unknown", 8),
 }
 
 
@@ -64,6 +69,7 @@ class Transfer:
     # (first engine, end engine, packet ns) when every packet takes the same time on a range of engines: the
     # scheduler then starts them together when those engines are in step
     lockstep: tuple[int, int, float] | None
+    form: object = None  # the Form planned, for transfers no trace instruction issues (spills)
 
 
 def _label(acc: Access, trace: Trace) -> str:
@@ -153,9 +159,10 @@ def plan_key(ins, source: str, dest: str, variable: str) -> tuple:
     )
 
 
-def plan(ins, source: str, dest: str, variable: str, hw: Target) -> Transfer:
+def plan(ins, source: str, dest: str, variable: str, hw: Target, queue: str | None = None) -> Transfer:
     """The transfer of a DMA instruction (a row or a trace Form: its layouts are all this reads) whose HBM
-    side is the tensor `variable`, labelled `source` -> `dest`."""
+    side is the tensor `variable`, labelled `source` -> `dest`, on `queue` (default: the one its kind and DGE
+    mode use)."""
     d = hw.dma
     dst = ins.writes[0]
     srcs = ins.reads or (dst,)
@@ -173,8 +180,8 @@ def plan(ins, source: str, dest: str, variable: str, hw: Target) -> Transfer:
     rate = d.bytes_per_ns_per_engine * eff
     per_descriptor = descriptor_ns(desc, hw)
     packet_ns = tuple(b / rate + math.ceil(b / desc) * per_descriptor for b in shares)
-    queue = _queue(ins, src, dst, hw)
-    issue_engine = "gpsimd" if queue == "qGpSimdDynamic" else "sync"
+    queue = queue or _queue(ins, src, dst, hw)
+    issue_engine = "gpsimd" if queue == "qGpSimdDynamic" else "vector" if queue == "qVectorSpillReload0" else "sync"
     issue_ns = {"qGpSimdDynamic": d.swdge_cost_ns, "qSyncHwdge0": d.hwdge_cost_ns}.get(queue, d.trigger_ns)
     op = "read" if src.buffer == "hbm" and dst.buffer != "hbm" else "write" if dst.buffer == "hbm" else "copy"
     return Transfer(

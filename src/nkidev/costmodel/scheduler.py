@@ -19,6 +19,8 @@ Model (every number from the target's TOML):
   at the same time (the compiler serializes them).
 - SBUF/PSUM space is finite: tiles reuse the space of dead tiles (buffers.py), which bounds how far
   loads run ahead of compute.
+- SBUF spills (Trace.spills) are DMAs too (spills.py): instructions after the trace's on the spill queues, with
+  edges from and to the trace instructions around each spill's gap; they have transfers but no profile row.
 
 Instructions are released in order of the time they can start (a heap), so the DMA engines serve
 packets in the order they become ready, whatever queue they come from. O(n log n) in instructions.
@@ -45,6 +47,7 @@ from nkidev.costmodel.durations import (
     engine_work,
     opcode_name,
 )
+from nkidev.costmodel.spills import SpillDMAs, spill_dmas
 from nkidev.costmodel.throttle import TensorThrottle, refill_ns, throttled, throttled_intervals
 from nkidev.costmodel.timeline import FormValues, Packets, Rows, Throttled, Timeline, Transfers, no_throttle
 from nkidev.emulator.ops import OPS
@@ -80,21 +83,28 @@ class _Plan:
     """Static facts per instruction, computed per form (and per distinct DMA) and gathered into columns: kind,
     stream, engine work or transfer, and its profile rows."""
 
-    def __init__(self, trace: Trace, hw: Target):
+    def __init__(self, trace: Trace, hw: Target, spills: SpillDMAs | None = None):
         cols = trace.columns()
         forms = trace.forms
         n = len(trace)
         form = cols.form.astype(np.int64)
         self.n = n
+        # the spill DMAs (spills.py) are instructions n .. n_all - 1: they have a stream, a transfer and a row slot
+        # (dropped from the result's rows), but no trace row
+        self.spills = spills
+        self.m = m = len(spills) if spills is not None else 0
+        self.n_all = n + m
         kinds = [DMA if f.engine == "dma" else TENSOR if f.engine == "tensor" else COMPUTE for f in forms]
         kind = np.asarray(kinds, dtype=np.int64)[form] if forms else np.zeros(0, np.int64)
         self.works = [None if f.engine == "dma" else engine_work(f, hw) for f in forms]
         busy = np.array([w.busy_ns if w is not None else 0.0 for w in self.works] or [0.0])[form]
         load = np.array([w.load_ns if w is not None else 0.0 for w in self.works] or [0.0])[form]
-        self.kind = _as_array(kind, "b")
-        self.busy = _as_array(busy, "d")
-        self.load = _as_array(load, "d")
+        self.kind = _as_array(_extended(kind, m, DMA), "b")
+        self.busy = _as_array(_extended(busy, m, 0.0), "d")
+        self.load = _as_array(_extended(load, m, 0.0), "d")
         self.program = cols.program.astype(np.int64)
+        if m:
+            self.program = np.concatenate([self.program, spills.program])
         self._transfers(trace, hw, form, kind)
         self._streams_and_rows(trace, form, kind)
 
@@ -102,11 +112,14 @@ class _Plan:
         """Per instruction, its position in its stream and the end of its epoch there (the first later position of
         another epoch): the scheduler may issue an instruction ahead of earlier ones of its stream only within one
         epoch, and only inside the window of the next `schedule_window` instructions."""
-        n = self.n
+        n = self.n_all
         position = np.empty(n, dtype=np.int64)
         sorted_stream = stream[by_stream]
         position[by_stream] = np.arange(n, dtype=np.int64) - bounds[sorted_stream] if n else position
-        epochs = _epochs(trace)[by_stream] if n else np.zeros(0, np.int64)
+        epochs = _epochs(trace) if self.n else np.zeros(0, np.int64)
+        if self.m:  # a spill DMA is in the epoch of the instruction it follows
+            epochs = np.concatenate([epochs, epochs[self.spills.anchor]])
+        epochs = epochs[by_stream]
         change = np.ones(n, dtype=bool)
         change[1:] = (sorted_stream[1:] != sorted_stream[:-1]) | (epochs[1:] != epochs[:-1])
         starts = np.append(np.flatnonzero(change), n)
@@ -160,11 +173,24 @@ class _Plan:
             if key not in same:
                 same[key] = plan(f, *names, hw)
             self.plans.append(same[key])
-        transfer_index = np.full(self.n, -1, dtype=np.int64)
+        transfer_index = np.full(self.n_all, -1, dtype=np.int64)
         transfer_index[dma] = np.arange(len(dma))
+        if self.m:
+            self._spill_transfers(transfer_index, len(dma))
         self.transfer_of = _as_positions(transfer_index)
         self.transfer_plan = [self.plans[c] for c in self.plan_code.tolist()]
-        self.n_transfers = len(dma)
+        self.n_transfers = len(dma) + self.m
+
+    def _spill_transfers(self, transfer_index: np.ndarray, first: int) -> None:
+        """The spill DMAs' transfers after the trace's: plans numbered after the trace's, in order of first use."""
+        code: dict[int, int] = {}
+        for t in self.spills.plans:
+            if id(t) not in code:
+                code[id(t)] = len(self.plans)
+                self.plans.append(t)
+        spill_codes = np.array([code[id(t)] for t in self.spills.plans], dtype=np.int64)
+        self.plan_code = np.concatenate([self.plan_code, spill_codes])
+        transfer_index[self.n :] = first + np.arange(self.m)
 
     def _streams_and_rows(self, trace: Trace, form: np.ndarray, kind: np.ndarray) -> None:
         forms = trace.forms
@@ -179,15 +205,21 @@ class _Plan:
         issue = np.array([code(t.issue_engine) for t in self.plans] or [0], dtype=np.int64)
         queue = np.array([code(t.issue_engine if t.issue_engine == "gpsimd" else t.queue) for t in self.plans] or [0], dtype=np.int64)
         dma = self.dma_positions
-        stream_name[dma] = queue[self.plan_code]
-        skey = stream_name * (int(self.program.max()) + 1 if n else 1) + self.program
+        stream_name[dma] = queue[self.plan_code[: len(dma)]]
+        n_all = self.n_all
+        if self.m:  # spill DMAs: on their queues
+            stream_name = np.concatenate([stream_name[:n], queue[self.plan_code[len(dma) :]]])
+        skey = stream_name * (int(self.program.max()) + 1 if n_all else 1) + self.program
         uniq, first, inverse = np.unique(skey, return_index=True, return_inverse=True)
         order = np.argsort(first, kind="stable")  # streams numbered in order of first appearance
         renumber = np.empty(len(order), dtype=np.int64)
         renumber[order] = np.arange(len(order))
-        stream = renumber[inverse.reshape(-1)] if n else np.zeros(0, np.int64)
+        stream = renumber[inverse.reshape(-1)] if n_all else np.zeros(0, np.int64)
         self.stream = _as_array(stream, "i")
         by_stream = np.argsort(stream, kind="stable")
+        if self.m:  # a spill queue issues its DMAs in the order of the trace positions they follow, saves first
+            anchor = self.spills.anchor * 2 + (np.arange(self.m) & 1)
+            by_stream = np.lexsort((np.concatenate([np.arange(n) * 2, anchor]), stream))
         bounds = np.searchsorted(stream[by_stream], np.arange(len(order) + 1))
         self.members = [_as_positions(by_stream[bounds[q] : bounds[q + 1]]) for q in range(len(order))]
         self._reorder_segments(trace, stream, by_stream, bounds)
@@ -196,14 +228,17 @@ class _Plan:
         first_row = np.zeros(n, dtype=np.int64)
         if n:
             first_row[1:] = np.cumsum(n_rows)[:-1]
-        self.first_row = _as_positions(first_row)
+        n_trace_rows = int(n_rows.sum())
+        # a spill DMA's trigger times go to a row slot after the trace's rows (the result keeps the trace's)
+        self.first_row = _as_positions(np.concatenate([first_row, n_trace_rows + np.arange(self.m, dtype=np.int64)]))
+        self.row_slots = n_trace_rows + self.m
         row_ins = np.repeat(np.arange(n, dtype=np.int64), n_rows)
         second = np.zeros(len(row_ins), dtype=bool)
         second[first_row[kind == TENSOR] + 1] = True
         opcodes = [LOAD_STATIONARY if f.engine == "tensor" else DMA_TRIGGER if f.engine == "dma" else opcode_name(f.opcode) for f in forms]
         op_code = np.array([code(o) for o in opcodes] or [0], dtype=np.int64)[form]
         eng_code = np.array([code("tensor" if f.engine == "tensor" else f.engine) for f in forms] or [0], dtype=np.int64)[form]
-        eng_code[dma] = issue[self.plan_code]
+        eng_code[dma] = issue[self.plan_code[: len(dma)]]
         row_op = op_code[row_ins]
         row_op[second] = code(MATMUL)
         row_engine = eng_code[row_ins]
@@ -220,6 +255,11 @@ class _Plan:
         self.n_rows = len(row_ins)
 
 
+def _extended(values: np.ndarray, m: int, fill) -> np.ndarray:
+    """`values` (one per trace instruction) followed by `m` copies of `fill` (for the spill DMAs)."""
+    return np.concatenate([values, np.full(m, fill, dtype=values.dtype)]) if m else values
+
+
 def _stationary_tensors(trace: Trace, plan: _Plan) -> array:
     """Storage LDWEIGHTS loads per instruction (the stationary operand, the data of a TensorE transpose), -1
     for the others."""
@@ -233,7 +273,7 @@ def _stationary_tensors(trace: Trace, plan: _Plan) -> array:
     out = np.full(len(trace), -1, dtype=np.int64)
     has = np.flatnonzero(kk >= 0)
     out[has] = cols.acc_tensor[cols.acc_start[has] + kk[has]]
-    return _as_array(out, "q")
+    return _as_array(_extended(out, plan.m, -1), "q")
 
 
 def _epochs(trace: Trace) -> np.ndarray:
@@ -306,7 +346,10 @@ def schedule(trace: Trace, target: Target | str | None = None) -> Timeline:
         reuse = np.stack(reuse_edge_arrays(trace, hw, accesses), axis=1)
         deps = dependencies(trace, accesses).with_edges(np.concatenate([reuse, _explicit_edges(trace)]))
         del accesses, reuse
-        run = _Run(trace, hw, deps, _Plan(trace, hw))
+        spills = spill_dmas(trace, hw)
+        # the spill DMAs wait for and hold back trace instructions; the timeline keeps the trace's own dependencies
+        scheduled = deps.extended(len(spills)).with_edges(spills.edges) if spills is not None else deps
+        run = _Run(trace, hw, scheduled, _Plan(trace, hw, spills), deps)
         timeline = run.timeline()
         del run  # the event loop's state: per-instruction arrays, freed before the next stage
         heap.release()
@@ -319,9 +362,10 @@ def schedule(trace: Trace, target: Target | str | None = None) -> Timeline:
 class _Run:
     """The event loop's state; `timeline()` runs it once."""
 
-    def __init__(self, trace: Trace, hw: Target, deps: Deps, plan: _Plan):
-        n = len(trace)
-        self.trace, self.hw, self.deps, self.plan = trace, hw, deps, plan
+    def __init__(self, trace: Trace, hw: Target, deps: Deps, plan: _Plan, trace_deps: Deps | None = None):
+        n, m = plan.n_all, plan.m  # the trace's instructions, then the spill DMAs
+        self.trace, self.hw, self.plan = trace, hw, plan
+        self.deps = trace_deps if trace_deps is not None else deps  # what the timeline reports
         self.pending = _as_array(np.diff(deps.start), "i")
         consumers = deps.consumers()
         self.cons_start = _as_positions(consumers.start)
@@ -336,9 +380,14 @@ class _Run:
         n_writes = np.array([len(f.writes) for f in forms] or [0], dtype=np.int64)[cols.form]
         # what an instruction writes, for LDWEIGHTS readiness: its one written storage, or -2 to look them up
         first = np.minimum(cols.acc_start + n_reads, max(0, len(cols.acc_tensor) - 1))
-        one = cols.acc_tensor[first] if len(cols.acc_tensor) else np.zeros(n, np.int64)
-        self.written = _as_array(np.where(n_writes == 1, one, np.where(n_writes == 0, -1, -2)), "q")
-        self.writes_from, self.writes_to = cols.acc_start + n_reads, cols.acc_start + n_reads + n_writes
+        one = cols.acc_tensor[first] if len(cols.acc_tensor) else np.zeros(len(trace), np.int64)
+        written = np.where(n_writes == 1, one, np.where(n_writes == 0, -1, -2)).astype(np.int64)
+        written = _extended(written, m, -1)
+        if m:  # a reload writes its tile back (an LDWEIGHTS of it waits for it); a save writes none
+            written[len(trace) + 1 :: 2] = [sp.tensor for sp in plan.spills.spills]
+        self.written = _as_array(written, "q")
+        writes_from = (cols.acc_start + n_reads).astype(np.int64)
+        self.writes_from, self.writes_to = _extended(writes_from, m, 0), _extended(writes_from + n_writes, m, 0)
         self.acc_tensor = cols.acc_tensor
         self.end = array("d", bytes(8 * n))
         nq = len(plan.members)
@@ -353,7 +402,7 @@ class _Run:
         self.ls_free = [0.0] * nq  # Tensor Engine: LoadStationary unit idle
         self.mm_start = [0.0] * nq  # Tensor Engine: start of the previous MATMUL
         self.mm_started = [False] * nq
-        nrows = plan.n_rows
+        nrows = plan.row_slots
         (self.row_start_np, self.row_start), (self.row_end_np, self.row_end) = _zeros(nrows), _zeros(nrows)
         self.row_wait_np, self.row_wait = _zeros(nrows)
         (self.t_start_np, self.t_start), (self.t_end_np, self.t_end) = _zeros(plan.n_transfers), _zeros(plan.n_transfers)
@@ -368,6 +417,7 @@ class _Run:
         self.fixed_ns = hw.dma.fixed_cost_ns
         engine_code = {e: k for k, e in enumerate(_ENGINES)}
         eng = trace.forms_column([engine_code[f.engine] for f in forms], np.int64) if forms else np.zeros(0, np.int64)
+        eng = _extended(eng, m, engine_code["dma"])
         # instructions of one (engine, program) in-order stream hand over with the engine's own latency
         self.lane = _as_array((eng << 32) | plan.program, "q")
         self.is_dma = _as_array(eng == engine_code["dma"], "b")
@@ -376,7 +426,7 @@ class _Run:
         self.programs = _as_array(plan.program, "q")
         self.barrier = _barrier_groups(trace)
         ports = _shared_ports(trace, hw)
-        self.ports = [ports[f] for f in cols.form.tolist()] if any(ports) else None
+        self.ports = [ports[f] for f in cols.form.tolist()] + [()] * m if any(ports) else None
         self.port_free: dict[tuple[int, str], float] = {}
         self.arrived: dict[int, float] = {}
         self.heap: list[tuple[float, int, int]] = []
@@ -479,7 +529,7 @@ class _Run:
             self._advance(q)
             self._choose(q)
         plan, hw = self.plan, self.hw
-        n = plan.n
+        n = plan.n_all
         barrier = self.barrier
         heap, waiting, available, token = self.heap, self.waiting, self.available, self.token
         stream, kind, members, position, segment_end = plan.stream, plan.kind, plan.members, plan.position, plan.segment_end
@@ -686,9 +736,9 @@ class _Run:
         """Each row's pc in its engine's instruction stream as the compiler emitted it: every stream keeps the pc
         slots its instructions have in program order, filled in the order they were issued."""
         p = self.plan
-        stream = np.asarray(p.stream, dtype=np.int64)
+        stream = np.asarray(p.stream, dtype=np.int64)[: p.n]  # the trace's instructions (spill DMAs have no row)
         by_program = np.lexsort((np.arange(p.n), stream))
-        by_issue = np.lexsort((self.issue_rank_np, stream))
+        by_issue = np.lexsort((self.issue_rank_np[: p.n], stream))
         if np.array_equal(by_program, by_issue):
             return program_pc
         slot = np.empty(p.n, dtype=np.int64)
@@ -708,11 +758,19 @@ class _Run:
     def _result(self) -> Timeline:
         p = self.plan
         row_ins, row_op, row_engine, row_pc = p.rows
-        rows = Rows(row_ins, row_op, row_engine, self._issued_pc(row_pc), self.row_start_np, self.row_end_np, self.row_wait_np)
+        k = p.n_rows  # the trace's rows; the spill DMAs' trigger slots after them are dropped
+        start, end, wait = self.row_start_np[:k], self.row_end_np[:k], self.row_wait_np[:k]
+        rows = Rows(row_ins, row_op, row_engine, self._issued_pc(row_pc), start, end, wait)
         dma = p.dma_positions
         first_row = np.asarray(p.first_row, dtype=np.int64)
-        transfers = Transfers(dma, first_row[dma], p.transfer_plan, self.t_start_np, self.t_end_np)
+        issuer, issuer_row = dma, first_row[dma]
+        if p.m:  # a spill DMA links to the last row of the instruction its spill follows (the tile's last access)
+            after = p.spills.anchor[0::2].repeat(2)
+            last_row = np.r_[first_row[1 : p.n], p.n_rows][after] - 1
+            issuer, issuer_row = np.concatenate([dma, after]), np.concatenate([issuer_row, last_row])
+        transfers = Transfers(issuer, issuer_row, p.transfer_plan, self.t_start_np, self.t_end_np)
         transfers.plan_code, transfers.plans = p.plan_code, p.plans
+        transfers.spill_start = len(dma)
         packets = self._packets()
         work = FormValues(p.works, self.trace.columns().form)
         return Timeline(self.trace, self.hw, rows, transfers, packets, work, self.deps, self.throttled)

@@ -33,18 +33,25 @@ class Rows:
 
 @dataclass
 class Transfers:
-    """One row per DMA instruction (neuron-explorer's DmaPacketAggregated)."""
+    """One row per DMA instruction (neuron-explorer's DmaPacketAggregated), then one per spill DMA (costmodel/spills.py:
+    from `spill_start` on, a spill's save then its reload)."""
 
-    ins: np.ndarray  # int64 trace position
-    row: np.ndarray  # int64: the DMA_TRIGGER row that issued it
+    ins: np.ndarray  # int64 trace position (a spill DMA: of the tile's last access before its gap)
+    row: np.ndarray  # int64: the DMA_TRIGGER row that issued it (a spill DMA: that last access's last row)
     plan: list[Transfer]  # shared objects: transfers of one form and tensors have one plan
     start: np.ndarray  # first packet start, ns
     end: np.ndarray  # last packet end, ns
     plan_code: np.ndarray | None = None  # index of each transfer's plan in `plans`
     plans: list[Transfer] | None = None  # the distinct plans
+    spill_start: int | None = None  # transfers from here on are spill DMAs (None: all are instructions')
 
     def __len__(self) -> int:
         return len(self.ins)
+
+    @property
+    def issued(self) -> int:
+        """How many transfers trace DMA instructions issued (the first ones; the spill DMAs follow)."""
+        return len(self.ins) if self.spill_start is None else self.spill_start
 
 
 class Packets:
@@ -174,8 +181,9 @@ class Timeline:
         ins = np.asarray(self.rows.ins, dtype=np.int64)
         np.minimum.at(start, ins, self.rows.start)
         np.maximum.at(end, ins, self.rows.end)
-        if len(self.transfers):
-            np.maximum.at(end, np.asarray(self.transfers.ins, dtype=np.int64), self.transfers.end)
+        k = self.transfers.issued  # a spill DMA is no part of the instruction it follows
+        if k:
+            np.maximum.at(end, np.asarray(self.transfers.ins[:k], dtype=np.int64), self.transfers.end[:k])
         return start, end
 
     def spans(self, position: int) -> list[tuple[str, float, float]]:
@@ -186,7 +194,7 @@ class Timeline:
         ]
         out += [
             ("DMA", float(self.transfers.start[t]), float(self.transfers.end[t]))
-            for t in np.flatnonzero(np.asarray(self.transfers.ins) == position)
+            for t in np.flatnonzero(np.asarray(self.transfers.ins[: self.transfers.issued]) == position)
         ]
         return out
 

@@ -15,7 +15,9 @@ bound of what the compiler inserts.
 
 from __future__ import annotations
 
+import bisect
 import heapq
+from array import array
 from dataclasses import dataclass, field
 
 from nkidev.emulator.location import rule_error
@@ -126,7 +128,9 @@ def _peak(lives: list[Lifetime]) -> int:
 
 
 def _spill(lives: list[Lifetime], limit: int, ids: dict) -> list[Spill]:
-    """Replay the accesses with `limit` bytes; when a tile must come in, evict the resident tile used farthest ahead."""
+    """Replay the accesses with `limit` bytes; when a tile must come in, evict the resident tile used farthest ahead.
+    Each spill's reload may start after the last instruction, from its eviction on, whose live tiles leave no room
+    for it (`_reload_after`)."""
     accesses: dict[int, list[Lifetime]] = {}
     for life in lives:
         for t in life.times:
@@ -136,7 +140,10 @@ def _spill(lives: list[Lifetime], limit: int, ids: dict) -> list[Spill]:
     ends: list[tuple[int, int]] = []  # heap of (last access, id) of resident tiles
     used = 0
     spills: list[Spill] = []
-    for t in sorted(accesses):
+    ticks = sorted(accesses)
+    used_at = array("q")  # per tick: the bytes resident while its instruction runs
+    returns: list[tuple[int, int, int]] = []  # per spill: (tick index of the eviction, tick of the reload, bytes)
+    for k, t in enumerate(ticks):
         while ends and ends[0][0] < t:  # tiles past their last access free their bytes
             _, lid = heapq.heappop(ends)
             if lid in resident:
@@ -157,6 +164,7 @@ def _spill(lives: list[Lifetime], limit: int, ids: dict) -> list[Spill]:
             used -= victim.pp_bytes
             before, after = victim.times[cursor[victim.id] - 1], victim.times[cursor[victim.id]]
             at = ids.get(t, (None, None))
+            returns.append((k, after, victim.pp_bytes))
             spills.append(
                 Spill(
                     tensor=victim.id,
@@ -178,4 +186,17 @@ def _spill(lives: list[Lifetime], limit: int, ids: dict) -> list[Spill]:
                 resident[life.id] = life
                 used += life.pp_bytes
                 heapq.heappush(ends, (life.times[-1], life.id))
+        used_at.append(used)
+    for sp, ret in zip(spills, returns):
+        sp.reload_after = ids.get(_reload_after(ticks, used_at, limit, *ret), (None,))[0]
     return spills
+
+
+def _reload_after(ticks: list[int], used_at, limit: int, evicted: int, reload_tick: int, nbytes: int) -> int:
+    """The tick after which `nbytes` stay free until `reload_tick`: the last one, from the eviction (index `evicted`
+    into `ticks`) on, whose resident bytes leave no room for them. The evicting instruction itself always qualifies
+    (it needed the space), so the reload never overlaps it."""
+    k = bisect.bisect_left(ticks, reload_tick, lo=evicted) - 1
+    while k > evicted and used_at[k] + nbytes <= limit:
+        k -= 1
+    return ticks[k]

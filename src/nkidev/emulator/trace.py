@@ -190,7 +190,9 @@ class Spill:
     `tensor` leaves `buffer` for `to` after instruction `store_after` (its last access before the gap) and is
     reloaded before instruction `reload_before` (its next access): `nbytes` are stored and later reloaded.
     `instruction` / `location` are where the demand peaked (the kernel line the warning names);
-    `tensor_location` is where the tensor was allocated. Instruction ids are None when no trace was recorded.
+    `tensor_location` is where the tensor was allocated. `reload_after` is the last instruction before the reload
+    during which the space the tensor returns to is still taken (the reload may start once it ends: a prefetch).
+    Instruction ids are None when no trace was recorded.
     """
 
     tensor: int  # storage id (see Trace.tensors)
@@ -205,6 +207,7 @@ class Spill:
     instruction: int | None
     location: str | None
     tensor_location: str | None
+    reload_after: int | None = None
 
 
 _table_serials = count()

@@ -170,7 +170,7 @@ read_bytes i64! B Bytes read.
 write_bytes i64! B Bytes written.
 transfer_bytes i64! B Bytes moved.
 throughput f64! B/s transfer_bytes / duration.
-source str! - Source memory: [[INPUT]] / [INPUT], [[OUTPUT]] / [OUTPUT], [[SB]], [[HBM]].
+source str! - Source memory: [[INPUT]] / [INPUT], [[OUTPUT]] / [OUTPUT], [[SB]], [[HBM]], [[VIRTUAL]] / [VIRTUAL] (a spill buffer in HBM).
 dest str! - Destination memory, same vocabulary as source.
 semaphore_id str! - Semaphore the transfer signals on completion.
 modular_flow_function str - Modular flow function (not produced by nkidev).
@@ -368,8 +368,8 @@ hbm_write_bytes i64 B Bytes written to HBM.
 hbm_read_bytes i64 B Bytes read from HBM.
 sbuf_write_bytes i64 B Bytes written to SBUF.
 sbuf_read_bytes i64 B Bytes read from SBUF.
-spill_save_bytes i64 B Bytes spilled from SBUF to HBM when live SBUF demand exceeds capacity (PSUM-to-SBUF spills not counted; not timed).
-spill_reload_bytes i64 B Spilled bytes reloaded from HBM into SBUF.
+spill_save_bytes i64 B Bytes spilled from SBUF to HBM when live SBUF demand exceeds capacity (PSUM-to-SBUF spills not counted).
+spill_reload_bytes i64 B Spilled bytes reloaded from HBM into SBUF (both directions are DMAs on the spill queues).
 psum_write_bytes i64 B Bytes written to PSUM.
 psum_read_bytes i64 B Bytes read from PSUM.
 psum_read_sbuf_write_count i64 - Instructions that move PSUM data into SBUF.

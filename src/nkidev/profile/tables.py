@@ -313,7 +313,7 @@ class _InstructionRows:
             variant[mm] += _accumulates(tl, ins[mm]).astype(np.int64)
         tr = tl.transfers
         transfer_of_ins = np.full(len(trace), -1, dtype=np.int64)
-        transfer_of_ins[np.asarray(tr.ins, dtype=np.int64)] = np.arange(len(tr))
+        transfer_of_ins[np.asarray(tr.ins[: tr.issued], dtype=np.int64)] = np.arange(tr.issued)  # not the spill DMAs
         self.transfer = np.where(is_dma, transfer_of_ins[ins] if self.n else -1, -1)
         plan_code = tr.plan_code if tr.plan_code is not None else np.arange(len(tr))
         plans = tr.plans if tr.plans is not None else tr.plan
@@ -448,7 +448,7 @@ def _plan_columns(tl: Timeline) -> dict[str, list]:
     first[code[::-1]] = np.arange(len(tr))[::-1]  # a transfer of each plan
     out: dict[str, list] = {}
     for p, k in zip(plans, first.tolist()):
-        f = forms[cols.form[int(tr.ins[k])]]
+        f = p.form if p.form is not None else forms[cols.form[int(tr.ins[k])]]  # a spill DMA's own form
         src, dst = (f.reads or f.writes)[0], f.writes[0]
         q = QUEUES[p.queue][1]
         row = {
@@ -629,8 +629,8 @@ def _hbm_loads(tl: Timeline) -> dict[int, tuple[int, int]]:
     forms, cols = trace.forms, trace.columns()
     plans = tr.plans if tr.plans is not None else tr.plan
     code = tr.plan_code if tr.plan_code is not None else np.arange(len(tr))
-    is_read = np.array([p.op == "read" for p in plans], dtype=bool)[code]
-    ins = np.asarray(tr.ins, dtype=np.int64)[is_read]
+    is_read = np.array([p.op == "read" for p in plans], dtype=bool)[code[: tr.issued]]  # spill reloads load no input
+    ins = np.asarray(tr.ins[: tr.issued], dtype=np.int64)[is_read]
     tensors, sizes = [], []
     uniq, inverse = np.unique(cols.form[ins], return_inverse=True)
     order = np.argsort(inverse, kind="stable")

@@ -1,9 +1,10 @@
 """Spills: intermediate data the compiler evicted from SBUF to HBM and loaded back.
 
 Found from the spill DMA rows (VIRTUAL source or dest, spill queues) of real neuron-explorer profiles of compiled
-kernels. nkidev's own profiles count the spills the emulator records (Trace.spills) only in the spill_save_bytes /
-spill_reload_bytes columns and schedule no spill DMAs, so this finds none there. The line of a spill is the NKI
-operation whose output was spilled.
+kernels, and of nkidev's own: the cost model times the SBUF spills the emulator records (Trace.spills) as save and
+reload DMAs on the spill queues (costmodel/spills.py), linked to the tile's last access before its gap. The line of a
+spill is the NKI operation whose output was spilled; the tensors are the spill rows' variables (in nkidev's profiles
+the spilled tile's name, in compiled ones the compiler's spill buffer).
 """
 
 from __future__ import annotations
@@ -28,7 +29,12 @@ def run(ctx: Context) -> Outcome:
         "reload_bytes": int(totals["reload_bytes"]),
         "spill_queue_bytes": int(totals["spill_queue_bytes"]),
         "lines": [
-            {"source_line": short_location(r["src"]), "reloads": r["reloads"], "spill_cost_bytes": int(2 * r["reload_bytes"])}
+            {
+                "source_line": short_location(r["src"]),
+                "tensors": list(r["tensors"] or []),
+                "reloads": r["reloads"],
+                "spill_cost_bytes": int(2 * r["reload_bytes"]),
+            }
             for r in lines
         ],
     }
@@ -41,8 +47,10 @@ def run(ctx: Context) -> Outcome:
         time_gap = cost / rate
         if reportable(time_gap, ctx.total_ns):
             where = short_location(r["src"])
+            names = ", ".join(repr(t) for t in r["tensors"] or [])
             summary = (
-                f"the output of {where} is spilled to HBM and reloaded {plural(r['reloads'], 'time')} "
+                f"the output of {where}{f' ({names})' if names else ''} is spilled to HBM and reloaded "
+                f"{plural(r['reloads'], 'time')} "
                 f"({fmt_bytes(cost)} round trip, ~{fmt_ns(time_gap)} of DMA time). Reduce live SBUF data "
                 f"around it: smaller tiles, fewer buffers, or consume the result sooner."
             )
@@ -50,6 +58,7 @@ def run(ctx: Context) -> Outcome:
                 "reloads": r["reloads"],
                 "reload_bytes": int(r["reload_bytes"]),
                 "spill_cost_bytes": int(cost),
+                "tensors": list(r["tensors"] or []),
                 "computed_as": f"time = save + reload = 2 x {int(r['reload_bytes'])} B / achieved DMA rate {rate:.1f} B/ns",
             }
             out.findings.append(Finding(NAME, severity(time_gap, ctx.total_ns), time_gap, summary, [where] if r["src"] else [], evidence))

@@ -10,7 +10,9 @@ SELECT coalesce(sum(transfer_bytes) FILTER (WHERE is_spill_save), 0) AS save_byt
 FROM dpa;
 
 -- name: lines
-SELECT d.src, count(*) AS reloads, sum(d.transfer_bytes) AS reload_bytes
+SELECT d.src, count(*) AS reloads, sum(d.transfer_bytes) AS reload_bytes,
+       list(DISTINCT CAST(d.variable AS VARCHAR) ORDER BY CAST(d.variable AS VARCHAR))
+         FILTER (WHERE d.variable IS NOT NULL) AS tensors
 FROM issued d
 WHERE d.has_issuer AND d.is_spill_reload
 GROUP BY d.src
