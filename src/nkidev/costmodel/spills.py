@@ -49,7 +49,7 @@ class SpillDMAs:
     spills: list[Spill]
     plans: list[Transfer]  # per DMA
     program: np.ndarray  # int64, per DMA: its NeuronCore
-    anchor: np.ndarray  # int64, per DMA: the trace position it follows in its queue's order (and whose row it links to)
+    anchor: np.ndarray  # int64, per DMA: the trace position it follows in its queue's order (a save: its store_after)
     edges: np.ndarray  # (producer, consumer) positions, int64 (m, 2)
 
     def __len__(self) -> int:
@@ -72,7 +72,7 @@ def spill_dmas(trace: Trace, hw: Target) -> SpillDMAs | None:
         return None
     cols = trace.columns()
     position = _positions(cols.id.astype(np.int64), spills)  # (k, 4): store_after, instruction, reload_after, reload_before
-    known = (position[:, [0, 1, 3]] >= 0).all(axis=1) if len(spills) else np.zeros(0, bool)
+    known = (position[:, [0, 1, 3]] >= 0).all(axis=1)  # a spill whose instructions the trace lacks is not timed
     spills, position = [sp for sp, ok in zip(spills, known.tolist()) if ok], position[known]
     if not spills:
         return None
