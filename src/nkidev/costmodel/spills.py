@@ -38,6 +38,7 @@ from nkidev.hardware import Target
 SAVE_QUEUE_AFTER_VECTOR = "qVectorSpillReload0"
 SPILL_QUEUE = "qSyncSpillReload0"
 ONCHIP, VIRTUAL_SOURCE, VIRTUAL_DEST = "[[SB]]", "[[VIRTUAL]]", "[VIRTUAL]"
+SPILL_OPCODE = "compiler_spill"
 
 
 @dataclass
@@ -118,7 +119,8 @@ def _plan(sp: Spill, save: bool, queue: str, hw: Target, cache: dict) -> Transfe
         onchip = _layout("sbuf", sp)
         hbm = _layout("hbm", sp)
         src, dst = (onchip, hbm) if save else (hbm, onchip)
-        form = Form("dma_copy", "dma", sp.partitions, sp.bytes_per_partition, 0, {}, (src,), (dst,))
+        # no NKI instruction issues it: its opcode names no op (plan() looks one up only to choose a queue)
+        form = Form(SPILL_OPCODE, "dma", sp.partitions, sp.bytes_per_partition, 0, {}, (src,), (dst,))
         labels = (ONCHIP, VIRTUAL_DEST) if save else (VIRTUAL_SOURCE, ONCHIP)
         t = plan(form, *labels, sp.name, hw, queue=queue)
         t.form = form
