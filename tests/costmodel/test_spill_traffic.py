@@ -14,19 +14,20 @@ import nkidev
 from nkidev.analysis.api import analyze
 from nkidev.costmodel import schedule
 from nkidev.errors import NkiWarning
-from nkidev.hardware import get_target
+from nkidev.hardware import get_target, with_overrides
 from nkidev.profile.api import profile
 from tests.emulator.test_liveness import F, evicted_then_space_held
 from tests.profile import kernels as K
 from tests.profile.test_spills import SMALL, _line, evicted_around_a_matmul, sql, two_live_psum_tiles
 
-HW = get_target("trn2")
+# spills are timed only where the target says so (dma.spill_traffic_fraction, 0 by default): whole tiles here
+HW = with_overrides(get_target("trn2"), {"dma": {"spill_traffic_fraction": 1.0}}, "tests: whole-tile spill traffic")
 
 
 def _profile(kernel, args, out):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NkiWarning)
-        return profile(kernel, *args, target="trn2", out=out)
+        return profile(kernel, *args, target=HW, out=out)
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +138,7 @@ def test_the_spill_traffic_lengthens_the_kernel(spilled):
     kept = trace.spills
     try:
         trace.spills = []
-        without = schedule(trace, "trn2")
+        without = schedule(trace, HW)
     finally:
         trace.spills = kept
     assert len(without.transfers) == s.first and without.transfers.spill_start == s.first
@@ -193,7 +194,7 @@ def test_psum_spills_move_no_dma(tmp_path):
 
 
 def test_a_kernel_without_spills_has_no_spill_dma(tmp_path):
-    res = profile(K.matmul, *K.cases()[1], target="trn2", out=tmp_path / "p")
+    res = profile(K.matmul, *K.cases()[1], target=HW, out=tmp_path / "p")
     tr = res.timeline.transfers
     assert res.timeline.trace.spills == [] and tr.spill_start == len(tr) == len(tr.plan)
     assert sql(res.profile_dir, "SELECT count(*) FROM DmaPacketAggregated WHERE queue_name LIKE '%Spill%'") == [(0,)]
@@ -205,7 +206,7 @@ def test_a_reload_waits_until_the_space_is_free():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NkiWarning)
         res = nkidev.run(evicted_then_space_held, (a,))
-    tl = schedule(res.trace, "trn2")
+    tl = schedule(res.trace, HW)
     (sp,) = res.trace.spills
     at = {i: k for k, i in enumerate(res.trace.columns().id.tolist())}
     start, end = tl.instruction_times()
@@ -219,3 +220,19 @@ def test_a_reload_waits_until_the_space_is_free():
     assert tr.start[store] == pytest.approx(free_at + HW.engines.semaphore_sync_ns + lead)
     assert tr.start[reload] == pytest.approx(tr.end[store])
     assert start[at[sp.reload_before]] == pytest.approx(tl.transfers.end[reload] + HW.engines.semaphore_sync_ns)
+
+
+def test_the_targets_time_no_spill_by_default_and_the_fraction_scales_the_bytes(spilled):
+    trace = spilled.timeline.trace
+    for name in ("trn1", "trn2", "trn3"):
+        assert get_target(name).dma.spill_traffic_fraction == 0.0
+    plain = schedule(trace, "trn2")  # the shipped target: the spills are in the trace and cost no time
+    assert plain.transfers.spill_start == len(plain.transfers) and len(trace.spills) > 0
+    assert plain.total_ns < spilled.timeline.total_ns
+    half = with_overrides(get_target("trn2"), {"dma": {"spill_traffic_fraction": 0.5}}, "tests: half")
+    tl = schedule(trace, half)
+    tr = tl.transfers
+    moved = [int(tr.plan[t].form.free_elems) for t in range(tr.spill_start, len(tr))]
+    whole = [sp.bytes_per_partition for sp in Spilled(spilled).spills for _ in (0, 1)]
+    assert moved == [-(-b // 2) for b in whole]
+    assert plain.total_ns < tl.total_ns < spilled.timeline.total_ns

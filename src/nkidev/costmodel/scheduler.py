@@ -19,8 +19,9 @@ Model (every number from the target's TOML):
   at the same time (the compiler serializes them).
 - SBUF/PSUM space is finite: tiles reuse the space of dead tiles (buffers.py), which bounds how far
   loads run ahead of compute.
-- SBUF spills (Trace.spills) are DMAs too (spills.py): instructions after the trace's on the spill queues, with
-  edges from and to the trace instructions around each spill's gap; they have transfers but no profile row.
+- SBUF spills (Trace.spills) are DMAs too where the target times them (spills.py; off by default): instructions
+  after the trace's on the spill queues, with edges from and to the trace instructions around each spill's gap;
+  they have transfers but no profile row.
 
 Instructions are released in order of the time they can start (a heap), so the DMA engines serve
 packets in the order they become ready, whatever queue they come from. O(n log n) in instructions.

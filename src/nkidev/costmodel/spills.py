@@ -1,12 +1,15 @@
 """The DMA traffic of the SBUF spills the emulator records (Trace.spills, emulator/liveness.py), as transfers the
-scheduler times like any other.
+scheduler times like any other, when the target asks for it: `dma.spill_traffic_fraction` is the share of each
+spilled tile's bytes moved each way, 0 (no spill DMA at all) in the shipped target files, because whole-tile
+traffic over-predicts both published kernels nkidev finds spilling (costmodel/MODEL.md, Scheduling); a calibration
+file's `overrides.dma.spill_traffic_fraction` turns it on.
 
 Where live SBUF tiles need more than the buffer holds, the compiler moves intermediate data out to device memory
 and back (neuron-explorer's spill_save_bytes / spill_reload_bytes, [sources: perf-guide]; the spill/reload DMA
 queues of the Fused Mamba tutorial's mamba_v2 profile at seq_len 8192, which VectorE waits on, [sources:
 mamba-tutorial "Increasing input seq_len size"]). Each SBUF -> HBM spill becomes two DMAs:
 
-- a save (SBUF -> HBM, the tile's bytes) issued after the tile's last access before its gap (`store_after`); the
+- a save (SBUF -> HBM, that share of the tile's bytes) issued after the tile's last access before its gap (`store_after`); the
   instruction whose tiles need the space (`instruction`, where the eviction happened) waits for it to finish;
 - a reload (HBM -> SBUF) after its save, once the space it returns to is free (`reload_after`, and the saves of the
   tiles evicted to make room for it), as early as that and its queue allow (a prefetch); the tile's next access
@@ -27,6 +30,7 @@ name), and they are no device-memory traffic (the profile's spill columns leave 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,7 +71,10 @@ def timed_spills(trace: Trace) -> list[Spill]:
 
 
 def spill_dmas(trace: Trace, hw: Target) -> SpillDMAs | None:
-    """The spill DMAs of `trace` on `hw`, or None when it has no SBUF spill to time."""
+    """The spill DMAs of `trace` on `hw`, or None when it has no SBUF spill to time (or the target times none:
+    `dma.spill_traffic_fraction` is 0, the default; see the module docstring)."""
+    if hw.dma.spill_traffic_fraction <= 0:
+        return None
     spills = timed_spills(trace)
     if not spills:
         return None
@@ -113,14 +120,20 @@ def _positions(ids: np.ndarray, spills: list[Spill]) -> np.ndarray:
     return np.where((wanted >= 0) & (ids[found] == wanted), found, -1)
 
 
+def moved_bytes_per_partition(sp: Spill, hw: Target) -> int:
+    """The bytes per partition one spill DMA moves: the target's share of the tile's row (at least one byte)."""
+    return max(1, math.ceil(sp.bytes_per_partition * min(1.0, hw.dma.spill_traffic_fraction)))
+
+
 def _plan(sp: Spill, save: bool, queue: str, hw: Target, cache: dict) -> Transfer:
-    key = (sp.name, sp.bytes_per_partition, sp.partitions, save, queue)
+    pp = moved_bytes_per_partition(sp, hw)
+    key = (sp.name, pp, sp.partitions, save, queue)
     if key not in cache:
-        onchip = _layout("sbuf", sp)
-        hbm = _layout("hbm", sp)
+        onchip = _layout("sbuf", sp.partitions, pp)
+        hbm = _layout("hbm", sp.partitions, pp)
         src, dst = (onchip, hbm) if save else (hbm, onchip)
         # no NKI instruction issues it: its opcode names no op (plan() looks one up only to choose a queue)
-        form = Form(SPILL_OPCODE, "dma", sp.partitions, sp.bytes_per_partition, 0, {}, (src,), (dst,))
+        form = Form(SPILL_OPCODE, "dma", sp.partitions, pp, 0, {}, (src,), (dst,))
         labels = (ONCHIP, VIRTUAL_DEST) if save else (VIRTUAL_SOURCE, ONCHIP)
         t = plan(form, *labels, sp.name, hw, queue=queue)
         t.form = form
@@ -128,10 +141,9 @@ def _plan(sp: Spill, save: bool, queue: str, hw: Target, cache: dict) -> Transfe
     return cache[key]
 
 
-def _layout(buffer: str, sp: Spill) -> Layout:
-    """One side of a spill transfer: the tile's partitions, one contiguous run of its bytes per partition."""
-    pp = sp.bytes_per_partition
-    role = "spill"
+def _layout(buffer: str, partitions: int, pp: int) -> Layout:
+    """One side of a spill transfer: the tile's partitions, one contiguous run of `pp` bytes per partition."""
+    role, nbytes = "spill", partitions * pp
     if buffer == "hbm":  # the spill buffer in device memory, one row per partition
-        return Layout("hbm", role, (sp.partitions, pp), "uint8", sp.nbytes, 0, sp.partitions, 0, sp.nbytes, pp)
-    return Layout("sbuf", role, (sp.partitions, pp), "uint8", sp.nbytes, 0, sp.partitions, 0, pp, pp)
+        return Layout("hbm", role, (partitions, pp), "uint8", nbytes, 0, partitions, 0, nbytes, pp)
+    return Layout("sbuf", role, (partitions, pp), "uint8", nbytes, 0, partitions, 0, pp, pp)

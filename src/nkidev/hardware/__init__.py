@@ -123,6 +123,8 @@ class Dma:
     overhead_bound_bytes_per_partition: int
     transpose_efficiency: float
     transpose_onchip_efficiency: float
+    # share of a spilled SBUF tile's bytes the compiler moves each way (costmodel/spills.py); 0: spills cost no time
+    spill_traffic_fraction: float
 
     @property
     def ddr_bandwidth_bytes_per_s(self) -> float:
