@@ -7,7 +7,8 @@ memory (DMA busy -> bytes at peak -> necessary bytes at peak), compute (TensorE 
 
 from __future__ import annotations
 
-from nkidev.analysis.tables import Profile, sql_text
+from nkidev.analysis.intervals import merge_busy
+from nkidev.analysis.tables import Profile, named_queries, sql_text
 from nkidev.hardware import Target
 
 # Display name -> engine key used in the normalized tables.
@@ -26,7 +27,15 @@ def build_busy(profile: Profile) -> str:
         profile.notes.append("no ActiveTime table: engine busy time is the merged Instruction intervals")
     # a view: busy.sql reads it once, so it is never materialized
     profile.con.execute(f"CREATE OR REPLACE TEMP VIEW busy_engines AS {engines} WHERE start_ts IS NOT NULL AND end_ts IS NOT NULL")
-    profile.con.execute(sql_text("busy.sql"))
+    q = named_queries("busy.sql")
+    iv = profile.arrays(q["intervals"])
+    pieces = merge_busy(iv["engine"], iv["s"], iv["e"])
+    first = pieces.pop("first")
+    profile.put(
+        "_busy_pieces", {"engine": pieces["group"], "s": pieces["s"], "e": pieces["e"], "prev_end": pieces["prev_end"]}, {"prev_end": first}
+    )
+    profile.con.execute(q["pieces"])
+    profile.con.unregister("_busy_pieces")
     return source
 
 

@@ -1,27 +1,28 @@
 -- Busy time per engine within the window, without double counting ("interval merge", [sources: agentic-bounds "Performance Bounds"]).
 -- busy_engines(engine, start_ts, end_ts) is built by bounds.py from ActiveTime (or, when a profile lacks
 -- it, from the Instruction rows); every DmaPacket row (pkt, prepare.sql) is busy time of engine 'dma'.
--- In start order, each interval keeps only the part after `prev_end`, the latest end of all earlier
--- intervals of its engine. These pieces are disjoint and their union is the merged busy time; a piece
--- that starts after prev_end follows an idle gap (prev_end, s): one running max over the sorted intervals.
+-- In start order (the longest first among intervals sharing a start), each interval keeps only the part after
+-- `prev_end`, the latest end of all earlier intervals of its engine. These pieces are disjoint and their union
+-- is the merged busy time; a piece that starts after prev_end follows an idle gap (prev_end, s). The running
+-- max over the sorted intervals is computed on arrays (intervals.merge_busy, called by bounds.py between
+-- these two queries): in SQL it was a window over every row.
+
+-- name: intervals
+-- intervals outside the window are dropped, the others clipped to it; the engine as its ENUM code
+WITH w AS (SELECT t0, t1 FROM win)
+SELECT enum_code(engine) AS engine, greatest(start_ts, w.t0) AS s, least(end_ts, w.t1) AS e
+FROM busy_engines, w
+WHERE start_ts < end_ts AND start_ts < w.t1 AND end_ts > w.t0
+UNION ALL
+-- the DMA packets (pkt, prepare.sql); rows sharing a start need no grouping: the merge keeps the longest
+SELECT enum_code(CAST('dma' AS nk_engine)), greatest(start_ts, w.t0), least(end_ts, w.t1)
+FROM pkt, w
+WHERE start_ts < end_ts AND start_ts < w.t1 AND end_ts > w.t0;
+
+-- name: pieces
+-- the merged pieces (_busy_pieces: engine code, s, e, prev_end; NULL prev_end: the engine's first piece); the
+-- code back to its name by a join with the few engine names, not a list lookup per row
 CREATE OR REPLACE TEMP TABLE busy AS
-WITH clipped AS (
-    -- intervals outside the window are dropped, the others clipped to it
-    SELECT engine, greatest(start_ts, w.t0) AS s, least(end_ts, w.t1) AS e
-    FROM busy_engines, win AS w
-    WHERE start_ts < end_ts AND start_ts < w.t1 AND end_ts > w.t0
-    UNION ALL
-    -- the DMA packets (pkt, prepare.sql); rows sharing a start need no grouping: the window below orders them
-    -- longest first like any other ties
-    SELECT CAST('dma' AS nk_engine), greatest(start_ts, w.t0), least(end_ts, w.t1)
-    FROM pkt, win AS w
-    WHERE start_ts < end_ts AND start_ts < w.t1 AND end_ts > w.t0
-), ordered AS (
-    -- intervals sharing a start: the longest first, so the others end by its end (prev_end) and are dropped
-    SELECT engine, s, e,
-           max(e) OVER (PARTITION BY engine ORDER BY s, e DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-    FROM clipped
-)
-SELECT engine, greatest(s, coalesce(prev_end, s)) AS s, e, prev_end
-FROM ordered
-WHERE prev_end IS NULL OR e > prev_end;
+WITH names AS (SELECT CAST(unnest(enum_range(NULL::nk_engine)) AS nk_engine) AS engine)
+SELECT n.engine, p.s, p.e, p.prev_end
+FROM _busy_pieces p JOIN names n ON enum_code(n.engine) = p.engine;

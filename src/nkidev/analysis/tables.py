@@ -25,6 +25,8 @@ from importlib import resources
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 
 from nkidev.errors import NkiUsageError
 
@@ -115,10 +117,34 @@ class Profile:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row)) for row in cur.fetchall()]
 
+    def arrays(self, sql: str, params: dict | None = None) -> dict[str, np.ndarray]:
+        """The result's columns as NumPy arrays (for the array stages, intervals.py); the query must not
+        return NULLs (NumPy would mask them): code a missing value as a number."""
+        return {k: np.asarray(v) for k, v in self.con.execute(sql, params or {}).fetchnumpy().items()}
+
+    def put(self, name: str, columns: dict[str, np.ndarray], nulls: dict[str, np.ndarray] | None = None) -> None:
+        """Make arrays computed in Python readable as the view `name` (no copy); `nulls` marks the rows of a
+        column that are NULL. A Python object, not a file: the lockdown does not apply and is not needed."""
+        nulls = nulls or {}
+        table = pa.table({k: pa.array(v, mask=nulls.get(k)) for k, v in columns.items()})
+        self.con.register(name, table)
+
 
 def sql_text(name: str) -> str:
     """The text of a SQL file shipped next to the analysis modules (`name` relative to this package)."""
     return resources.files("nkidev.analysis").joinpath(name).read_text()
+
+
+_NAMED = re.compile(r"^-- name: (\w+)\s*$", re.M)
+
+
+def named_queries(name: str) -> dict[str, str]:
+    """The named queries (`-- name: X` headers) of the SQL file `name`; the whole text as "main" without headers."""
+    text = sql_text(name)
+    parts = _NAMED.split(text)
+    if len(parts) == 1:
+        return {"main": text}
+    return {parts[i]: parts[i + 1].strip() for i in range(1, len(parts), 2)}
 
 
 def find_profile_dir(path: str | Path) -> Path:

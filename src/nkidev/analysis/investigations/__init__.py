@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import re
 from dataclasses import dataclass, field
 from functools import cache
 
 from nkidev.analysis.findings import Finding
-from nkidev.analysis.tables import HOW_TO_GET, Profile, sql_text
+from nkidev.analysis.tables import HOW_TO_GET, Profile, named_queries
 from nkidev.hardware import Target
 
 
@@ -26,9 +25,6 @@ def modules() -> tuple:
     """Every investigation module, in RANK order."""
     found = [importlib.import_module(f"{__name__}.{m.name}") for m in pkgutil.iter_modules(__path__)]
     return tuple(sorted(found, key=lambda m: m.RANK))
-
-
-_NAMED = re.compile(r"^-- name: (\w+)\s*$", re.M)
 
 
 @dataclass
@@ -68,11 +64,7 @@ class Outcome:
 
 def queries(name: str) -> dict[str, str]:
     """The named queries (`-- name: X` headers) of investigations/<name>.sql."""
-    text = sql_text(f"investigations/{name}.sql")
-    parts = _NAMED.split(text)
-    if len(parts) == 1:
-        return {"main": text}
-    return {parts[i]: parts[i + 1].strip() for i in range(1, len(parts), 2)}
+    return named_queries(f"investigations/{name}.sql")
 
 
 def missing_message(missing: list[str]) -> str:
