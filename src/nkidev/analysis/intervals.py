@@ -13,7 +13,8 @@ import numpy as np
 
 def order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
     """A permutation that sorts rows by (major, minor); rows equal in both come in any order. Two passes are
-    faster than np.lexsort: a stable sort of the times (timsort: runs of ascending times are cheap), then a stable (radix) sort of the small group codes."""
+    faster than np.lexsort: a stable sort of the times (timsort: runs of ascending times are cheap), then a
+    stable (radix) sort of the small group codes."""
     o = np.argsort(minor, kind="stable")
     return o[np.argsort(major[o], kind="stable")]
 
