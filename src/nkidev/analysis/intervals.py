@@ -1,9 +1,9 @@
 """Interval merge and as-of lookups on sorted NumPy arrays.
 
 The busy-interval merge (busy.sql's rule) and the TensorE gaps' "last producer before, first matmul after"
-lookups are, in SQL, a window over a million sorted rows and two ASOF joins; on arrays they are one sort
-(stable sorts: the rows mostly arrive in time order, which timsort and radix sort exploit), a running max and
-binary searches. DuckDB still does the scans, filters and groupings around them.
+lookups are, in SQL, a window over a million sorted rows and two ASOF joins (each sorting both sides after a
+grouping); on arrays they are one sort, a running max and binary searches. DuckDB still does the scans,
+filters and groupings around them.
 """
 
 from __future__ import annotations
@@ -11,20 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 
-def order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
-    """A permutation that sorts rows by (major, minor); rows equal in both come in any order. Two passes are
-    faster than np.lexsort: a stable sort of the times (timsort: runs of ascending times are cheap), then a
-    stable (radix) sort of the small group codes."""
-    o = np.argsort(minor, kind="stable")
-    return o[np.argsort(major[o], kind="stable")]
-
-
 def merge_busy(group: np.ndarray, s: np.ndarray, e: np.ndarray) -> dict[str, np.ndarray]:
     """Merge intervals [s, e) per group into disjoint pieces, exactly as busy.sql's rule: in (s, e DESC) order
     each interval keeps its part after `prev_end`, the latest end of the earlier intervals of its group, and is
     dropped when it ends by then. Returns group, s, e, prev_end and `first` (no earlier interval: prev_end is
     NULL); a piece with s > prev_end follows an idle gap."""
-    o = order_by(group, s)
+    o = np.lexsort((s, group))
     g, s, e = group[o], s[o], e[o]
     # Intervals sharing a start: only the longest can outlast the others (the rest end by its end).
     run = np.ones(len(s), dtype=bool)

@@ -1,14 +1,17 @@
 """TensorE idle: what the Tensor Engine waited on during its idle gaps, and which lines issued it.
 
 Each gap between TensorE busy intervals is attributed to the last DMA load or compute-engine
-instruction that finished inside it before the TensorE resumed (te_idle.sql); gaps are summed per
-(what, line). The prologue (before the first matmul) is reported in the details but not flagged: some
+instruction that finished inside it before the TensorE resumed (te_idle.sql; the matching runs on arrays,
+`_waits`); gaps are summed per (what, line). The prologue (before the first matmul) is reported in the details but not flagged: some
 data must arrive before any matmul can start.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from nkidev.analysis.findings import Finding, fmt_ns, pct, plural, reportable, severity, short_location
+from nkidev.analysis.intervals import first_at_or_after, last_at_or_before
 from nkidev.analysis.investigations import Context, Outcome, queries
 
 NAME = "te_idle"
@@ -28,7 +31,9 @@ def run(ctx: Context) -> Outcome:
         return Outcome(status="not_applicable", reason="no Tensor Engine matmuls in the window")
     q = queries(NAME)
     ctx.profile.con.execute(q["build"])
-    groups = ctx.profile.rows(q["gaps"])
+    ctx.profile.put(*_waits(ctx, q))
+    groups = ctx.profile.rows(q["groups"])
+    ctx.profile.con.unregister("te_waits")
     inner = [g for g in groups if g["phase"] == "inner"]
     prologue = [g for g in groups if g["phase"] == "prologue"]
     details = {
@@ -45,6 +50,32 @@ def run(ctx: Context) -> Outcome:
         if reportable(g["idle_ns"], ctx.total_ns):
             out.findings.append(_finding(ctx, g))
     return out
+
+
+def _waits(ctx: Context, q: dict) -> tuple:
+    """The view te_waits: each gap with what it waited on and the line that resumed (te_idle.sql, groups). The two
+    as-of matches run on sorted arrays (intervals.py); in SQL they were two ASOF joins after two groupings."""
+    gaps = ctx.profile.arrays(q["gaps"])
+    producers = ctx.profile.arrays(q["producers"])
+    starts = ctx.profile.arrays(q["te_starts"])
+    n_src = ctx.profile.rows("SELECT n_src FROM te_codes")[0]["n_src"]
+    # the last producer to end by the gap's end; of those ending then, the first label (by name)
+    o = np.lexsort((producers["label"], producers["end_ts"]))
+    p_end, p_label = producers["end_ts"][o], producers["label"][o]
+    i = last_at_or_before(p_end, gaps["ge"])
+    found = i >= 0
+    pe = np.where(found, p_end[np.maximum(i, 0)], 0) if len(p_end) else np.zeros(len(i), dtype=np.int64)
+    waited = found & (pe > gaps["gs"])  # ended inside the gap; else unattributed
+    label = p_label[np.maximum(i, 0)] if len(p_end) else np.zeros(len(i), dtype=np.int64)
+    # the first TensorE start from the gap's end; of those starting then, the first by location (no line: last)
+    o = np.lexsort((starts["src"], starts["start_ts"]))
+    t_start, t_src = starts["start_ts"][o], starts["src"][o]
+    j = first_at_or_after(t_start, gaps["ge"])
+    resumed = j < len(t_start)
+    te_src = t_src[np.minimum(j, len(t_start) - 1)] if len(t_start) else np.zeros(len(j), dtype=np.int64)
+    columns = {"prologue": gaps["prologue"], "gs": gaps["gs"], "ge": gaps["ge"], "label": label, "te_src": te_src}
+    nulls = {"label": ~waited, "te_src": ~resumed | (te_src == n_src - 1)}
+    return "te_waits", columns, nulls
 
 
 def _group(g: dict) -> dict:

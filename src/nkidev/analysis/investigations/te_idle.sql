@@ -17,46 +17,46 @@ CREATE OR REPLACE TEMP TABLE te_codes AS
 SELECT greatest(len(enum_range(NULL::nk_variable)), len(enum_range(NULL::nk_opcode)), (SELECT count(*) FROM te_queues)) + 1 AS n_what,
        len(enum_range(NULL::nk_src)) + 1 AS n_src;
 
--- name: gaps
-WITH te_producers AS (
-    -- Every producer's end time with the first label (by name) of the producers ending then: a DMA that brings data
-    -- on chip (`issued` holds every transfer, with the line of each instruction that issued it) or an instruction on
-    -- another compute engine. `who` is 0 for a DMA, 1 + the engine's code for an instruction ('DMA' sorts before the
-    -- lowercase engine keys).
-    SELECT end_ts, min((who * c.n_what + coalesce(what, c.n_what - 1)) * c.n_src + coalesce(src, c.n_src - 1)) AS label
-    FROM (
-        SELECT end_ts, 0 AS who, enum_code(variable) AS what, enum_code(src) AS src
-        FROM issued
-        WHERE end_ts IS NOT NULL AND NOT is_spill_save AND NOT is_store
-        UNION ALL
-        SELECT p.end_ts, 0, q.code, NULL
-        FROM packets p LEFT JOIN te_queues q ON q.queue_name = p.queue_name
-        WHERE p.kernel AND NOT EXISTS (SELECT 1 FROM dpa)
-        UNION ALL
-        SELECT end_ts, 1 + CAST(enum_code(engine) AS INTEGER), enum_code(opcode), enum_code(src) FROM inst
-        WHERE engine IN ('vector', 'scalar', 'gpsimd') AND hbm_read_bytes = 0 AND hbm_write_bytes = 0
-    ), te_codes c
-    GROUP BY end_ts
-), te_gaps AS (
-    -- busy.sql marks the pieces that follow an idle gap: they start after prev_end. Gaps that end by the
-    -- first MATMUL are prologue too: a LoadStationary may run before the moving data arrives.
-    SELECT CASE WHEN s <= (SELECT min(start_ts) FROM inst WHERE is_matmul) THEN 'prologue' ELSE 'inner' END AS phase,
-           prev_end AS gs, s AS ge
-    FROM busy WHERE engine = 'tensor' AND s > prev_end
+-- name: producers
+-- Every producer's end time with its label: a DMA that brings data on chip (`issued` holds every transfer, with
+-- the line of each instruction that issued it) or an instruction on another compute engine. `who` is 0 for a DMA,
+-- 1 + the engine's code for an instruction ('DMA' sorts before the lowercase engine keys). Of the producers ending
+-- together the gap takes the first label (te_idle.py sorts by end, then label).
+SELECT end_ts, (who * c.n_what + coalesce(what, c.n_what - 1)) * c.n_src + coalesce(src, c.n_src - 1) AS label
+FROM (
+    SELECT end_ts, 0 AS who, enum_code(variable) AS what, enum_code(src) AS src
+    FROM issued
+    WHERE end_ts IS NOT NULL AND NOT is_spill_save AND NOT is_store
     UNION ALL
-    SELECT 'prologue', w.t0, min(b.s) FROM busy b, win w WHERE b.engine = 'tensor' GROUP BY w.t0 HAVING min(b.s) > w.t0
-), with_end AS (
-    -- per gap, the last producer end by its end (pe; the gap waited on that producer when pe is inside the gap)
-    SELECT g.*, p.end_ts AS pe, p.label FROM te_gaps g ASOF LEFT JOIN te_producers p ON g.ge >= p.end_ts
-), te_starts AS (
-    SELECT start_ts, min(src) AS src FROM inst WHERE engine = 'tensor' GROUP BY start_ts
-), te_waits AS (
-    -- and the line of the first TensorE start from its end (te_src: the first by location when several start together)
-    SELECT g.*, t.src AS te_src FROM with_end g ASOF LEFT JOIN te_starts t ON g.ge <= t.start_ts
-), by_resume AS (
-    -- per group (phase and the label of what the gap waited on, NULL: unattributed) and resuming line: the most
-    -- frequent resuming line of a group (ties: the first by location) needs its count per group
-    SELECT phase, CASE WHEN pe > gs THEN label END AS label, te_src, count(*) AS te_n, sum(ge - gs) AS ns, max(ge - gs) AS longest_ns
+    SELECT p.end_ts, 0, q.code, NULL
+    FROM packets p LEFT JOIN te_queues q ON q.queue_name = p.queue_name
+    WHERE p.kernel AND NOT EXISTS (SELECT 1 FROM dpa)
+    UNION ALL
+    SELECT end_ts, 1 + CAST(enum_code(engine) AS INTEGER), enum_code(opcode), enum_code(src) FROM inst
+    WHERE engine IN ('vector', 'scalar', 'gpsimd') AND hbm_read_bytes = 0 AND hbm_write_bytes = 0
+), te_codes c;
+
+-- name: gaps
+-- busy.sql marks the pieces that follow an idle gap: they start after prev_end. Gaps that end by the first
+-- MATMUL are prologue too: a LoadStationary may run before the moving data arrives.
+SELECT coalesce(s <= (SELECT min(start_ts) FROM inst WHERE is_matmul), false) AS prologue, prev_end AS gs, s AS ge
+FROM busy WHERE engine = 'tensor' AND s > prev_end
+UNION ALL
+SELECT true, w.t0, min(b.s) FROM busy b, win w WHERE b.engine = 'tensor' GROUP BY w.t0 HAVING min(b.s) > w.t0;
+
+-- name: te_starts
+-- the TensorE starts with their line's code (n_src - 1: no line), for the line that resumed after each gap
+SELECT start_ts, coalesce(enum_code(src), c.n_src - 1) AS src FROM inst, te_codes c WHERE engine = 'tensor';
+
+-- name: groups
+-- te_waits (te_idle.py): per gap its phase, span (gs, ge), the label of the last producer to end by the gap's end
+-- when it ended inside the gap (NULL: unattributed), and the code of the line of the first TensorE start from its
+-- end (te_src; the first by location when several start together).
+WITH by_resume AS (
+    -- per group (phase and the label of what the gap waited on) and resuming line: the most frequent resuming
+    -- line of a group (ties: the first by location) needs its count per group
+    SELECT CASE WHEN prologue THEN 'prologue' ELSE 'inner' END AS phase, label, te_src,
+           count(*) AS te_n, sum(ge - gs) AS ns, max(ge - gs) AS longest_ns
     FROM te_waits
     GROUP BY ALL
 ), by_group AS (
@@ -76,7 +76,8 @@ WITH te_producers AS (
                 WHEN p.who > 0 THEN enum_range(NULL::nk_opcode)[p.what + 1]
                 ELSE coalesce(q.queue_name, enum_range(NULL::nk_variable)[p.what + 1]) END AS what,
            CASE WHEN p.label IS NOT NULL AND p.src < p.n_src - 1 THEN enum_range(NULL::nk_src)[p.src + 1] END AS src,
-           p.gaps, p.idle_ns, p.longest_ns, p.resumed_src
+           p.gaps, p.idle_ns, p.longest_ns,
+           enum_range(NULL::nk_src)[p.resumed_src + 1] AS resumed_src
     FROM parts p LEFT JOIN te_queues q ON p.who = 0 AND q.code = p.what
 )
 SELECT * FROM named
