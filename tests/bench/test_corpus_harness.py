@@ -83,6 +83,22 @@ def test_adjusted_rate_leaves_out_compiler_and_upstream_failures():
     assert row.endswith("| 1 | 1/4 = 25% | 1/2 = 50% |")
 
 
+def test_a_true_sbuf_overflow_is_not_counted_as_an_nkidev_gap_in_either_message_form():
+    from causes import classify
+
+    def cause(msg: str) -> str:
+        return classify({"id": "t::test_llama4_maverick_fast[x]", "status": "ERROR", "message": msg})
+
+    old = "err_sbuf_capacity_exceeded: allocating (64, 65535) bfloat16 tile 'a' needs more"
+    new = (
+        "err_sbuf_capacity_exceeded: the SBUF operands of this instruction need 262144 bytes per partition together "
+        "('batch_exp_chunk' (131070), 'batch_chunk' (131070), 'batch_m_new' (4)) but trn2 has 212984"
+    )
+    assert cause(old) == cause(new) == "sbuf_true_overflow"
+    # any other capacity error is still the (a) rebind gap, so a real nkidev regression shows up as one
+    assert cause("err_sbuf_capacity_exceeded: the SBUF operands of this instruction need 9 bytes ('t' (8))") == "sbuf_capacity_rebind"
+
+
 def test_a_pass_whose_test_compared_nothing_is_marked_unvalidated(tmp_path):
     """The plugin records the orchestrator's skipped validation as a junit property; the report calls such passes out."""
     xml = tmp_path / "r.xml"

@@ -4,6 +4,8 @@ reads as the user's fault; the kernel's own exceptions still come out as they ar
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -83,3 +85,33 @@ def test_the_kernel_still_runs_when_nothing_is_broken(kernels):
     _, ns = kernels
     x = np.arange(512, dtype=np.float32).reshape(128, 4)
     np.testing.assert_array_equal(nkidev.simulate(ns["copy_kernel"])(x), x)
+
+
+def test_a_kernel_without_a_source_file_still_raises_its_own_exception():
+    # `python -c` and exec'd source give the kernel's code the filename "<string>", as dataclasses' generated
+    # methods have: the kernel's frame must count as the user's, not be skipped as library code (it read as
+    # err_internal "a bug in nkidev" before)
+    namespace: dict = {}
+    with nkidev.emulate():
+        exec(compile(KERNEL, "<string>", "exec"), namespace)
+        with pytest.raises(ValueError, match="my own bug"):
+            nkidev.simulate(namespace["raising_kernel"])(np.ones((128, 4), np.float32))
+
+
+@dataclasses.dataclass
+class _FailingInit:
+    # its generated __init__ (code in "<string>") raises: dict.fromkeys() needs an argument
+    a: object
+    ctx: object
+    engine: object
+    table: dict = dataclasses.field(default_factory=dict.fromkeys)
+
+
+def test_an_exception_from_a_dataclass_init_nkidev_calls_is_still_err_internal(kernels, monkeypatch):
+    path, ns = kernels
+    monkeypatch.setattr(OPS["tensor_copy"], "impl", _FailingInit)
+    with pytest.raises(NkiError) as e:
+        nkidev.simulate(ns["copy_kernel"])(np.ones((128, 4), np.float32))
+    assert e.value.name == "err_internal"
+    assert "TypeError" in e.value.message
+    assert e.value.location == f"{path}:{_line(path, '<- copy')}"

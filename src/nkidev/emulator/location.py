@@ -29,10 +29,15 @@ def is_internal(filename: str) -> bool:
     return filename.startswith(_PKG) and not filename.startswith(_EXAMPLES)
 
 
-def _is_library(filename: str) -> bool:
-    """Frames that are neither nkidev's nor the user's: the standard library, NumPy and other installed packages."""
-    if filename.startswith("<frozen") or filename == "<string>":
+def _is_library(code: types.CodeType) -> bool:
+    """Frames that are neither nkidev's nor the user's: the standard library, NumPy and other installed packages,
+    and the methods dataclasses generates with exec. Other "<string>" code is the user's: a kernel defined in
+    `python -c` or exec'd source raises from there, and its own exception must reach the caller unchanged."""
+    filename = code.co_filename
+    if filename.startswith("<frozen"):
         return True
+    if filename == "<string>":
+        return code.co_qualname.startswith("__create_fn__.")
     return any(filename.startswith(p) for p in _LIBRARY_DIRS) and not is_internal(filename)
 
 
@@ -45,15 +50,15 @@ def raised_in_nkidev(exc: BaseException) -> bool:
     """True when an exception that is not a named error comes from nkidev's own code: walking out from where it
     was raised, past library frames (NumPy, the standard library), the first frame is nkidev's, not the user's.
     Such an exception is an nkidev bug (err_internal), never the kernel's fault."""
-    frames = []
+    codes = []
     tb = exc.__traceback__
     while tb is not None:
-        frames.append(tb.tb_frame.f_code.co_filename)
+        codes.append(tb.tb_frame.f_code)
         tb = tb.tb_next
-    for filename in reversed(frames):
-        if is_internal(filename):
+    for code in reversed(codes):
+        if is_internal(code.co_filename):
             return True
-        if not _is_library(filename):
+        if not _is_library(code):
             return False
     return False
 
