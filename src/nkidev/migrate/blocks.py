@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from nkidev.migrate.common import code
+from nkidev.migrate.common import code, literal_int
 
 
 @dataclass(frozen=True)
@@ -114,14 +114,6 @@ def _new_dim(old: int, tensor: BlockTensor) -> int | None:
     return old + 1 if old < tensor.blocks else 0 if old == tensor.blocks else old
 
 
-def _literal_int(node: cst.BaseExpression) -> int | None:
-    if isinstance(node, cst.Integer):
-        return int(node.value)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
-        return -int(node.expression.value)
-    return None
-
-
 def shape_of(node: cst.BaseExpression, fold: dict[str, BlockTensor]) -> tuple[str, BlockTensor] | None:
     """(name, tensor) when node is `t.shape` of a block tensor t."""
     if isinstance(node, cst.Attribute) and node.attr.value == "shape" and isinstance(node.value, cst.Name) and node.value.value in fold:
@@ -134,7 +126,7 @@ def folded_shape_index(node: cst.Subscript, fold: dict[str, BlockTensor]) -> cst
     found = shape_of(node.value, fold)
     if found is None or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return None
-    old = _literal_int(node.slice[0].slice.value)
+    old = literal_int(node.slice[0].slice.value)
     new = _new_dim(old, found[1]) if old is not None else None
     if new is None:
         return None

@@ -16,6 +16,15 @@ def code(node: cst.CSTNode) -> str:
     return _EMPTY.code_for_node(node).strip()
 
 
+def literal_int(node: cst.BaseExpression) -> int | None:
+    """The value of an integer literal (`3`, `-3`); None for any other expression."""
+    if isinstance(node, cst.Integer):
+        return int(node.value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
+        return -int(node.expression.value)
+    return None
+
+
 def expr(text: str) -> cst.BaseExpression:
     return cst.parse_expression(text)
 

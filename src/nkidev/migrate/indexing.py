@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from nkidev.migrate.common import code
+from nkidev.migrate.common import code, literal_int
 
 
 class Unsupported(Exception):
@@ -32,14 +32,6 @@ class IndexVar:
     length: str
     start: str = "0"
     step: int | str = 1  # a str: a non-literal coefficient, as source
-
-
-def _int(node: cst.BaseExpression) -> int | None:
-    if isinstance(node, cst.Integer):
-        return int(node.value)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
-        return -int(node.expression.value)
-    return None
 
 
 def add(a: str, b: str) -> str:
@@ -100,7 +92,7 @@ def mgrid_vars(node: cst.BaseExpression, is_mgrid) -> list[IndexVar] | None:
     rank = len(node.slice)
     for axis, e in enumerate(node.slice):
         s = e.slice
-        if not isinstance(s, cst.Slice) or s.upper is None or (s.step is not None and _int(s.step) != 1):
+        if not isinstance(s, cst.Slice) or s.upper is None or (s.step is not None and literal_int(s.step) != 1):
             return None
         start = code(s.lower) if s.lower is not None else "0"
         length = code(s.upper) if start == "0" else f"{code(s.upper)} - {_paren(start)}"
@@ -272,7 +264,7 @@ class Scope:
                     raise Unsupported(f"{code(node)} multiplies two index variables")
                 if left or right:
                     a, other = (left, node.right) if left else (right, node.left)
-                    k = _int(other)
+                    k = literal_int(other)
                     factor = k if k is not None else code(other)
                     return Affine(a.var, _times(a.coef, factor), scale(factor, a.offset))
                 return None
