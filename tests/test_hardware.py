@@ -105,3 +105,9 @@ def test_a_new_generation_validates_and_profiles_end_to_end(tmp_path):
     fast = json.loads(p.stdout)
     base = json.loads(nkidev("profile", spec, "--target", "trn3", "--out", str(tmp_path / "prof3"), "--json").stdout)
     assert fast["target"] == "trn_test" and 0 < fast["total_time_ns"] < base["total_time_ns"]  # the faster DMA shows
+
+
+def test_a_hardware_file_share_above_one_is_a_named_error(tmp_path):
+    with pytest.raises(NkiUsageError, match=r"\[dma\] transpose_efficiency = 1.9 must be a share in \(0, 1\]") as e:
+        load_target_file(_edited(tmp_path, "transpose_efficiency = 0.9", "transpose_efficiency = 1.9"))
+    assert e.value.name == "err_bad_hardware_file"

@@ -229,3 +229,28 @@ def test_the_fit_re_simulates_a_measured_case_with_its_keywords():
         return schedule(run(kernel, args, kwargs, options=EmulatorOptions(target=hw, compute=False)).trace, hw).total_ns
 
     assert predicted == [predict(case.args, case.kwargs)] and predicted[0] != predict(case.args, {})
+
+
+@pytest.mark.parametrize(
+    "key, value, expected",
+    [
+        ("spill_traffic_fraction", 1.5, r"\[dma\] spill_traffic_fraction = 1.5 must be a share in \[0, 1\]"),
+        ("spill_traffic_fraction", -0.25, r"\[dma\] spill_traffic_fraction = -0.25 must be a share in \[0, 1\]"),
+        ("hbm_efficiency", 0.0, r"\[dma\] hbm_efficiency = 0.0 must be a share in \(0, 1\]"),
+        ("transpose_efficiency", 1.2, r"\[dma\] transpose_efficiency = 1.2 must be a share in \(0, 1\]"),
+    ],
+)
+def test_shares_out_of_range_are_named_errors_not_clamped(tmp_path, key, value, expected):
+    bad = tmp_path / "share.toml"
+    bad.write_text(f'target = "trn2"\n[overrides.dma]\n{key} = {value}\n')
+    with pytest.raises(NkiUsageError, match=expected) as e:
+        calibrated_target("trn2", str(bad))
+    assert e.value.name == "err_bad_calibration_file" and str(bad) in e.value.message
+
+
+def test_shares_at_their_bounds_are_accepted(tmp_path):
+    ok = tmp_path / "ok.toml"
+    ok.write_text('target = "trn2"\n[overrides.dma]\nspill_traffic_fraction = 1.0\nhbm_efficiency = 1.0\n')
+    assert calibrated_target("trn2", str(ok)).dma.spill_traffic_fraction == 1.0
+    ok.write_text('target = "trn2"\n[overrides.dma]\nspill_traffic_fraction = 0\n')
+    assert calibrated_target("trn2", str(ok)).dma.spill_traffic_fraction == 0.0

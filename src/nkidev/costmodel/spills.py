@@ -122,7 +122,7 @@ def _positions(ids: np.ndarray, spills: list[Spill]) -> np.ndarray:
 
 def moved_bytes_per_partition(sp: Spill, hw: Target) -> int:
     """The bytes per partition one spill DMA moves: the target's share of the tile's row (at least one byte)."""
-    return max(1, math.ceil(sp.bytes_per_partition * min(1.0, hw.dma.spill_traffic_fraction)))
+    return max(1, math.ceil(sp.bytes_per_partition * hw.dma.spill_traffic_fraction))
 
 
 def _plan(sp: Spill, save: bool, queue: str, hw: Target, cache: dict) -> Transfer:

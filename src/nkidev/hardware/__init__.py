@@ -273,7 +273,20 @@ def _section(path, name: str, raw, cls) -> object:
     missing = [k for k in known if k not in raw]
     if missing:
         raise _bad(path, f"missing key [{name}] {missing[0]}" + (f" (and {len(missing) - 1} more)" if missing[1:] else ""))
-    return cls(**{k: _value(path, f"[{name}] {k}", raw[k], hints[k]) for k in known})
+    values = {k: _value(path, f"[{name}] {k}", raw[k], hints[k]) for k in known}
+    for k, v in values.items():
+        _check_share(path, f"[{name}] {k}", k, v)
+    return cls(**values)
+
+
+def _check_share(path, where: str, key: str, value) -> None:
+    """Shares of a rate are fractions by their name: `*_efficiency` in (0, 1] (0 would divide by zero, above 1
+    beats the rate it is a share of) and `*_fraction` in [0, 1] (0: off). Out of range is an error rather than a
+    silent clamp, so a typo in a calibration file cannot quietly change a prediction."""
+    if key.endswith("_efficiency") and not 0 < value <= 1:
+        raise _bad(path, f"{where} = {value!r} must be a share in (0, 1]")
+    if key.endswith("_fraction") and not 0 <= value <= 1:
+        raise _bad(path, f"{where} = {value!r} must be a share in [0, 1]")
 
 
 def _build(raw: dict, source: str, calibration: str = "") -> Target:
