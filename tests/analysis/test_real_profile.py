@@ -160,3 +160,26 @@ def test_not_a_profile(tmp_path):
     with pytest.raises(NkiUsageError) as e:
         analyze(tmp_path)
     assert e.value.name == "err_bad_profile"
+
+
+def test_without_dma_packets_the_memory_bounds_are_unknown_not_negative(tmp_path):
+    r = analyze(copy(tmp_path, drop=("DmaPacket",)), source_root=KERNELS)
+    b = r.bounds
+    assert b["memory_bound_ns"] is None and b["memory_bound_ideal_ns"] is None
+    assert b["gaps"]["dma_inefficiency_ns"] is None and b["gaps"]["dma_idle_ns"] is None
+    assert b["bn_speedup"]["memory_bound_ns"] is None
+    assert b["compute_bound_ns"] == 4 * (20 + 6 * 250)  # the compute side does not need DMA packets
+    assert "memory bounds unavailable: profile lacks DmaPacket" in r.warnings
+    inv = r.investigations["dma_efficiency"]
+    assert inv["status"] == "skipped" and "DmaPacket" in inv["reason"]
+    assert r.bottleneck_engine == "Tensor"
+
+
+def test_cli_analyze_without_dma_packets_exits_cleanly(tmp_path):
+    from typer.testing import CliRunner
+
+    from nkidev.cli import app
+
+    res = CliRunner().invoke(app, ["analyze", str(copy(tmp_path, drop=("DmaPacket",))), "--json"])
+    assert res.exit_code == 0, res.output
+    assert '"memory_bound_ns": null' in res.output and "err_internal" not in res.output

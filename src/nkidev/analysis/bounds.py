@@ -85,12 +85,18 @@ def compute(profile: Profile, target: Target) -> tuple[dict, dict]:
     # Without Metadata a real profile names neither its DMA rate nor its instance: no ideal memory bounds.
     dma_bw, te_peak = q["dma_bw_peak"], q["te_peak_flops"]
     hbm_bw = target.hbm.bytes_per_s_per_nc if dma_bw else None
-    ceilings = memory_ceilings(q["dma_transfer_bytes"], q["hbm_bytes"], dma_bw, hbm_bw)
+    # Without DmaPacket a profile names no DMA bytes or DMA busy time (api._warnings says so): the memory bounds
+    # are unknown, not zero (a 0-byte DMA ceiling beside the Instruction table's HBM bytes gave negative gaps).
+    has_packets = not profile.lacking("DmaPacket", "start_ts", "end_ts", "transfer_bytes")
+    if has_packets:
+        ceilings = memory_ceilings(q["dma_transfer_bytes"], q["hbm_bytes"], dma_bw, hbm_bw)
+    else:
+        ceilings = memory_ceilings(q["dma_transfer_bytes"], q["hbm_bytes"], None, None)
     necessary = q["necessary_bytes"]
     floor_bw = min(dma_bw, hbm_bw) if dma_bw else None  # necessary bytes cross both HBM and DMA
     b = {
         "total_time_ns": float(total),
-        "memory_bound_ns": engine_times["DMA"],
+        "memory_bound_ns": engine_times["DMA"] if has_packets else None,
         "memory_bound_ideal_ns": ceilings["ideal_ns"],
         "memory_bound_ideal_no_reloads_ns": _div(None if necessary is None else necessary * 1e9, floor_bw),
         "compute_bound_ns": engine_times["Tensor"],

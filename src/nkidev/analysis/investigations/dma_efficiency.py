@@ -21,6 +21,7 @@ RANK = 1  # position in reports (analysis order)
 ENGINE = "DMA"  # the engine whose time its findings cost (None: the bottleneck itself)
 NEEDS = (
     ("Instruction", ("id", "hbm_read_bytes", "hbm_write_bytes")),
+    ("DmaPacket", ("start_ts", "end_ts", "transfer_bytes")),  # the memory bound its gap is measured against
     ("DmaPacketAggregated", ("id", "transfer_bytes", "source", "write_num_sbuf_partitions", "read_num_sbuf_partitions")),
     ("Flow", ("in_table", "out_table", "in_id", "out_id")),
     ("Metadata", ("dma_ddr_bandwidth",)),
@@ -62,7 +63,7 @@ def run(ctx: Context) -> Outcome:
 def _gap_shares(lines: list[dict], peak_bytes_per_s: float, total_bytes: int) -> list[float]:
     """Each line's share of the kernel's efficiency gap: its transfers' time beyond their bytes at the binding
     ceiling, relative to all lines' (falls back to byte shares when transfer times are missing)."""
-    excess = [max(0.0, (r["transfer_ns"] or 0) - r["bytes"] * 1e9 / peak_bytes_per_s) for r in lines]
+    excess = [max(0.0, (r["transfer_ns"] or 0) - r["bytes"] * 1e9 / peak_bytes_per_s) for r in lines] if peak_bytes_per_s else []
     if sum(excess) > 0:
         return [x / sum(excess) for x in excess]
     return [r["bytes"] / total_bytes if total_bytes else 0.0 for r in lines]
