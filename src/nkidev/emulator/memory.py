@@ -28,6 +28,8 @@ def f32(t: NkiTensor) -> np.ndarray:
 def rows(t: NkiTensor) -> np.ndarray:
     """fp32 values shaped (partitions, elements per partition)."""
     x = f32(t)
+    if x.ndim == 2:  # already that shape (a reshape would only make another view of it)
+        return x
     return x.reshape(x.shape[0] if x.ndim else 1, -1)
 
 
@@ -45,13 +47,18 @@ def store_raw(t: NkiTensor, values: np.ndarray, oob_skip: bool = False) -> None:
 
 def store(t: NkiTensor, values: np.ndarray) -> None:
     """Write fp32 results: round to nearest even into t's dtype (ints saturate)."""
-    values = np.asarray(values, dtype=np.float32)
+    if values.__class__ is not np.ndarray or values.dtype != _F32:
+        values = np.asarray(values, dtype=np.float32)
     dt = t.dtype
-    if t.dyn is None and dt.kind == "float" and dt.name != "tfloat32" and values.size == t._data.size:
+    data = t._data
+    if t.dyn is None and dt.kind == "float" and dt.name != "tfloat32" and values.size == data.size:
         # cast while copying, straight into the destination: the same rounding as from_f32's astype without
         # its intermediate array (one pass over the data instead of two)
         _begin_write(t)
-        np.copyto(t._data, values.reshape(t._data.shape), casting="unsafe")
+        if values.shape == data.shape:
+            data[...] = values  # assignment casts as copyto(casting="unsafe") does, without its Python-level wrapper
+        else:
+            np.copyto(data, values.reshape(data.shape), casting="unsafe")
         return
     store_raw(t, from_f32(values, dt))
 

@@ -211,6 +211,12 @@ def dispatch(op: OpDef, a: SimpleNamespace):
     storages: list = []
     written: list = []
     key = signature(op, a, ctx.target_code, ids_r, ids_w, storages, written)
+    return _dispatch_signed(op, a, ctx, key, ids_r, ids_w, storages, written)
+
+
+def _dispatch_signed(op: OpDef, a: SimpleNamespace, ctx, key, ids_r: list, ids_w: list, storages: list, written: list):
+    """dispatch once the call's signature is known (`key` and the lists as `signature` returns and fills them):
+    dispatch_slots, which has the operand slots at hand, builds them without `signature`'s default checks."""
     cache = op.checked
     entry = cache.get(key) if key is not None else None
     if entry is None:
@@ -265,7 +271,10 @@ def dispatch(op: OpDef, a: SimpleNamespace):
                 entry[1] = form
         counter = ctx.counter
         n = counter[0]
-        location = kernel_location(1)  # skip=1: dispatch is called by the generated nki.isa function, never by kernel code
+        # 3: past this function and its caller (dispatch or dispatch_slots); the generated nki.isa function and
+        # anything else of nkidev's own further out are skipped by kernel_site itself (never kernel code)
+        site = kernel_site(3)
+        location = site[0] if site is not None else None
         trace.record(n, form, location, ctx.program, ids_r + ids_w)
         if usage.check:
             usage.instructions[usage.clock] = (n, location)  # Occupancy.recorded, inlined: this runs per instruction
@@ -357,13 +366,16 @@ def dispatch_slots(op: OpDef, slots: tuple):
     and recorded before, outside an SPMD launch, runs here without a namespace of its arguments; anything else
     (numerics on included) goes to dispatch with the arguments it had, before any side effect."""
     ctx = getattr(_thread, "ctx", None) or _ctx.current()  # current(), inlined: this runs per instruction
-    if ctx.options.compute:  # the semantics read the arguments, and may run on the worker (deferred.execute)
-        return dispatch(op, op.make_args(*slots))
     ids: list[int] = []  # the storage ids of the reads, then of the writes
     ids_w: list[int] = []
     storages: list = []
     written: list = []
     key = _slots_key(ctx.target_code, slots, op.plan.tiles, ids, ids_w, storages, written)  # signature()'s cache entries
+    if ctx.options.compute:  # the semantics read the arguments, and may run on the worker (deferred.execute)
+        if key is None:
+            return dispatch(op, op.make_args(*slots))
+        # every other argument is its default: signature() would make this very key (its slots path)
+        return _dispatch_signed(op, op.make_args(*slots), ctx, key, ids, ids_w, storages, written)
     if key is not None:
         entry = op.checked.get(key)
         trace = ctx.trace
