@@ -1,10 +1,14 @@
-"""The startup hook's part of the import shim (nkidev_shim.pth runs `install_from_env()` in every Python process of
-the environment): meta-path finders that resolve `nki.*` (and the legacy `neuronxcc.*`) to the emulator.
+"""The startup hook's part of the import shim (nkidev_shim.pth, run in every Python process of the environment):
+meta-path finders that resolve `nki.*` (and the legacy `neuronxcc.*`) to the emulator.
 
-This module imports only `os` and `sys`, which every interpreter has loaded before site-packages' .pth files run:
-the hook costs a process almost nothing until something imports `nki`. The finders follow the meta-path protocol
-by duck typing (subclassing importlib.abc would import importlib.resources, pathlib, re, enum: ~40 ms). The
-`emulate()` block built on them is in nkidev.shim.
+This module imports only `os` and `sys`, which every interpreter has loaded before site-packages' .pth files run.
+With NKIDEV_EMULATE set the hook line calls `install_from_env()`; without it, it does not import this module at
+all: it appends a stand-in finder, defined on the line itself, that imports it only when asked for an nki.* /
+neuronxcc.* module (`lazy_find_spec`). Importing even this small module and the `nkidev` package cost every
+process ~6 ms where no bytecode is cached (an editable install under PYTHONDONTWRITEBYTECODE compiles both each
+time); the line alone costs ~0.1 ms. The finders follow the meta-path protocol by duck typing (subclassing
+importlib.abc would import importlib.resources, pathlib, re, enum: ~40 ms). The `emulate()` block built on them
+is in nkidev.shim.
 """
 
 import os
@@ -95,6 +99,22 @@ def install_fallback() -> None:
     """Let `import nki` fall back to the emulator when no real nki package is installed."""
     if FALLBACK not in sys.meta_path:
         sys.meta_path.append(FALLBACK)
+
+
+def lazy_find_spec(stand_in, fullname, path=None, target=None):
+    """The .pth line's stand-in finder was asked for an nki module: the fallback finder takes the place of every
+    stand-in on sys.meta_path (site runs a venv's .pth files twice: there are two), before it answers: its search
+    for a real nki asks the other finders."""
+    meta = sys.meta_path
+    at = [i for i, f in enumerate(meta) if type(f).__module__ == _STAND_IN_MODULE]
+    if at and FALLBACK not in meta:
+        meta[at.pop(0)] = FALLBACK
+    for i in reversed(at):
+        del meta[i]
+    return FALLBACK.find_spec(fullname, path, target)
+
+
+_STAND_IN_MODULE = "nkidev_shim"  # the __module__ the .pth line gives its stand-in's class
 
 
 def install_from_env() -> None:
