@@ -261,23 +261,36 @@ def _tensor_reduce(a, ctx, engine):
     store(a.dst, -res if a.negate else res)
 
 
-PARTITION_OPS = ("add", "average", "maximum", "bitwise_or", "bitwise_and")
+# the NKI 0.7 page lists bitwise_xor too and names the averaging op nl.mean
+# (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/generated/nki.isa.tensor_partition_reduce.html);
+# the 0.6 page (v2.32.0) lists the other five, and says average. The rule cache is per target, not per version, so
+# both versions accept all six (the GpSimd instruction is the same).
+PARTITION_OPS = ("add", "average", "maximum", "bitwise_or", "bitwise_and", "bitwise_xor")
+
+
+def _partition_op(op) -> str | None:
+    """The ALU key of a partition-reduce op: nl.mean (a reduction function, not an ALU op specifier) is the average."""
+    key = op_name(op)
+    if key is None and getattr(op, "__name__", None) == "mean":
+        return "average"
+    return key
+
 
 TENSOR_PARTITION_REDUCE = declare(
     "tensor_partition_reduce",
     "dst, op, data, name=None",
     ("gpsimd",),
-    "Reduce across partitions with the GpSimd Engine (add, average, max, bitwise_or, bitwise_and).",
+    "Reduce across partitions with the GpSimd Engine (add, average/mean, max, bitwise_or, bitwise_and, bitwise_xor).",
     semantics="dst[0, ...] = op.reduce(data, axis=0)",
     tiles=("dst", "data"),
     rules=(
         R.custom(
             "err_invalid_op",
-            f"op is one of {', '.join(PARTITION_OPS)}",
+            f"op is one of {', '.join(PARTITION_OPS)} (nl.mean is average)",
             lambda a, ctx, engine: (
                 None
-                if op_name(a.op) in PARTITION_OPS
-                else (f"op {op_name(a.op)} cannot reduce partitions", f"use one of nl.{', nl.'.join(PARTITION_OPS)}")
+                if _partition_op(a.op) in PARTITION_OPS
+                else (f"op {_partition_op(a.op)} cannot reduce partitions", f"use one of nl.{', nl.'.join(PARTITION_OPS)}")
             ),
         ),
         R.same_free_size("dst", "data"),
@@ -287,7 +300,7 @@ TENSOR_PARTITION_REDUCE = declare(
             lambda a, ctx, engine: None if partitions(a.dst) == 1 else f"dst {a.dst.shape} must have 1 partition",
         ),
     ),
-    attrs=lambda a: {"op": op_name(a.op)},
+    attrs=lambda a: {"op": _partition_op(a.op)},
     overwrites=("dst",),
     kind="compute",
     cost=costs.GPSIMD_STREAMING,
@@ -296,7 +309,7 @@ TENSOR_PARTITION_REDUCE = declare(
 
 @TENSOR_PARTITION_REDUCE.semantics_impl
 def _partition_reduce(a, ctx, engine):
-    alu = ALU[op_name(a.op)]
+    alu = ALU[_partition_op(a.op)]
     if alu.kind == "bitvec":
         store_raw(a.dst, alu.reduce(_int_rows(a.data), 0).astype(a.dst.dtype.storage))
     else:
