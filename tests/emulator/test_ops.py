@@ -500,3 +500,13 @@ def test_fp32_to_int_rounds_half_to_even_and_saturates():
     out = empty((1, 7), np.int8)
     nisa.tensor_copy(dst=out, src=x)
     np.testing.assert_array_equal(read(out), [[0, 2, 2, 0, 127, -128, 0]])
+
+
+def test_int32_tensor_tensor_saturates_an_fp32_result_past_int32_max():
+    """nl.divide of int32 tiles (GpSimd's int32 path, math in fp32) rounds 2**31 - 1 to fp32 2**31; the store
+    saturates it to int32 max as every fp32 -> int cast does (test above), where it wrapped to -2**31."""
+    a = tile(np.array([[2**31 - 1, -(2**31), 7, -9, 5, 0]], np.int32))
+    b = tile(np.array([[1, -1, 2, 4, 0, 0]], np.int32))
+    out = empty((1, 6), np.int32)
+    nisa.tensor_tensor(dst=out, data1=a, data2=b, op=nl.divide)
+    np.testing.assert_array_equal(read(out), [[2**31 - 1, 2**31 - 1, 4, -2, 2**31 - 1, 0]])

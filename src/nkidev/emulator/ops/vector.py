@@ -8,7 +8,7 @@ import numpy as np
 from nkidev.emulator import costs
 from nkidev.emulator import rules as R
 from nkidev.emulator.alu import ALU, op_name
-from nkidev.emulator.dtypes import scratch_f32
+from nkidev.emulator.dtypes import from_f32, scratch_f32
 from nkidev.emulator.memory import f32, raw, read, result_into, rows, scalar_or_vector, store, store_raw
 from nkidev.emulator.opdef import declare
 from nkidev.emulator.tensor import NkiTensor, free_size, partitions
@@ -115,9 +115,9 @@ def _tensor_tensor(a, ctx, engine):
     if engine == "gpsimd" and all(t.dtype.is_int for t in (a.dst, a.data1, a.data2)):
         x = np.asarray(raw(a.data1)).astype(np.float64).reshape(a.data1.shape[0], -1)
         y = np.asarray(raw(a.data2)).astype(np.float64).reshape(x.shape)
-        res = _alu(a.op).fn(x, y)
-        info = np.iinfo(a.dst.dtype.storage)
-        store_raw(a.dst, np.clip(np.rint(res), info.min, info.max).astype(a.dst.dtype.storage))
+        # from_f32 rounds and saturates in float64: an fp32 result (divide, mod, power compute in fp32) clipped in
+        # fp32 keeps 2**31 (int32 max does not fit fp32) and then wrapped to -2**31
+        store_raw(a.dst, from_f32(np.asarray(_alu(a.op).fn(x, y)), a.dst.dtype))
         return
     x, y = rows(a.data1), rows(a.data2)
     if x.size >= _SCRATCH_ELEMS:
