@@ -510,3 +510,38 @@ def test_int32_tensor_tensor_saturates_an_fp32_result_past_int32_max():
     out = empty((1, 6), np.int32)
     nisa.tensor_tensor(dst=out, data1=a, data2=b, op=nl.divide)
     np.testing.assert_array_equal(read(out), [[2**31 - 1, 2**31 - 1, 4, -2, 2**31 - 1, 0]])
+
+
+def _exponential_kernel(reduce_cmd):
+    from nkidev.emulator.jit import jit
+
+    @jit
+    def kernel(x):
+        t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.exponential(dst=d, src=t, reduce_res=r, reduce_cmd=reduce_cmd, reduce_init=2.0)  # <-
+        out = nl.ndarray(r.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    return kernel
+
+
+@pytest.mark.parametrize("cmd", ["idle", "reset_reduce", "reduce"])
+def test_exponential_refuses_a_reduce_init_load_reduce_does_not_read(cmd):
+    """The page's constraints: reduce_init should be unset or 0.0 when reduce_cmd is not load_reduce
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/generated/nki.isa.exponential.html);
+    it was silently ignored. With load_reduce it seeds the sum."""
+    import nkidev
+    from nkidev.errors import NkiError
+
+    x = rand((4, 10), np.float32)
+    kernel = _exponential_kernel(getattr(nisa.reduce_cmd, cmd))
+    with pytest.raises(NkiError) as info:
+        nkidev.simulate(kernel, target="trn3")(x)
+    assert info.value.name == "err_invalid_argument"
+    assert info.value.lineno == _marked_line(kernel)
+    got = nkidev.simulate(_exponential_kernel(nisa.reduce_cmd.load_reduce), target="trn3")(x)
+    np.testing.assert_allclose(got, 2.0 + np.exp(f64(x)).sum(axis=1, keepdims=True), rtol=1e-5)

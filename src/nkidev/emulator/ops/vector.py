@@ -824,6 +824,18 @@ def _match_replace8(a, ctx, engine):
         store_raw(a.dst_idx, idx.astype(a.dst_idx.dtype.storage))
 
 
+def _exp_reduce_init(a, ctx, engine):
+    # the page's constraint list: reduce_init should be unset or 0.0 when reduce_cmd is not load_reduce
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/generated/nki.isa.exponential.html). A number
+    # is checked; a tile's values are not known until it runs, so a tile is left alone.
+    v = a.reduce_init
+    if _reduce_cmd(a) != "load_reduce" and isinstance(v, R.NUMBER) and float(v) != 0.0:
+        return (
+            f"reduce_init={v!r} with reduce_cmd={_reduce_cmd(a)}: only load_reduce reads it",
+            "pass reduce_cmd=nisa.reduce_cmd.load_reduce, or leave reduce_init at 0.0",
+        )
+
+
 EXPONENTIAL = declare(
     "exponential",
     "dst, src, max_value=0.0, reduce_res=None, reduce_cmd=reduce_cmd.idle, reduce_init=0.0, name=None",
@@ -836,6 +848,11 @@ EXPONENTIAL = declare(
         R.same_free_size("dst", "src"),
         R.vector_operand("max_value"),
         R.vector_operand("reduce_init"),
+        R.custom(
+            "err_invalid_argument",
+            "reduce_init is unset or 0.0 unless reduce_cmd is load_reduce",
+            _exp_reduce_init,
+        ),
         R.custom(
             "err_exceed_max_supported_dimension",
             "src and dst are at most 4-d",
