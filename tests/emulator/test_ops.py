@@ -545,3 +545,52 @@ def test_exponential_refuses_a_reduce_init_load_reduce_does_not_read(cmd):
     assert info.value.lineno == _marked_line(kernel)
     got = nkidev.simulate(_exponential_kernel(nisa.reduce_cmd.load_reduce), target="trn3")(x)
     np.testing.assert_allclose(got, 2.0 + np.exp(f64(x)).sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def _activation_kernel(engine, reduce: bool):
+    from nkidev.emulator.jit import jit
+
+    @jit
+    def kernel(x):
+        t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf) if reduce else None
+        cmd = nisa.reduce_cmd.reset_reduce if reduce else nisa.reduce_cmd.idle
+        nisa.activation(dst=d, op=nl.exp, data=t, scale=2.0, bias=0.5, reduce_op=nl.add, reduce_res=r, reduce_cmd=cmd, engine=engine)  # <-
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=d)
+        return out
+
+    return kernel
+
+
+def test_activation_takes_engine_and_runs_on_gpsimd_from_neuroncore_v4():
+    """NKI 0.7's activation (and activate2) have engine=, default scalar; GpSimd runs them on NeuronCore-v4+ and the
+    accumulator is the Scalar engine's only
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/generated/nki.isa.activation.html).
+    engine= was a TypeError."""
+    import nkidev
+    from nkidev.errors import NkiError
+
+    x = rand((8, 12), np.float32)
+    want = np.exp(2.0 * f64(x) + 0.5)
+    for engine, target in ((nisa.engine.scalar, "trn2"), (nisa.engine.gpsimd, "trn3")):
+        got = nkidev.simulate(_activation_kernel(engine, False), target=target, nki_version="0.7")(x)
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    for target, reduce, says in (("trn2", False, "NeuronCore-v4"), ("trn3", True, "only on the Scalar engine")):
+        kernel = _activation_kernel(nisa.engine.gpsimd, reduce)
+        with pytest.raises(NkiError) as info:
+            nkidev.simulate(kernel, target=target, nki_version="0.7")(x)
+        assert info.value.name == "err_invalid_argument" and says in info.value.message
+        assert info.value.lineno == _marked_line(kernel)
+
+
+def test_activate2_takes_engine_gpsimd():
+    from .helpers import use_target
+
+    use_target("trn3")
+    x = rand((4, 10), np.float32)
+    dst = empty((4, 10))
+    nisa.activate2(dst=dst, op=nl.exp, data=tile(x), imm0=2.0, imm1=1.0, op0=nl.multiply, op1=nl.add, engine=nisa.engine.gpsimd)
+    np.testing.assert_allclose(read(dst), np.exp(2.0 * f64(x) + 1.0), rtol=1e-5)

@@ -154,6 +154,7 @@ class Features:
     matmul_transpose_passthrough: bool  # nc_matmul(is_transpose=True) moves bits, no arithmetic
     activation_scalar_bias: bool  # activation bias may be a Python number (else a [P, 1] vector)
     gpsimd_rng: bool  # nisa.rng may run on GpSimd
+    gpsimd_activation: bool  # nisa.activation / activate2 may run on GpSimd (engine=, NKI 0.7)
     tensor_indirection: bool  # NkiTensor.indirect() (gather/scatter views of free-dim offsets)
     vector_rng_state: bool  # rand_set_state / rand_get_state may run on VectorE (24 uint32 XORWOW words per lane)
     scalar_tensor_copy: bool  # nisa.tensor_copy may run on ScalarE

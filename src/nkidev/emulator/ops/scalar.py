@@ -58,6 +58,27 @@ def _reduce_check(a, ctx, engine):
         return f"reduce_res {r.shape} must be [{partitions(a.data)}, 1]", None
 
 
+def _gpsimd_check(a, ctx, engine):
+    # NKI 0.7: activation/activate2 take engine= (default scalar); GpSimd runs them on NeuronCore-v4+, and the
+    # accumulator is only on the Scalar engine
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/generated/nki.isa.activation.html)
+    if engine != "gpsimd":
+        return None
+    if not ctx.target.features.gpsimd_activation:
+        return (
+            f"the GpSimd engine runs activations on NeuronCore-v4 (trn3) and newer, not {ctx.target.name}",
+            "leave engine at nisa.engine.scalar",
+        )
+    if getattr(a, "reduce_res", None) is not None or getattr(a.reduce_cmd, "name", "idle") != "idle":
+        return "the accumulator (reduce_cmd/reduce_res) is only on the Scalar engine", "run the reduction with engine=nisa.engine.scalar"
+
+
+GPSIMD_RULE = R.custom(
+    "err_invalid_argument",
+    "engine=gpsimd needs NeuronCore-v4+ and no accumulator (reduce_cmd idle, no reduce_res)",
+    _gpsimd_check,
+)
+
 ACT_RULES = (
     R.activation_op("op"),
     R.same_partitions("dst", "data"),
@@ -107,14 +128,15 @@ def _activate(a, ctx) -> tuple[np.ndarray, bool]:
 
 ACTIVATION = declare(
     "activation",
-    "dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=reduce_cmd.idle, name=None",
-    ("scalar",),
-    "dst = op(data * scale + bias) on the Scalar Engine, with an optional add-reduction into its accumulators.",
+    "dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=reduce_cmd.idle, engine=engine.scalar, name=None",
+    ("scalar", "gpsimd"),
+    "dst = op(data * scale + bias) on the Scalar Engine (or GpSimd, NeuronCore-v4+), with an optional add-reduction "
+    "into the Scalar Engine's accumulators.",
     semantics="reduce_cmd: reset/reset_reduce zero the registers; reduce/reset_reduce add this output's row sums; "
     "reduce_res (if given) receives the registers. All math in fp32.",
     writes=("dst", "reduce_res"),
     tiles=("dst", "data", "reduce_res"),
-    rules=ACT_RULES,
+    rules=ACT_RULES + (GPSIMD_RULE,),
     attrs=_act_attrs,
     overwrites=("dst", "reduce_res"),
     kind="compute",
@@ -179,9 +201,9 @@ ACT2_PAIRS = {
 ACTIVATE2 = declare(
     "activate2",
     "dst, op, data, imm0, imm1, op0, op1, relu_param=0.0, reverse0=False, reverse1=False, "
-    "reduce_op=None, reduce_res=None, reduce_cmd=reduce_cmd.idle, name=None",
-    ("scalar",),
-    "op((data op0 imm0) op1 imm1) on the Scalar Engine with an optional reduction (NeuronCore-v4).",
+    "reduce_op=None, reduce_res=None, reduce_cmd=reduce_cmd.idle, engine=engine.scalar, name=None",
+    ("scalar", "gpsimd"),
+    "op((data op0 imm0) op1 imm1) on the Scalar (or GpSimd) Engine with an optional Scalar Engine reduction (NeuronCore-v4).",
     writes=("dst", "reduce_res"),
     tiles=("dst", "data", "reduce_res"),
     rules=(
@@ -199,6 +221,7 @@ ACTIVATE2 = declare(
                 else f"(op0, op1) = ({op_name(a.op0)}, {op_name(a.op1)}) is not supported"
             ),
         ),
+        GPSIMD_RULE,
     ),
     attrs=_act_attrs,
     overwrites=("dst", "reduce_res"),
