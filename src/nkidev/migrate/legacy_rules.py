@@ -184,6 +184,7 @@ class LegacyToCurrent(Rules):
         self.taken: set[str] = set()
         self.block_scans: list[blocks.Blocked] = [blocks.Blocked({}, set(), {})]  # per enclosing function
         self.filled: list[dict[str, Filled]] = [{}]  # per enclosing function: tiles allocated only by nl.zeros / ones / full
+        self.dtypes: list[dict[str, str]] = [{}]  # per enclosing function: tile -> the dtype every allocation of it gives
         self.module_blocks: dict[int, blocks.Blocked] = {}  # id(FunctionDef) -> its block tensors (blocks.scan_module)
         self.index_origins: dict[int, tuple[int, cst.Attribute]] = {}  # id(arange / mgrid attribute) -> (original line, it)
 
@@ -270,6 +271,7 @@ class LegacyToCurrent(Rules):
             scan = blocks.scan(node, self._is_block_allocation, self._is_par_dim, self._is_index_call, self.line)
         self.block_scans.append(scan)
         self.filled.append(_filled_allocations(node, lambda call: self._target(call.func)))
+        self.dtypes.append(_allocated_dtypes(node, lambda call: self._target(call.func)))
         for name, tensor in scan.params.items():
             self.notes.changed(
                 self.line(node),
@@ -404,6 +406,7 @@ class LegacyToCurrent(Rules):
         self.scopes.pop()
         self.block_scans.pop()
         self.filled.pop()
+        self.dtypes.pop()
         decorators = []
         for d in updated.decorators:
             new = self._decorator(d, original)
@@ -714,7 +717,25 @@ class LegacyToCurrent(Rules):
                 line, f"nisa.{name}(..., mask=...)", "mask dropped: the whole tile is computed (masked-off values were undefined)"
             )
         alloc = copy = None
-        if dst is not None and self._result_in_psum(name, kw) and _base_name(dst) not in self.psum_names:
+        rounded = dst is not None and dtype is not None and not self._result_in_psum(name, kw)
+        dst_dtype = self.dtypes[-1].get(_base_name(dst) or "") if dst is not None else None
+        if rounded and _same_dtype(code(dtype), dst_dtype):
+            rounded = False  # dst is allocated with that dtype: the op writes it at dst's own dtype, the same values
+        elif rounded and _dtype_key(code(dtype)) == "float32" and dst_dtype is not None and _dtype_key(dst_dtype) in _FLOATS:
+            # the engines compute in float32 (same pages: "performs the element-wise operation in float32 math"): a
+            # float32 result rounded to a float dst is what the op writing dst directly gives (not for memset / iota,
+            # whose values are not engine results)
+            rounded = name in (L.memset.__name__, L.iota.__name__)
+        if rounded:
+            # `t[...] = nisa.op(..., dtype=D)`: the legacy op rounds its result to D (the legacy ISA pages: "cast to
+            # the target data type specified in the dtype field before written into the output tile", e.g.
+            # https://awsdocs-neuron.readthedocs-hosted.com/en/v2.21.0.beta/general/nki/api/generated/nki.isa.tensor_tensor.html)
+            # and the assignment then copies that tile into t. A dst= op would round to t's dtype only, so go through a
+            # tile of dtype D and copy it into t (a narrower D than t's dtype rounds the values)
+            self.counter += 1
+            target, copy = f"_{name}_{self.counter}", stmt(f"nisa.tensor_copy(dst={code(dst)}, src=_{name}_{self.counter})")
+            dst = None
+        elif dst is not None and self._result_in_psum(name, kw) and _base_name(dst) not in self.psum_names:
             # `sbuf_tile[...] = nisa.nc_transpose(...)`: the legacy result is a PSUM tile the assignment copies out;
             # the current op writes PSUM only, so go through a PSUM tile and copy it to the destination
             self.counter += 1
@@ -728,7 +749,14 @@ class LegacyToCurrent(Rules):
         body = self._current_call(name, kw, dst, line)
         if body is None:
             return None
-        self.notes.changed(line, f"nisa.{name}(...) returning a tile", f"nisa.{name}(dst=..., ...) with the result allocated first")
+        if rounded:
+            self.notes.changed(
+                line,
+                f"t[...] = nisa.{name}(..., dtype={code(dtype)})",
+                f"nisa.{name} into a new {code(dtype)} tile, then nisa.tensor_copy into t: the result rounded to dtype first, as before",
+            )
+        else:
+            self.notes.changed(line, f"nisa.{name}(...) returning a tile", f"nisa.{name}(dst=..., ...) with the result allocated first")
         return ([alloc] if alloc is not None else []) + [body] + ([copy] if copy is not None else [])
 
     @staticmethod
@@ -1279,6 +1307,59 @@ def _filled_allocations(fn: cst.FunctionDef, target_of) -> dict[str, Filled]:
             dtype = dtypes[0] if len(set(dtypes)) == 1 else None
             out[name] = Filled(dtype, name in aliased)
     return out
+
+
+_FLOATS = {"float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2", "float8_e4m3fn"}
+_DTYPE_ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "tf32": "tfloat32"}
+
+
+def _dtype_key(text: str) -> str:
+    """`nl.float32`, `np.float32`, `"float32"` and `nl.fp32` all as "float32" (the dtype a source text names)."""
+    name = text.strip().strip("'\"").rsplit(".", 1)[-1]
+    return _DTYPE_ALIASES.get(name, name)
+
+
+def _same_dtype(a: str, b: str | None) -> bool:
+    return b is not None and _dtype_key(a) == _dtype_key(b)
+
+
+_ALLOCATIONS = {("language", "ndarray"): 1, ("language", "zeros"): 1, ("language", "ones"): 1, ("language", "full"): 2}
+
+
+def _allocated_dtypes(fn: cst.FunctionDef, target_of) -> dict[str, str]:
+    """The tiles of a function every binding of which is an nl.ndarray / zeros / ones / full allocation with the same
+    dtype (by keyword or position): name -> that dtype's source. A parameter, or a name bound any other way, is left
+    out (its dtype is not known here). `target_of(call)` is ("language", "zeros") for nl.zeros."""
+    found: dict[str, str | None] = {p.name.value: None for p in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]}
+
+    class Bindings(cst.CSTVisitor):
+        def visit_Assign(self_, n: cst.Assign) -> None:  # noqa: N805
+            single = len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name)
+            position = _ALLOCATIONS.get(target_of(n.value)) if isinstance(n.value, cst.Call) else None
+            dtype = arg_value(n.value, position, "dtype") if position is not None else None
+            if single and dtype is not None:
+                name = n.targets[0].target.value
+                before = found.get(name, code(dtype))
+                found[name] = code(dtype) if before is not None and _same_dtype(code(dtype), before) else None
+                return
+            for t in n.targets:
+                for name in _target_names(t.target):
+                    found[name] = None
+
+        def visit_AugAssign(self_, n: cst.AugAssign) -> None:  # noqa: N805
+            for name in _target_names(n.target):
+                found[name] = None
+
+        def visit_For(self_, n: cst.For) -> None:  # noqa: N805
+            for name in _target_names(n.target):
+                found[name] = None
+
+        def visit_NamedExpr(self_, n: cst.NamedExpr) -> None:  # noqa: N805
+            for name in _target_names(n.target):
+                found[name] = None
+
+    fn.body.visit(Bindings())
+    return {name: dtype for name, dtype in found.items() if dtype is not None}
 
 
 def _assigned_more_than_once(fn: cst.FunctionDef) -> set[str]:
