@@ -4,7 +4,8 @@ Follows the SDK's migration guide (https://awsdocs-neuron.readthedocs-hosted.com
 "Migrating from NKI 0.1.0 to NKI 0.2.0" and "0.2.0 to 0.3.0"): the `nki` namespace; `@nki.jit` without modes;
 `nki.simulate(kernel)(...)` for `nki.simulate_kernel`; ISA calls with an explicit `dst` (the result tile
 allocated with `nl.ndarray`); `psum += matmul` as `nisa.nc_matmul(dst=psum, ...)`; `nl.arange`/`nl.mgrid`
-indices as slices; masks as bounded slices (`min(...)`); `nl.par_dim` dropped; static ranges as `range`;
+indices as slices (sums of index variables as `.ap()` patterns); masks as bounded slices (`min(...)`);
+`nl.par_dim` dropped; static ranges as `range`; `t[...] = op(..., dtype=D)` through a D tile when D is not t's dtype;
 NumPy op specifiers as `nl` ones; returned HBM outputs in `nl.shared_hbm`. Index variables are followed
 through `if`s and loops (indexing.Scope.merge): a range that differs by path is read from companions assigned
 with each definition, or else every access through it is a manual step. Block dims fold into the free dims
@@ -184,6 +185,7 @@ class LegacyToCurrent(Rules):
         self.taken: set[str] = set()
         self.block_scans: list[blocks.Blocked] = [blocks.Blocked({}, set(), {})]  # per enclosing function
         self.filled: list[dict[str, Filled]] = [{}]  # per enclosing function: tiles allocated only by nl.zeros / ones / full
+        self.masked_calls: list[int] = []  # ids of the masked loads / stores / copies being visited
         self.dtypes: list[dict[str, str]] = [{}]  # per enclosing function: tile -> the dtype every allocation of it gives
         self.module_blocks: dict[int, blocks.Blocked] = {}  # id(FunctionDef) -> its block tensors (blocks.scan_module)
         self.index_origins: dict[int, tuple[int, cst.Attribute]] = {}  # id(arange / mgrid attribute) -> (original line, it)
@@ -395,7 +397,7 @@ class LegacyToCurrent(Rules):
         # the body ran (a name it defines exists after the loop only then) or did not (the state before)
         for name in after.known() - before.known():
             if name not in before.poisoned:
-                for attr in ("vars", "grids", "masks"):
+                for attr in ("vars", "grids", "masks", "sums"):
                     if name in getattr(after, attr):
                         getattr(before, attr)[name] = getattr(after, attr)[name]
                 before.defs[name] = after.defs.get(name, "")
@@ -515,12 +517,27 @@ class LegacyToCurrent(Rules):
                 # values of a tensor at index positions (a gather's token indices): as a subscript element it is an
                 # indirect access, never a number to slice from
                 self.scope.poisoned[target.value] = f"{target.value} = {code(value)} holds tensor values (an indirect index)"
+            elif isinstance(target, cst.Name) and uses_index and isinstance(value, cst.BinaryOperation) and self._sum(target.value, value):
+                pass  # an index sum (`i_h + i_kh`): its accesses become .ap() patterns
             elif isinstance(target, cst.Name) and uses_index and (_is_arithmetic(value) or self._is_helper_call(value)):
                 # computed from index variables in a way the rewrite does not follow (two index variables added, a
                 # helper of the kernel's own, ...): its uses are manual steps, never rewritten as if it were a plain value
                 self.scope.poisoned[target.value] = f"{target.value} = {code(value)} is not an index expression the rewrite follows"
             elif isinstance(target, cst.Name) and _is_comparison(value):
                 self.scope.state.flags.add(target.value)  # a plain condition: as a mask it switches the instruction
+
+    def _sum(self, name: str, value: cst.BaseExpression) -> bool:
+        """`name = <a sum of index variables>`: recorded as a Linear form (True), or False when it is not one."""
+        try:
+            form = self.scope.linear(value)
+        except Unsupported:
+            return False
+        if form is None or len(form.terms) < 2:
+            return False
+        self.scope.state.sums[name] = form
+        self.scope.state.defs[name] = code(value)
+        self.index_names.add(name)
+        return True
 
     def _is_helper_call(self, node: cst.BaseExpression) -> bool:
         """A call of a function of the kernel's own (it may return an index expression), not of an NKI module."""
@@ -536,15 +553,43 @@ class LegacyToCurrent(Rules):
             self.trailing[-1].extend([stmt(f"{size} = {var.length}"), stmt(f"{start} = {var.start}")])
             self.index_names.update((size, start))
 
+    def _patterns(self, node: cst.Subscript) -> bool:
+        """Whether an index sum into this tensor may become an .ap() pattern: not a folded block tensor (its
+        elements are not where the legacy shape puts them)."""
+        if self.masked_calls:
+            return False  # inside a masked call: the mask's slices need the plain form (mask_bounds), not a pattern
+        return not (isinstance(node.value, cst.Name) and node.value.value in self.block_scans[-1].fold)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # the accesses whose mask becomes bounds on their slices (elsewhere a mask is dropped: the whole tile is computed)
+        if _mask(node) is not None and self._target(node.func) in (("language", "load"), ("language", "store"), ("isa", "dma_copy")):
+            self.masked_calls.append(id(node))
+
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript):
         try:
-            new = rewrite_subscript(updated, self.scope)
+            new = rewrite_subscript(updated, self.scope, patterns=self._patterns(updated))
         except Unsupported as e:
             self.notes.manual(self.line(original), code(original), f"rewrite this index by hand (slices or .ap()): {e}")
             return updated
+        if isinstance(new, cst.Call):
+            self.notes.changed(
+                self.line(original), code(original), "an index sum as an .ap() access pattern: one [step, num] pair per index axis"
+            )
+            return new
         if new is not None:
             self.notes.changed(self.line(original), code(original), "nl.arange / nl.mgrid indices as slices")
         return self._unblock(new if new is not None else updated)
+
+    def leave_AssignTarget(self, original: cst.AssignTarget, updated: cst.AssignTarget):
+        """`t[i_p, i_y + i_x] = value` became `t.ap(...)`, which is no assignment target: `t.ap(...)[...] = value`."""
+        if isinstance(updated.target, cst.Call):
+            return updated.with_changes(target=_whole(updated.target))
+        return updated
+
+    def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign):
+        if isinstance(updated.target, cst.Call):
+            return updated.with_changes(target=_whole(updated.target))
+        return updated
 
     # ---------------------------------------------------------------- expressions
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
@@ -561,6 +606,8 @@ class LegacyToCurrent(Rules):
         return updated
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
+        if self.masked_calls and self.masked_calls[-1] == id(original):
+            self.masked_calls.pop()
         kind, name = self._target(updated.func)
         line = self.line(original)
         if kind is None:
@@ -820,7 +867,7 @@ class LegacyToCurrent(Rules):
             return None
         if dtype is not None:
             dt = code(dtype)
-        return stmt(f"{target} = nl.ndarray({shape}, dtype={dt}, buffer={buffer})")
+        return _plain_ap_reads(stmt(f"{target} = nl.ndarray({shape}, dtype={dt}, buffer={buffer})"))
 
     def _iota_alloc(self, kw, dtype, line, target):
         e = kw.get("expr")
@@ -1065,7 +1112,7 @@ class LegacyToCurrent(Rules):
         dt = code(dtype.value) if dtype is not None else f"{code(base)}.dtype"
         self.notes.changed(line, "t = nl.load(src)", "t = nl.ndarray(src.shape, ..., buffer=nl.sbuf); nisa.dma_copy(dst=t, src=src)")
         return [
-            stmt(f"{name} = nl.ndarray({code(src)}.shape, dtype={dt}, buffer=nl.sbuf)"),
+            _plain_ap_reads(stmt(f"{name} = nl.ndarray({code(src)}.shape, dtype={dt}, buffer=nl.sbuf)")),
             stmt(f"nisa.dma_copy(dst={name}, src={code(src)})"),
         ]
 
@@ -1091,7 +1138,7 @@ class LegacyToCurrent(Rules):
     def _rewritten(self, node, line: int):
         if isinstance(node, cst.Subscript):
             try:
-                return self._unblock_all(rewrite_subscript(node, self.scope) or node)
+                return self._unblock_all(rewrite_subscript(node, self.scope, patterns=self._patterns(node)) or node)
             except Unsupported:
                 return node
         return node
@@ -1548,6 +1595,30 @@ def _returned_names(fn: cst.FunctionDef) -> set[str]:
 
     fn.visit(Returns())
     return names
+
+
+def _plain_ap_reads(statement: cst.BaseStatement) -> cst.BaseStatement:
+    """`t.ap(pattern=[[s0, n0], [s1, n1]], ...).shape` as `(n0, n1)` and `.dtype` as `t.dtype` (what they are)."""
+
+    class Plain(cst.CSTTransformer):
+        def leave_Attribute(self, original, updated):
+            call = updated.value
+            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "ap"):
+                return updated
+            pattern = kwarg(call, "pattern")
+            if updated.attr.value == "dtype":
+                return cst.Attribute(value=call.func.value, attr=cst.Name("dtype"))
+            if updated.attr.value == "shape" and pattern is not None and isinstance(pattern.value, cst.List):
+                nums = [code(e.value.elements[1].value) for e in pattern.value.elements]
+                return expr("(" + ", ".join(nums) + ("," if len(nums) == 1 else "") + ")")
+            return updated
+
+    return statement.visit(Plain())
+
+
+def _whole(node: cst.BaseExpression) -> cst.Subscript:
+    """`node[...]`: all of a view, as an assignment target."""
+    return cst.Subscript(value=node, slice=[cst.SubscriptElement(cst.Index(cst.Ellipsis()))])
 
 
 def _base_name(node: cst.BaseExpression) -> str | None:
