@@ -562,7 +562,11 @@ class LegacyToCurrent(Rules):
 
     def visit_Call(self, node: cst.Call) -> None:
         # the accesses whose mask becomes bounds on their slices (elsewhere a mask is dropped: the whole tile is computed)
-        if _mask(node) is not None and self._target(node.func) in (("language", "load"), ("language", "store"), ("isa", "dma_copy")):
+        if _mask(node) is not None and self._target(node.func) in (
+            ("language", "load"),
+            ("language", "store"),
+            ("isa", L.dma_copy.__name__),
+        ):
             self.masked_calls.append(id(node))
 
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript):
