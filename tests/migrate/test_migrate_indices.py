@@ -415,3 +415,56 @@ def test_an_index_expression_left_in_the_code_is_a_manual_step_at_its_line_in_th
     new, _, _ = migrate_source(LEFTOVER_INDEX, "k.py")
     moved = [n for n, text in enumerate(new.splitlines(), 1) if text.strip() == "print(nl.arange(8))"]
     assert moved and moved != [12]  # in the migrated file the line really moved
+
+
+def test_accesses_that_add_index_variables_become_ap_patterns_with_the_same_outputs(tmp_path):
+    result, text, new = migrated(tmp_path, "legacy_index_add_vars.py")
+    assert result.manual == [], result.manual
+    rows = result.validation["kernels"]
+    assert [(r["kernel"], r["status"]) for r in rows] == [
+        ("window_max_kernel", "identical"),
+        ("swap_pairs_kernel", "identical"),
+        ("mirror_kernel", "identical"),
+    ], rows
+    # a sliding window read from HBM: one [step, num] pair per mgrid axis, the window axis stepping 1 like the position
+    assert "    windows = nl.ndarray((128, 62, 3), dtype=x.dtype, buffer=nl.sbuf)\n" in text
+    assert "nisa.dma_copy(dst=windows, src=x.ap(pattern=[[x.shape[1], 128], [1, 62], [1, 3]], offset=0))" in text
+    # an index sum inline, and one through a name (`i_dst = 2 * i_y + 1 - i_x`, a store target: `.ap(...)[...] =`)
+    assert "nisa.dma_copy(dst=pairs[0:128, 0:32, 0:2], src=x.ap(pattern=[[x.shape[1], 128], [2, 32], [1, 2]], offset=0))" in text
+    assert "swapped.ap(pattern=[[swapped.shape[1], 128], [2, 32], [-1, 2]], offset=1)[...] = nl.copy(pairs[0:128, 0:32, 0:2])" in text
+    # `63 - i_f`: a negative step from the last column
+    assert "nisa.tensor_copy(dst=flipped, src=tile.ap(pattern=[[tile.shape[1], 128], [-1, 64]], offset=63))" in text
+    body = text.split('"""')[2]  # the code after the docstring
+    assert "nl.mgrid" not in body and "i_dst" not in body and "nl.arange" not in body  # the index definitions are gone
+    lines = sorted(c["line"] for c in result.changes if c["step"].startswith("an index sum as an .ap()"))
+    assert lines == [15, 26, 29, 40]
+    (x,) = new.cases()[0]
+    windows = np.stack([x[:, k : k + 62] for k in range(3)], axis=2)
+    np.testing.assert_array_equal(run(new, "window_max_kernel", x), windows.max(axis=2))
+    np.testing.assert_array_equal(run(new, "swap_pairs_kernel", x), x.reshape(128, 32, 2)[:, :, ::-1].reshape(128, 64))
+    np.testing.assert_array_equal(run(new, "mirror_kernel", x), x[:, ::-1])
+
+
+SUM_LEFT = """\
+import neuronxcc.nki.language as nl
+from neuronxcc import nki
+
+
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 60), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p, i_w, i_k = nl.mgrid[0:128, 0:60, 0:4]
+    t = nl.load(x[i_p + i_k, i_w])
+    u = nl.load(x[i_p, i_w + i_k], mask=(i_w < 50))
+    nl.store(out, value=nl.max(nl.add(t, u), axis=[2]))
+    return out
+"""
+
+
+def test_an_index_sum_on_the_partition_axis_or_under_a_mask_stays_a_manual_step_at_its_line():
+    notes = {line: step for line, construct, step in manual(SUM_LEFT) if "index" in step or "mask" in step}
+    assert sorted(notes)[:2] == [9, 10], notes
+    assert "the partition axis is not the first dim's own index" in notes[9]
+    assert "adds two index variables" in notes[10] and notes[10].startswith("bound the slices by the mask by hand")
+    new, _, _ = migrate_source(SUM_LEFT, "k.py")
+    assert "x[i_p + i_k, i_w]" in new and "x[i_p, i_w + i_k]" in new  # each left as it was

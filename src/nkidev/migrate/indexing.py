@@ -8,6 +8,8 @@ https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/migration/index.html
 last element stays inside it), and a mask `offset + i < bound` shrinks it to `offset:min(offset + L, bound)`. A
 coefficient may be a non-literal (`stride * i`): the slice's step is then that expression, and the current API rejects
 a step that is not positive when the kernel runs, so such a rewrite is exact or fails loudly, never silently.
+An element that adds index variables (`i_h + i_kh`, a sliding window; `2 * i_y + i_x`) has no slice form: the access
+becomes `t.ap(pattern=[[step, num], ...], offset=...)` with one pair per axis of the index space (pattern_access).
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from nkidev.migrate.common import code, literal_int
 
 class Unsupported(Exception):
     """An index expression the rewrite cannot turn into slices (its message says what it is)."""
+
+
+class NeedsPattern(Unsupported):
+    """An element that sums index variables (`i_h + i_kh`): no slice, but an `.ap()` access pattern can express it."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,31 @@ class Affine:
     offset: str
 
 
+@dataclass(frozen=True)
+class Linear:
+    """offset + sum of coef * i over index variables (`2 * i_y + i_x + 1`), each variable on its own axis."""
+
+    terms: tuple[tuple[IndexVar, int | str], ...]
+    offset: str
+
+
+def _negate(k: int | str) -> int | str:
+    return -k if isinstance(k, int) else f"-{_paren(k)}"
+
+
+def _combine(a: Linear, b: Linear, node) -> Linear:
+    terms = dict(a.terms)
+    for var, coef in b.terms:
+        if var in terms:
+            both = terms[var]
+            terms[var] = both + coef if isinstance(both, int) and isinstance(coef, int) else f"{_paren(str(both))} + {_paren(str(coef))}"
+        elif any(v.axis == var.axis for v in terms):
+            raise Unsupported(f"{code(node)} adds two index variables on the same axis")
+        else:
+            terms[var] = coef
+    return Linear(tuple(terms.items()), add(a.offset, b.offset))
+
+
 @dataclass
 class State:
     """What is known at one point of a function body about its index names (one copy per path through an if)."""
@@ -121,12 +152,15 @@ class State:
     poisoned: dict[str, str] = field(default_factory=dict)
     defs: dict[str, str] = field(default_factory=dict)  # index name -> the source of the definition that made it
     flags: set[str] = field(default_factory=set)  # names bound to a comparison of loop variables (`ok = k < n`)
+    sums: dict[str, Linear] = field(default_factory=dict)  # `i_hk = i_h + i_k` -> its Linear form (accessed through .ap())
 
     def copy(self) -> State:
-        return State(dict(self.vars), dict(self.masks), dict(self.grids), dict(self.poisoned), dict(self.defs), set(self.flags))
+        return State(
+            dict(self.vars), dict(self.masks), dict(self.grids), dict(self.poisoned), dict(self.defs), set(self.flags), dict(self.sums)
+        )
 
     def known(self) -> set[str]:
-        return self.vars.keys() | self.masks.keys() | self.grids.keys()
+        return self.vars.keys() | self.masks.keys() | self.grids.keys() | self.sums.keys()
 
 
 class Scope:
@@ -163,7 +197,7 @@ class Scope:
 
     def forget(self, name: str) -> None:
         """`name` is rebound to something that is not an index (a loop variable, a plain value)."""
-        for d in (self.vars, self.grids, self.masks, self.poisoned, self.state.defs):
+        for d in (self.vars, self.grids, self.masks, self.poisoned, self.state.defs, self.state.sums):
             d.pop(name, None)
         self.state.flags.discard(name)
 
@@ -175,7 +209,7 @@ class Scope:
         names joined through their companions."""
         merged = State(poisoned={k: v for b in branches for k, v in b.poisoned.items()})
         joins = []
-        for attr in ("vars", "grids", "masks"):
+        for attr in ("vars", "grids", "masks", "sums"):
             kept = {}
             for name in set().union(*(getattr(b, attr) for b in branches)):
                 values = [getattr(b, attr).get(name) for b in branches]
@@ -190,7 +224,7 @@ class Scope:
                     merged.poisoned[name] = f"{name} has a different index shape on the paths through {where}"
             setattr(merged, attr, kept)
         for name in merged.poisoned:
-            for d in (merged.vars, merged.grids, merged.masks):
+            for d in (merged.vars, merged.grids, merged.masks, merged.sums):
                 d.pop(name, None)
         merged.defs = {k: v for k, v in branches[0].defs.items() if all(b.defs.get(k) == v for b in branches)}
         merged.flags = set.intersection(*(b.flags for b in branches))
@@ -225,7 +259,7 @@ class Scope:
 
         class Finder(cst.CSTVisitor):
             def visit_Name(self_, n: cst.Name):  # noqa: N805
-                if n.value in self.vars or n.value in self.grids or n.value in self.poisoned:
+                if n.value in self.vars or n.value in self.grids or n.value in self.poisoned or n.value in self.state.sums:
                     found.append(n)
 
             def visit_Call(self_, n: cst.Call):  # noqa: N805
@@ -242,12 +276,14 @@ class Scope:
             var = arange_var(node, self.is_arange)
         if var is not None:
             return Affine(var, var.step, var.start)
+        if isinstance(node, cst.Name) and node.value in self.state.sums:
+            raise NeedsPattern(f"{node.value} sums index variables")
         if isinstance(node, cst.BinaryOperation):
             left, right = self.affine(node.left), self.affine(node.right)
             op = node.operator
             if isinstance(op, cst.Add):
                 if left and right:
-                    raise Unsupported(f"{code(node)} adds two index variables")
+                    raise NeedsPattern(f"{code(node)} adds two index variables")
                 if left:
                     return Affine(left.var, left.coef, add(left.offset, code(node.right)))
                 if right:
@@ -255,7 +291,7 @@ class Scope:
                 return None
             if isinstance(op, cst.Subtract):
                 if right:
-                    raise Unsupported(f"{code(node)} subtracts an index variable")
+                    raise NeedsPattern(f"{code(node)} subtracts an index variable")
                 if left:
                     return Affine(left.var, left.coef, add(left.offset, "-" + _paren(code(node.right))))
                 return None
@@ -271,6 +307,86 @@ class Scope:
         if self.uses_index(node):
             raise Unsupported(f"{code(node)} is not an affine index expression")
         return None
+
+    def linear(self, node: cst.BaseExpression) -> Linear | None:
+        """The Linear form of an index element (sums of index variables allowed), None when it uses no index variable."""
+        var = self.lookup(node)
+        if var is None and self.is_arange is not None:
+            var = arange_var(node, self.is_arange)
+        if var is not None:
+            return Linear(((var, var.step),), var.start)
+        if isinstance(node, cst.Name) and node.value in self.state.sums:
+            return self.state.sums[node.value]
+        if isinstance(node, cst.BinaryOperation):
+            left, right = self.linear(node.left), self.linear(node.right)
+            op = node.operator
+            if isinstance(op, cst.Add | cst.Subtract):
+                if isinstance(op, cst.Subtract):
+                    if right is not None:
+                        negated = "0" if right.offset == "0" else f"-{_paren(right.offset)}"
+                        right = Linear(tuple((v, _negate(k)) for v, k in right.terms), negated)
+                    else:
+                        right = Linear((), "-" + _paren(code(node.right)))
+                if left is None and right is None:
+                    return None
+                left = left if left is not None else Linear((), code(node.left))
+                right = right if right is not None else Linear((), code(node.right))
+                return _combine(left, right, node)
+            if isinstance(op, cst.Multiply):
+                if left is not None and right is not None:
+                    raise Unsupported(f"{code(node)} multiplies two index variables")
+                if left is not None or right is not None:
+                    a, other = (left, node.right) if left is not None else (right, node.left)
+                    k = literal_int(other)
+                    factor = k if k is not None else code(other)
+                    return Linear(tuple((v, _times(c, factor)) for v, c in a.terms), scale(factor, a.offset))
+                return None
+        if self.uses_index(node):
+            raise Unsupported(f"{code(node)} is not an affine index expression")
+        return None
+
+
+def pattern_access(node: cst.Subscript, scope: Scope) -> cst.Call:
+    """`t[i_p, i_h + i_kh, i_w]` -> `t.ap(pattern=[[step, num], ...], offset=...)`: one [step, num] pair per axis of
+    the index space, the step being what one step along that axis moves in t's elements (t contiguous, indexed on
+    every dim), as the legacy access does. The partition axis must be t's first dim alone, with coefficient 1."""
+    if not isinstance(node.value, cst.Name):
+        raise Unsupported(f"{code(node)}: an index sum into a view (not a named tensor)")
+    t = node.value.value
+    forms = []
+    for e in node.slice:
+        s = e.slice
+        if not isinstance(s, cst.Index) or isinstance(s.value, cst.Ellipsis):
+            raise Unsupported(f"{code(node)}: an index sum next to a slice or `...`")
+        forms.append(scope.linear(s.value) or Linear((), code(s.value)))
+    n = len(forms)
+    used = [v for f in forms for v, _ in f.terms]
+    if not used:
+        raise Unsupported(f"{code(node)} has no index variable")
+    rank = used[0].rank
+    if any(v.rank != rank for v in used):
+        raise Unsupported(f"{code(node)} mixes index spaces of different ranks")
+    first = forms[0].terms
+    if len(first) != 1 or first[0][0].axis != 0 or first[0][1] != 1 or any(v.axis == 0 for f in forms[1:] for v, _ in f.terms):
+        raise Unsupported(f"{code(node)}: the partition axis is not the first dim's own index (coefficient 1)")
+    strides = [" * ".join(f"{t}.shape[{k}]" for k in range(d + 1, n)) or "1" for d in range(n)]
+    steps: list[list[str]] = [[] for _ in range(rank)]
+    lengths: dict[int, str] = {}
+    offset = "0"
+    for d, f in enumerate(forms):
+        for v, coef in f.terms:
+            if v.axis in lengths and lengths[v.axis] != v.length:
+                raise Unsupported(f"{code(node)} has index variables of different lengths on axis {v.axis}")
+            lengths[v.axis] = v.length
+            steps[v.axis].append(scale(coef, strides[d]) if strides[d] != "1" else str(coef))
+        if f.offset != "0":
+            offset = add(offset, scale(_paren(f.offset), strides[d]) if strides[d] != "1" else _paren(f.offset))
+    pairs = []
+    for axis in range(rank):
+        step = " + ".join(steps[axis]).replace("+ -", "- ") or "0"
+        pairs.append(f"[{step}, {lengths.get(axis, '1')}]")
+    text = f"{t}.ap(pattern=[{', '.join(pairs)}], offset={offset})"
+    return cst.parse_expression(text)
 
 
 def element_slice(a: Affine, valid: str | None = None) -> cst.Slice:
@@ -298,15 +414,23 @@ def tile_slice(count: str) -> cst.Slice:
     return cst.Slice(lower=cst.Integer("0"), upper=cst.parse_expression(count))
 
 
-def rewrite_subscript(node: cst.Subscript, scope: Scope, valid: dict[int, str] | None = None) -> cst.Subscript | None:
+def rewrite_subscript(
+    node: cst.Subscript, scope: Scope, valid: dict[int, str] | None = None, patterns: bool = False
+) -> cst.BaseExpression | None:
     """`t[k * 128 + i_p, i_f]` -> `t[k * 128:k * 128 + 128, 0:512]`; None when no element uses an index variable.
 
     `valid` maps a var axis to the number of its values a mask keeps. The index space must list its axes in
-    order (the legacy result shape is the broadcast of the index arrays, the current one follows the slices)."""
+    order (the legacy result shape is the broadcast of the index arrays, the current one follows the slices).
+    With `patterns`, an access that sums index variables becomes `t.ap(...)` (pattern_access); else it is Unsupported."""
     forms = []
-    for e in node.slice:
-        s = e.slice
-        forms.append(scope.affine(s.value) if isinstance(s, cst.Index) else None)
+    try:
+        for e in node.slice:
+            s = e.slice
+            forms.append(scope.affine(s.value) if isinstance(s, cst.Index) else None)
+    except NeedsPattern:
+        if not patterns or valid:
+            raise
+        return pattern_access(node, scope)
     used = [f for f in forms if f is not None]
     if not used:
         return None

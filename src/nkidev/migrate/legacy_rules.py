@@ -4,7 +4,8 @@ Follows the SDK's migration guide (https://awsdocs-neuron.readthedocs-hosted.com
 "Migrating from NKI 0.1.0 to NKI 0.2.0" and "0.2.0 to 0.3.0"): the `nki` namespace; `@nki.jit` without modes;
 `nki.simulate(kernel)(...)` for `nki.simulate_kernel`; ISA calls with an explicit `dst` (the result tile
 allocated with `nl.ndarray`); `psum += matmul` as `nisa.nc_matmul(dst=psum, ...)`; `nl.arange`/`nl.mgrid`
-indices as slices; masks as bounded slices (`min(...)`); `nl.par_dim` dropped; static ranges as `range`;
+indices as slices (sums of index variables as `.ap()` patterns); masks as bounded slices (`min(...)`);
+`nl.par_dim` dropped; static ranges as `range`; `t[...] = op(..., dtype=D)` through a D tile when D is not t's dtype;
 NumPy op specifiers as `nl` ones; returned HBM outputs in `nl.shared_hbm`. Index variables are followed
 through `if`s and loops (indexing.Scope.merge): a range that differs by path is read from companions assigned
 with each definition, or else every access through it is a manual step. Block dims fold into the free dims
@@ -184,6 +185,8 @@ class LegacyToCurrent(Rules):
         self.taken: set[str] = set()
         self.block_scans: list[blocks.Blocked] = [blocks.Blocked({}, set(), {})]  # per enclosing function
         self.filled: list[dict[str, Filled]] = [{}]  # per enclosing function: tiles allocated only by nl.zeros / ones / full
+        self.masked_calls: list[int] = []  # ids of the masked loads / stores / copies being visited
+        self.dtypes: list[dict[str, str]] = [{}]  # per enclosing function: tile -> the dtype every allocation of it gives
         self.module_blocks: dict[int, blocks.Blocked] = {}  # id(FunctionDef) -> its block tensors (blocks.scan_module)
         self.index_origins: dict[int, tuple[int, cst.Attribute]] = {}  # id(arange / mgrid attribute) -> (original line, it)
 
@@ -270,6 +273,7 @@ class LegacyToCurrent(Rules):
             scan = blocks.scan(node, self._is_block_allocation, self._is_par_dim, self._is_index_call, self.line)
         self.block_scans.append(scan)
         self.filled.append(_filled_allocations(node, lambda call: self._target(call.func)))
+        self.dtypes.append(_allocated_dtypes(node, lambda call: self._target(call.func)))
         for name, tensor in scan.params.items():
             self.notes.changed(
                 self.line(node),
@@ -393,7 +397,7 @@ class LegacyToCurrent(Rules):
         # the body ran (a name it defines exists after the loop only then) or did not (the state before)
         for name in after.known() - before.known():
             if name not in before.poisoned:
-                for attr in ("vars", "grids", "masks"):
+                for attr in ("vars", "grids", "masks", "sums"):
                     if name in getattr(after, attr):
                         getattr(before, attr)[name] = getattr(after, attr)[name]
                 before.defs[name] = after.defs.get(name, "")
@@ -404,6 +408,7 @@ class LegacyToCurrent(Rules):
         self.scopes.pop()
         self.block_scans.pop()
         self.filled.pop()
+        self.dtypes.pop()
         decorators = []
         for d in updated.decorators:
             new = self._decorator(d, original)
@@ -512,12 +517,27 @@ class LegacyToCurrent(Rules):
                 # values of a tensor at index positions (a gather's token indices): as a subscript element it is an
                 # indirect access, never a number to slice from
                 self.scope.poisoned[target.value] = f"{target.value} = {code(value)} holds tensor values (an indirect index)"
+            elif isinstance(target, cst.Name) and uses_index and isinstance(value, cst.BinaryOperation) and self._sum(target.value, value):
+                pass  # an index sum (`i_h + i_kh`): its accesses become .ap() patterns
             elif isinstance(target, cst.Name) and uses_index and (_is_arithmetic(value) or self._is_helper_call(value)):
                 # computed from index variables in a way the rewrite does not follow (two index variables added, a
                 # helper of the kernel's own, ...): its uses are manual steps, never rewritten as if it were a plain value
                 self.scope.poisoned[target.value] = f"{target.value} = {code(value)} is not an index expression the rewrite follows"
             elif isinstance(target, cst.Name) and _is_comparison(value):
                 self.scope.state.flags.add(target.value)  # a plain condition: as a mask it switches the instruction
+
+    def _sum(self, name: str, value: cst.BaseExpression) -> bool:
+        """`name = <a sum of index variables>`: recorded as a Linear form (True), or False when it is not one."""
+        try:
+            form = self.scope.linear(value)
+        except Unsupported:
+            return False
+        if form is None or len(form.terms) < 2:
+            return False
+        self.scope.state.sums[name] = form
+        self.scope.state.defs[name] = code(value)
+        self.index_names.add(name)
+        return True
 
     def _is_helper_call(self, node: cst.BaseExpression) -> bool:
         """A call of a function of the kernel's own (it may return an index expression), not of an NKI module."""
@@ -533,15 +553,47 @@ class LegacyToCurrent(Rules):
             self.trailing[-1].extend([stmt(f"{size} = {var.length}"), stmt(f"{start} = {var.start}")])
             self.index_names.update((size, start))
 
+    def _patterns(self, node: cst.Subscript) -> bool:
+        """Whether an index sum into this tensor may become an .ap() pattern: not a folded block tensor (its
+        elements are not where the legacy shape puts them)."""
+        if self.masked_calls:
+            return False  # inside a masked call: the mask's slices need the plain form (mask_bounds), not a pattern
+        return not (isinstance(node.value, cst.Name) and node.value.value in self.block_scans[-1].fold)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # the accesses whose mask becomes bounds on their slices (elsewhere a mask is dropped: the whole tile is computed)
+        if _mask(node) is not None and self._target(node.func) in (
+            ("language", "load"),
+            ("language", "store"),
+            ("isa", L.dma_copy.__name__),
+        ):
+            self.masked_calls.append(id(node))
+
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript):
         try:
-            new = rewrite_subscript(updated, self.scope)
+            new = rewrite_subscript(updated, self.scope, patterns=self._patterns(updated))
         except Unsupported as e:
             self.notes.manual(self.line(original), code(original), f"rewrite this index by hand (slices or .ap()): {e}")
             return updated
+        if isinstance(new, cst.Call):
+            self.notes.changed(
+                self.line(original), code(original), "an index sum as an .ap() access pattern: one [step, num] pair per index axis"
+            )
+            return new
         if new is not None:
             self.notes.changed(self.line(original), code(original), "nl.arange / nl.mgrid indices as slices")
         return self._unblock(new if new is not None else updated)
+
+    def leave_AssignTarget(self, original: cst.AssignTarget, updated: cst.AssignTarget):
+        """`t[i_p, i_y + i_x] = value` became `t.ap(...)`, which is no assignment target: `t.ap(...)[...] = value`."""
+        if isinstance(updated.target, cst.Call):
+            return updated.with_changes(target=_whole(updated.target))
+        return updated
+
+    def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign):
+        if isinstance(updated.target, cst.Call):
+            return updated.with_changes(target=_whole(updated.target))
+        return updated
 
     # ---------------------------------------------------------------- expressions
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
@@ -558,6 +610,8 @@ class LegacyToCurrent(Rules):
         return updated
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
+        if self.masked_calls and self.masked_calls[-1] == id(original):
+            self.masked_calls.pop()
         kind, name = self._target(updated.func)
         line = self.line(original)
         if kind is None:
@@ -714,7 +768,25 @@ class LegacyToCurrent(Rules):
                 line, f"nisa.{name}(..., mask=...)", "mask dropped: the whole tile is computed (masked-off values were undefined)"
             )
         alloc = copy = None
-        if dst is not None and self._result_in_psum(name, kw) and _base_name(dst) not in self.psum_names:
+        rounded = dst is not None and dtype is not None and not self._result_in_psum(name, kw)
+        dst_dtype = self.dtypes[-1].get(_base_name(dst) or "") if dst is not None else None
+        if rounded and _same_dtype(code(dtype), dst_dtype):
+            rounded = False  # dst is allocated with that dtype: the op writes it at dst's own dtype, the same values
+        elif rounded and _dtype_key(code(dtype)) == "float32" and dst_dtype is not None and _dtype_key(dst_dtype) in _FLOATS:
+            # the engines compute in float32 (same pages: "performs the element-wise operation in float32 math"): a
+            # float32 result rounded to a float dst is what the op writing dst directly gives (not for memset / iota,
+            # whose values are not engine results)
+            rounded = name in (L.memset.__name__, L.iota.__name__)
+        if rounded:
+            # `t[...] = nisa.op(..., dtype=D)`: the legacy op rounds its result to D (the legacy ISA pages: "cast to
+            # the target data type specified in the dtype field before written into the output tile", e.g.
+            # https://awsdocs-neuron.readthedocs-hosted.com/en/v2.21.0.beta/general/nki/api/generated/nki.isa.tensor_tensor.html)
+            # and the assignment then copies that tile into t. A dst= op would round to t's dtype only, so go through a
+            # tile of dtype D and copy it into t (a narrower D than t's dtype rounds the values)
+            self.counter += 1
+            target, copy = f"_{name}_{self.counter}", stmt(f"nisa.tensor_copy(dst={code(dst)}, src=_{name}_{self.counter})")
+            dst = None
+        elif dst is not None and self._result_in_psum(name, kw) and _base_name(dst) not in self.psum_names:
             # `sbuf_tile[...] = nisa.nc_transpose(...)`: the legacy result is a PSUM tile the assignment copies out;
             # the current op writes PSUM only, so go through a PSUM tile and copy it to the destination
             self.counter += 1
@@ -728,7 +800,14 @@ class LegacyToCurrent(Rules):
         body = self._current_call(name, kw, dst, line)
         if body is None:
             return None
-        self.notes.changed(line, f"nisa.{name}(...) returning a tile", f"nisa.{name}(dst=..., ...) with the result allocated first")
+        if rounded:
+            self.notes.changed(
+                line,
+                f"t[...] = nisa.{name}(..., dtype={code(dtype)})",
+                f"nisa.{name} into a new {code(dtype)} tile, then nisa.tensor_copy into t: the result rounded to dtype first, as before",
+            )
+        else:
+            self.notes.changed(line, f"nisa.{name}(...) returning a tile", f"nisa.{name}(dst=..., ...) with the result allocated first")
         return ([alloc] if alloc is not None else []) + [body] + ([copy] if copy is not None else [])
 
     @staticmethod
@@ -792,7 +871,7 @@ class LegacyToCurrent(Rules):
             return None
         if dtype is not None:
             dt = code(dtype)
-        return stmt(f"{target} = nl.ndarray({shape}, dtype={dt}, buffer={buffer})")
+        return _plain_ap_reads(stmt(f"{target} = nl.ndarray({shape}, dtype={dt}, buffer={buffer})"))
 
     def _iota_alloc(self, kw, dtype, line, target):
         e = kw.get("expr")
@@ -1037,7 +1116,7 @@ class LegacyToCurrent(Rules):
         dt = code(dtype.value) if dtype is not None else f"{code(base)}.dtype"
         self.notes.changed(line, "t = nl.load(src)", "t = nl.ndarray(src.shape, ..., buffer=nl.sbuf); nisa.dma_copy(dst=t, src=src)")
         return [
-            stmt(f"{name} = nl.ndarray({code(src)}.shape, dtype={dt}, buffer=nl.sbuf)"),
+            _plain_ap_reads(stmt(f"{name} = nl.ndarray({code(src)}.shape, dtype={dt}, buffer=nl.sbuf)")),
             stmt(f"nisa.dma_copy(dst={name}, src={code(src)})"),
         ]
 
@@ -1063,7 +1142,7 @@ class LegacyToCurrent(Rules):
     def _rewritten(self, node, line: int):
         if isinstance(node, cst.Subscript):
             try:
-                return self._unblock_all(rewrite_subscript(node, self.scope) or node)
+                return self._unblock_all(rewrite_subscript(node, self.scope, patterns=self._patterns(node)) or node)
             except Unsupported:
                 return node
         return node
@@ -1281,6 +1360,59 @@ def _filled_allocations(fn: cst.FunctionDef, target_of) -> dict[str, Filled]:
     return out
 
 
+_FLOATS = {"float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2", "float8_e4m3fn"}
+_DTYPE_ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "tf32": "tfloat32"}
+
+
+def _dtype_key(text: str) -> str:
+    """`nl.float32`, `np.float32`, `"float32"` and `nl.fp32` all as "float32" (the dtype a source text names)."""
+    name = text.strip().strip("'\"").rsplit(".", 1)[-1]
+    return _DTYPE_ALIASES.get(name, name)
+
+
+def _same_dtype(a: str, b: str | None) -> bool:
+    return b is not None and _dtype_key(a) == _dtype_key(b)
+
+
+_ALLOCATIONS = {("language", "ndarray"): 1, ("language", "zeros"): 1, ("language", "ones"): 1, ("language", "full"): 2}
+
+
+def _allocated_dtypes(fn: cst.FunctionDef, target_of) -> dict[str, str]:
+    """The tiles of a function every binding of which is an nl.ndarray / zeros / ones / full allocation with the same
+    dtype (by keyword or position): name -> that dtype's source. A parameter, or a name bound any other way, is left
+    out (its dtype is not known here). `target_of(call)` is ("language", "zeros") for nl.zeros."""
+    found: dict[str, str | None] = {p.name.value: None for p in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]}
+
+    class Bindings(cst.CSTVisitor):
+        def visit_Assign(self_, n: cst.Assign) -> None:  # noqa: N805
+            single = len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name)
+            position = _ALLOCATIONS.get(target_of(n.value)) if isinstance(n.value, cst.Call) else None
+            dtype = arg_value(n.value, position, "dtype") if position is not None else None
+            if single and dtype is not None:
+                name = n.targets[0].target.value
+                before = found.get(name, code(dtype))
+                found[name] = code(dtype) if before is not None and _same_dtype(code(dtype), before) else None
+                return
+            for t in n.targets:
+                for name in _target_names(t.target):
+                    found[name] = None
+
+        def visit_AugAssign(self_, n: cst.AugAssign) -> None:  # noqa: N805
+            for name in _target_names(n.target):
+                found[name] = None
+
+        def visit_For(self_, n: cst.For) -> None:  # noqa: N805
+            for name in _target_names(n.target):
+                found[name] = None
+
+        def visit_NamedExpr(self_, n: cst.NamedExpr) -> None:  # noqa: N805
+            for name in _target_names(n.target):
+                found[name] = None
+
+    fn.body.visit(Bindings())
+    return {name: dtype for name, dtype in found.items() if dtype is not None}
+
+
 def _assigned_more_than_once(fn: cst.FunctionDef) -> set[str]:
     """Names an assignment binds more than once in a function (an index variable defined in both branches of an if)."""
     counts: dict[str, int] = {}
@@ -1467,6 +1599,30 @@ def _returned_names(fn: cst.FunctionDef) -> set[str]:
 
     fn.visit(Returns())
     return names
+
+
+def _plain_ap_reads(statement: cst.BaseStatement) -> cst.BaseStatement:
+    """`t.ap(pattern=[[s0, n0], [s1, n1]], ...).shape` as `(n0, n1)` and `.dtype` as `t.dtype` (what they are)."""
+
+    class Plain(cst.CSTTransformer):
+        def leave_Attribute(self, original, updated):
+            call = updated.value
+            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "ap"):
+                return updated
+            pattern = kwarg(call, "pattern")
+            if updated.attr.value == "dtype":
+                return cst.Attribute(value=call.func.value, attr=cst.Name("dtype"))
+            if updated.attr.value == "shape" and pattern is not None and isinstance(pattern.value, cst.List):
+                nums = [code(e.value.elements[1].value) for e in pattern.value.elements]
+                return expr("(" + ", ".join(nums) + ("," if len(nums) == 1 else "") + ")")
+            return updated
+
+    return statement.visit(Plain())
+
+
+def _whole(node: cst.BaseExpression) -> cst.Subscript:
+    """`node[...]`: all of a view, as an assignment target."""
+    return cst.Subscript(value=node, slice=[cst.SubscriptElement(cst.Index(cst.Ellipsis()))])
 
 
 def _base_name(node: cst.BaseExpression) -> str | None:

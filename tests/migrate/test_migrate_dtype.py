@@ -1,0 +1,82 @@
+"""`nkidev migrate` on `t[...] = nisa.<op>(..., dtype=D)`: the legacy op rounds its result to D before the
+assignment stores it into t, so the rewrite keeps that rounding (a tile of dtype D, then nisa.tensor_copy into t)
+unless D is t's own dtype, or float32 into a float tile (the engines compute in float32). Checked as text and old
+against new, bit for bit, on our own kernels (the legacy front end vs the current API)."""
+
+import shutil
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from nkidev.migrate import migrate_file
+from nkidev.taskfile import load_task
+
+pytest.importorskip("libcst")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_a_narrower_result_dtype_into_a_wider_tile_is_rounded_first_as_in_the_legacy_kernel(tmp_path):
+    path = tmp_path / "legacy_dtype_into_tile.py"
+    shutil.copy(FIXTURES / path.name, path)
+    result = migrate_file(path, write=True)
+    assert Path(result.backup).read_text() == (FIXTURES / path.name).read_text()  # --write keeps the original
+    assert result.manual == []
+    assert [(r["kernel"], r["status"]) for r in result.validation["kernels"]] == [
+        ("narrow_result_kernel", "identical"),
+        ("wide_result_kernel", "identical"),
+        ("same_dtype_kernel", "identical"),
+    ], result.validation
+    text = path.read_text()
+    # bfloat16 results into float32 tiles: computed into a bfloat16 tile, then copied
+    assert (
+        "    _tensor_tensor_1 = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.sbuf)\n"
+        "    nisa.tensor_tensor(dst=_tensor_tensor_1, data1=x, data2=y, op=nl.add)\n"
+        "    nisa.tensor_copy(dst=acc[...], src=_tensor_tensor_1)\n"
+    ) in text
+    assert (
+        "    _activation_2 = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.sbuf)\n"
+        "    nisa.activation(dst=_activation_2, op=nl.exp, data=x)\n"
+        "    nisa.tensor_copy(dst=e[:, 1, :], src=_activation_2)\n"
+    ) in text
+    # float32 into a bfloat16 tile, and a dtype that is the tile's own (np.float32 vs nl.float32): straight into t
+    assert "nisa.tensor_scalar(dst=t[...], data=x, op0=nl.multiply, operand0=3.0, op1=nl.add, operand1=y[:, 0:1])\n" in text
+    assert "nisa.tensor_tensor(dst=s[...], data1=x, data2=y, op=nl.multiply)\n" in text
+    assert text.count("nisa.tensor_copy(") == 2
+    lines = sorted(c["line"] for c in result.changes if "dtype=nl.bfloat16)" in c["construct"])
+    assert lines == [17, 19]
+
+    old, new = load_task(Path(result.backup)), load_task(path)
+    a, b = new.cases()[0]
+    before = old.module.nki.simulate_kernel(old.kernels["narrow_result_kernel"], a, b)
+    after = new.module.nki.simulate(new.kernels["narrow_result_kernel"])(a, b)
+    np.testing.assert_array_equal(after, before)
+    # the rounding is real: the sum is a bfloat16 value, not the float32 sum
+    bf = ml_dtypes.bfloat16
+    expected = (a + b).astype(bf).astype(np.float32) + np.exp(a).astype(bf).astype(np.float32)
+    np.testing.assert_allclose(after, expected, rtol=1e-2, atol=1e-2)
+    assert np.abs(after - (a + b + np.exp(a))).max() > 1e-3
+
+
+def test_the_same_kernel_written_straight_into_the_float32_tile_would_differ_from_the_legacy_outputs(tmp_path):
+    """Why the temporary tile: a dst= rewrite that dropped dtype= (what the migration wrote before) is not the legacy
+    kernel's result."""
+    path = tmp_path / "legacy_dtype_into_tile.py"
+    shutil.copy(FIXTURES / path.name, path)
+    result = migrate_file(path)
+    dropped = result.source.replace(
+        "    _tensor_tensor_1 = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.sbuf)\n"
+        "    nisa.tensor_tensor(dst=_tensor_tensor_1, data1=x, data2=y, op=nl.add)\n"
+        "    nisa.tensor_copy(dst=acc[...], src=_tensor_tensor_1)\n",
+        "    nisa.tensor_tensor(dst=acc[...], data1=x, data2=y, op=nl.add)\n",
+    )
+    assert dropped != result.source
+    straight = tmp_path / "straight.py"
+    straight.write_text(dropped)
+    old, new = load_task(path), load_task(straight)
+    a, b = new.cases()[0]
+    before = old.module.nki.simulate_kernel(old.kernels["narrow_result_kernel"], a, b)
+    after = new.module.nki.simulate(new.kernels["narrow_result_kernel"])(a, b)
+    assert not np.array_equal(after, before)
