@@ -99,6 +99,22 @@ def test_a_true_sbuf_overflow_is_not_counted_as_an_nkidev_gap_in_either_message_
     assert cause("err_sbuf_capacity_exceeded: the SBUF operands of this instruction need 9 bytes ('t' (8))") == "sbuf_capacity_rebind"
 
 
+def test_a_crashed_worker_is_the_tests_own_oversized_inputs_only_for_the_measured_cross_entropy_cases():
+    from causes import classify
+
+    def cause(test: str, case: str, msg: str) -> str:
+        cid = f"integration.nkilib.experimental.loss.{test}.Sweep::test_x_fast[_manual_ce_config__{case}_dtype-bfloat16]"
+        return classify({"id": cid, "status": "ERROR", "message": msg})
+
+    crash = "worker 'gw1' crashed while running 'test_x_fast[...]'"
+    nomem = "numpy._core._exceptions._ArrayMemoryError: Unable to allocate 15.4 GiB for an array with shape (10235, 202408)"
+    assert cause("test_cross_entropy_backward", "B-5_T-2047_V-202408", crash) == "test_inputs_too_big"
+    assert cause("test_cross_entropy_forward", "B-1_T-14000_V-151936", nomem) == "test_inputs_too_big"
+    assert cause("test_cross_entropy_backward", "B-3_T-3413_V-201088", crash) == "test_inputs_too_big"
+    # a smaller case (8.3e8 logits, 8.3 GB of inputs) that crashes is not explained by its inputs
+    assert cause("test_cross_entropy_backward", "B-1_T-4096_V-202408", crash) == "harness_worker_oom"
+
+
 def test_a_pass_whose_test_compared_nothing_is_marked_unvalidated(tmp_path):
     """The plugin records the orchestrator's skipped validation as a junit property; the report calls such passes out."""
     xml = tmp_path / "r.xml"
