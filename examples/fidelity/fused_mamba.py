@@ -25,16 +25,34 @@ import numpy as np
 
 P = 128  # channels per tile (partitions)
 SEQ_TILE = 512  # mamba_v3's seq_len tile (the tutorial's choice)
+PSUM_BANK_FP32 = 512  # fp32 columns of one 2 KiB PSUM bank, what one nc_matmul writes on trn1
 
 
-def _row_broadcast(src_row, width):
-    """One state's row of B or C ([1, width] in HBM) loaded, then broadcast across the P partitions."""
+def _ones():
+    """The [1, P] ones a partition broadcast multiplies by: a constant, set once per kernel (the published source has
+    no memset: the compiler supplies it)."""
+    ones = nl.ndarray((1, P), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=ones, value=1.0)
+    return ones
+
+
+def _row_broadcast(src_row, width, ones):
+    """One state's row of B or C ([1, width] in HBM) loaded, then broadcast across the P partitions.
+
+    The tutorial passes `B_i.broadcast_to(...)` straight to the VectorE instruction and calls the partition broadcast
+    "a separate instruction on TensorE": one matmul against ones, whose result (TensorE writes PSUM) the consumer reads
+    from PSUM, at tensor_tensor's PSUM-input rate. One nc_matmul writes one 2 KiB PSUM bank (512 fp32), so a wider row
+    (mamba_v2 at seq_len > 512) takes nl.broadcast_to's lowering: a matmul per bank, copied into SBUF."""
     row = nl.ndarray((1, width), dtype=src_row.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=row, src=src_row)
-    return nl.broadcast_to(row, (P, width))
+    if width > PSUM_BANK_FP32:
+        return nl.broadcast_to(row, (P, width))
+    bcast = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=bcast, stationary=ones, moving=row, is_stationary_onezero=True)
+    return bcast
 
 
-def _state_step(delta_t, u_t, a_col, b_row, c_row, acc, initial, carry_out=None):
+def _state_step(delta_t, u_t, a_col, b_row, c_row, acc, initial, ones, carry_out=None):
     """One state's contribution to one [P, width] tile: acc += C * scan(exp(delta*A), delta*u*B); with carry_out,
     the scan's last column is copied there before the product with C (the next seq_len tile's initial)."""
     width = delta_t.shape[1]
@@ -43,13 +61,13 @@ def _state_step(delta_t, u_t, a_col, b_row, c_row, acc, initial, carry_out=None)
     du = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_tensor(dst=du, data1=delta_t, data2=u_t, op=nl.multiply)
     dbu = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_tensor(dst=dbu, data1=du, data2=_row_broadcast(b_row, width), op=nl.multiply)
+    nisa.tensor_tensor(dst=dbu, data1=du, data2=_row_broadcast(b_row, width, ones), op=nl.multiply)
     scan = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_tensor_scan(dst=scan, data0=decay, data1=dbu, initial=initial, op0=nl.multiply, op1=nl.add)
     if carry_out is not None:
         nisa.tensor_copy(dst=carry_out, src=scan[0:P, width - 1 : width])
     weighted = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_tensor(dst=weighted, data1=scan, data2=_row_broadcast(c_row, width), op=nl.multiply)
+    nisa.tensor_tensor(dst=weighted, data1=scan, data2=_row_broadcast(c_row, width, ones), op=nl.multiply)
     nisa.tensor_tensor(dst=acc, data1=acc, data2=weighted, op=nl.add)
 
 
@@ -68,6 +86,7 @@ def _shapes(delta, A):
 def mamba_v1(delta, u, A, B, C):
     batch, n_tiles, seq_len, states = _shapes(delta, A)
     out = nl.ndarray(delta.shape, dtype=delta.dtype, buffer=nl.shared_hbm)
+    ones = _ones()
     for b in nl.affine_range(batch):
         accs = []
         for _ in range(n_tiles):
@@ -80,7 +99,7 @@ def mamba_v1(delta, u, A, B, C):
                 delta_t = _load(delta[b, rows, 0:seq_len])
                 a_col = _load(A[rows, s : s + 1])
                 u_t = _load(u[b, rows, 0:seq_len])
-                _state_step(delta_t, u_t, a_col, B[b, s : s + 1, 0:seq_len], C[b, s : s + 1, 0:seq_len], accs[t], 0.0)
+                _state_step(delta_t, u_t, a_col, B[b, s : s + 1, 0:seq_len], C[b, s : s + 1, 0:seq_len], accs[t], 0.0, ones)
         for t in nl.affine_range(n_tiles):
             nisa.dma_copy(dst=out[b, t * P : (t + 1) * P, 0:seq_len], src=accs[t])
     return out
@@ -90,6 +109,7 @@ def mamba_v1(delta, u, A, B, C):
 def mamba_v2(delta, u, A, B, C):
     batch, n_tiles, seq_len, states = _shapes(delta, A)
     out = nl.ndarray(delta.shape, dtype=delta.dtype, buffer=nl.shared_hbm)
+    ones = _ones()
     for b in nl.affine_range(batch):
         for t in nl.affine_range(n_tiles):
             rows = slice(t * P, (t + 1) * P)
@@ -99,7 +119,7 @@ def mamba_v2(delta, u, A, B, C):
             u_t = _load(u[b, rows, 0:seq_len])
             for s in nl.affine_range(states):
                 a_col = _load(A[rows, s : s + 1])
-                _state_step(delta_t, u_t, a_col, B[b, s : s + 1, 0:seq_len], C[b, s : s + 1, 0:seq_len], acc, 0.0)
+                _state_step(delta_t, u_t, a_col, B[b, s : s + 1, 0:seq_len], C[b, s : s + 1, 0:seq_len], acc, 0.0, ones)
             nisa.dma_copy(dst=out[b, rows, 0:seq_len], src=acc)
     return out
 
@@ -108,6 +128,7 @@ def mamba_v2(delta, u, A, B, C):
 def mamba_v3(delta, u, A, B, C):
     batch, n_tiles, seq_len, states = _shapes(delta, A)
     out = nl.ndarray(delta.shape, dtype=delta.dtype, buffer=nl.shared_hbm)
+    ones = _ones()
     for b in nl.affine_range(batch):
         for t in nl.affine_range(n_tiles):
             rows = slice(t * P, (t + 1) * P)
@@ -129,6 +150,7 @@ def mamba_v3(delta, u, A, B, C):
                         C[b, s : s + 1, cols],
                         acc[0:P, cols],
                         carry,
+                        ones,
                         carry_out=carry,
                     )
             nisa.dma_copy(dst=out[b, rows, 0:seq_len], src=acc)
