@@ -163,3 +163,35 @@ def test_a_calibration_file_applies_to_its_own_targets_rows_only(tmp_path):
     with pytest.raises(NkiUsageError) as e:
         fidelity(only_trn1, calibration=str(cal))
     assert e.value.name == "err_bad_calibration_file" and "no selected measurement is on trn2" in e.value.message
+
+
+def _vector_ns(kernel: str, seq_len: int) -> dict[str, float]:
+    """VectorE busy ns per profiler opcode of one Fused Mamba step (128 channels, 1 state) on trn1."""
+    from nkidev.costmodel import schedule
+
+    task = load_task(EXAMPLES / "fused_mamba.py")
+    args = task.attr("_inputs")(1, 128, seq_len, 1)
+    rows = schedule(run(task.kernel(kernel), args, {}, options=EmulatorOptions(target="trn1", compute=False)).trace).rows
+    busy: dict[str, float] = {}
+    for i, engine in enumerate(rows.engine):
+        if engine == "vector":
+            busy[rows.opcode[i]] = busy.get(rows.opcode[i], 0.0) + float(rows.end[i] - rows.start[i])
+    return busy
+
+
+def test_fused_mamba_broadcast_products_read_psum_at_the_documented_rate():
+    """One state step at seq_len 512 (N): delta*u, the scan and the accumulation read two SBUF tiles (2N VectorE
+    cycles each), the products with the broadcast B and C read it from PSUM (N each) [sources: isa-legacy
+    tensor_tensor "one input tile is in PSUM"]: 8N cycles at trn1's 1.12 GHz, and no PSUM -> SBUF copy."""
+    busy = _vector_ns("mamba_v2", 512)
+    assert "TENSOR_COPY" not in busy
+    assert busy["TENSOR_TENSOR"] == pytest.approx((2 + 1 + 1 + 2) * 512 / 1.12, rel=1e-9)
+    assert busy["TENSOR_TENSOR_SCAN"] == pytest.approx(2 * 512 / 1.12, rel=1e-9)
+
+
+def test_fused_mamba_broadcast_wider_than_a_psum_bank_is_copied_to_sbuf():
+    """At seq_len 1024 one nc_matmul cannot write the broadcast row (one 2 KiB bank holds 512 fp32): it is
+    nl.broadcast_to's matmul per bank and a copy into SBUF (N per bank), and both products read SBUF (2N)."""
+    busy = _vector_ns("mamba_v2", 1024)
+    assert busy["TENSOR_COPY"] == pytest.approx(2 * 2 * 512 / 1.12, rel=1e-9)
+    assert busy["TENSOR_TENSOR"] == pytest.approx(4 * 2 * 1024 / 1.12, rel=1e-9)
