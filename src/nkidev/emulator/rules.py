@@ -223,6 +223,21 @@ def alu_op(
     return Rule("err_invalid_op", f"{name} is {what}", check)
 
 
+COMPARISONS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
+
+
+def compare_op(name: str) -> Rule:
+    """A comparison operator (the "Is ..." rows of the ALU operator table): predicates are cmp(value, bound)."""
+
+    def check(a, ctx, engine):
+        key = op_name(getattr(a, name, None))
+        if key not in COMPARISONS:
+            op = getattr(a, name, None)
+            return f"{name}={getattr(op, '__name__', op)!r} is not a comparison operator", f"use one of nl.{', nl.'.join(COMPARISONS)}"
+
+    return Rule("err_invalid_op", f"{name} is a comparison ({', '.join(COMPARISONS)})", check)
+
+
 def activation_op(name: str = "op") -> Rule:
     def check(a, ctx, engine):
         key = op_name(getattr(a, name, None))

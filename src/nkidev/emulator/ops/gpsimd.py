@@ -86,6 +86,10 @@ AFFINE_SELECT = declare(
         R.same_partitions("dst", "on_true_tile"),
         R.same_free_size("dst", "on_true_tile"),
         R.alu_op("cmp_op", ("arith",)),
+        # the page names cmp_op a comparison operator and compares the affine value with 0; nl.add passed the
+        # arith-op rule and selected on add(value, 0) != 0
+        # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.affine_select.html)
+        R.compare_op("cmp_op"),
         R.int_arg("offset", -(2**31), lambda a: 2**31 - 1, "2**31 - 1"),
         R.int_arg("channel_multiplier", -(2**31), lambda a: 2**31 - 1, "2**31 - 1"),
         R.number_arg("on_false_value"),

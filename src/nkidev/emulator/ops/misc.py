@@ -59,13 +59,30 @@ def _rand2(a, ctx, engine):
     store(a.dst, lo + u * (hi - lo))
 
 
+def _prob_check(a, ctx, engine):
+    # prob is the drop probability: 1.0 drops every element, 0.0 keeps every one
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.dropout.html);
+    # 1.5 acted as 1.0 and -0.5 as 0.0. A [P, 1] tile's values are run-time data and are not checked.
+    v = a.prob
+    if isinstance(v, NkiTensor) or not isinstance(v, int | float | np.number) or isinstance(v, bool):
+        return None
+    if not 0.0 <= float(v) <= 1.0:
+        return f"prob={v!r} is not a probability in [0, 1]", "pass a drop probability between 0.0 and 1.0"
+
+
 DROPOUT = declare(
     "dropout",
     "dst, data, prob, name=None",
     ("vector",),
     "Zero each element with probability prob (scalar or [P, 1]); dst dtype equals data dtype.",
     tiles=("dst", "data"),
-    rules=(R.same_partitions("dst", "data"), R.same_free_size("dst", "data"), R.same_dtype("dst", "data"), R.vector_operand("prob")),
+    rules=(
+        R.same_partitions("dst", "data"),
+        R.same_free_size("dst", "data"),
+        R.same_dtype("dst", "data"),
+        R.vector_operand("prob"),
+        R.custom("err_invalid_argument", "a constant prob is a probability in [0, 1]", _prob_check),
+    ),
     kind="compute",
     cost=costs.STREAMING,
 )

@@ -230,6 +230,14 @@ def _reduce_check(a, ctx, engine):
         return f"dst {a.dst.shape} must hold {kept} elements per partition after reducing {axes}", None
 
 
+def _reduce_negate_check(a, ctx, engine):
+    # negate applies only to arithmetic ops
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.tensor_reduce.html);
+    # with a bitvec op it was silently dropped
+    if a.negate and _is_bitvec(a.op):
+        return f"negate=True with the bitvec op nl.{op_name(a.op)}", "negate only applies to arithmetic ops; drop negate"
+
+
 TENSOR_REDUCE = declare(
     "tensor_reduce",
     "dst, op, data, axis, negate=False, keepdims=False, name=None",
@@ -241,6 +249,7 @@ TENSOR_REDUCE = declare(
         R.alu_op("op", ("arith", "bitvec"), reducible=True),
         R.same_partitions("dst", "data"),
         R.custom("err_reduce_axis_invalid", "axis lists the last contiguous free dims (never 0); dst holds the rest", _reduce_check),
+        R.custom("err_invalid_argument", "negate only with an arithmetic op", _reduce_negate_check),
     ),
     attrs=lambda a: {"op": op_name(a.op), "negate": bool(a.negate)},
     overwrites=("dst",),
