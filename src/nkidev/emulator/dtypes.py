@@ -313,10 +313,11 @@ def from_f32(values: np.ndarray, dt: NkiDType) -> np.ndarray:
 
 
 def cast_array(values: np.ndarray, src: NkiDType, dst: NkiDType) -> np.ndarray:
-    """Cast stored values between dtypes through fp32, as DMA and engines do; same dtype is bit-exact."""
+    """Cast stored values between dtypes through fp32, as DMA and engines do; same dtype is bit-exact.
+
+    Integer to integer goes through fp32 too: the dma_copy page's two-step conversion (src dtype to float32, then
+    float32 to dst dtype, https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.dma_copy.html),
+    so an int32 past 2**24 lands on a multiple of its fp32 spacing, as tensor_copy's fp32 cast already did."""
     if src is dst or src == dst:
         return values
-    if src.is_int and dst.is_int and src.kind != "bool":
-        info = np.iinfo(dst.storage)
-        return np.clip(values.astype(np.int64), info.min, info.max).astype(dst.storage)
     return from_f32(to_f32(values, src), dst)
