@@ -17,17 +17,17 @@ from nkidev.errors import NkiError
 PAGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/"
 
 
-def _marked_line(kernel) -> int:
+def _marked_line(kernel, mark="# <-") -> int:
     lines, start = inspect.getsourcelines(getattr(kernel, "fn", kernel))
-    (hit,) = [start + i for i, text in enumerate(lines) if "# <-" in text]
+    (hit,) = [start + i for i, text in enumerate(lines) if text.rstrip().endswith(mark)]
     return hit
 
 
-def _raises(kernel, code, *args, target="trn2"):
+def _raises(kernel, code, *args, target="trn2", mark="# <-"):
     with pytest.raises(NkiError) as info:
         nkidev.simulate(kernel, target=target)(*args)
     assert info.value.name == code
-    assert info.value.lineno == _marked_line(kernel)
+    assert info.value.lineno == _marked_line(kernel, mark)
     return info.value
 
 
@@ -129,3 +129,84 @@ def test_tensor_reduce_negate_with_an_arithmetic_op_negates():
     x = np.array([[1, 2, 12, 7], [3, 5, 6, 9]], np.float32)
     got = nkidev.simulate(_reduce_kernel(nl.add, True), target="trn2")(x)
     np.testing.assert_array_equal(got, -x.sum(axis=1, keepdims=True))
+
+
+def _unary_kernel(op, operand0, reduce=False):
+    @jit
+    def kernel(x):
+        t = _load(x)
+        d = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        if reduce:
+            r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_scalar_reduce(dst=d, data=t, op0=op, operand0=operand0, reduce_op=nl.add, reduce_res=r)  # <- reduce
+            return _out(r)
+        nisa.tensor_scalar(dst=d, data=t, op0=op, operand0=operand0)  # <-
+        return _out(d)
+
+    return kernel
+
+
+@pytest.mark.parametrize("reduce", [False, True])
+@pytest.mark.parametrize("operand0", [5.0, -1, 0.5])
+def test_unary_op0_refuses_an_operand0_it_would_ignore(operand0, reduce):
+    # tensor_scalar.html / tensor_scalar_reduce.html: operand0 must be None or 0 when op0 is unary (nl.abs);
+    # abs with operand0=5.0 computed abs(x) and dropped the 5.0
+    x = np.array([[-1.5, 2.0, -3.0, 4.0]], np.float32)
+    mark = "# <- reduce" if reduce else "# <-"
+    err = _raises(_unary_kernel(nl.abs, operand0, reduce), "err_invalid_argument", x, mark=mark)
+    assert "unary" in str(err)
+
+
+@pytest.mark.parametrize("reduce", [False, True])
+@pytest.mark.parametrize("operand0", [None, 0, 0.0])
+def test_unary_op0_with_no_operand_runs(operand0, reduce):
+    x = np.array([[-1.5, 2.0, -3.0, 4.0]], np.float32)
+    got = nkidev.simulate(_unary_kernel(nl.abs, operand0, reduce), target="trn2")(x)
+    expect = np.abs(x).sum(axis=1, keepdims=True) if reduce else np.abs(x)
+    np.testing.assert_array_equal(got, expect)
+
+
+def test_unary_bitvec_op0_refuses_an_operand0():
+    x = np.array([[1, 2, 12, 7]], np.int32)
+    _raises(_unary_kernel(nl.invert, 5), "err_invalid_argument", x)
+    np.testing.assert_array_equal(nkidev.simulate(_unary_kernel(nl.invert, None), target="trn2")(x), ~x)
+
+
+def _bitvec_engine_kernel(which, engine):
+    @jit
+    def kernel(x):
+        t = _load(x)
+        d = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
+        if which == "tensor_scalar":
+            nisa.tensor_scalar(dst=d, data=t, op0=nl.bitwise_and, operand0=6, op1=nl.left_shift, operand1=1, engine=engine)
+        else:
+            nisa.tensor_tensor(dst=d, data1=t, data2=t, op=nl.bitwise_xor, engine=engine)
+        return _out(d)
+
+    return kernel
+
+
+@pytest.mark.parametrize("which, engine", [("tensor_scalar", "scalar"), ("tensor_scalar", "gpsimd"), ("tensor_tensor", "gpsimd")])
+def test_bitvec_op_on_a_non_vector_engine_warns_and_computes(which, engine):
+    # the pages say bitvec operators run on the Vector Engine, but the NKI 0.8 announcement says a release
+    # after 0.8 is the one that rejects engine=scalar/gpsimd with a bitvec op, so NKI 0.7 accepts it
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/announcements/neuron2.x/announce-intent-eos-nki-virtualregister-lnc-apis.html):
+    # a warning, not the err_invalid_op it was for tensor_scalar
+    from nkidev.errors import NkiWarning
+
+    x = np.array([[1, 2, 12, 7], [3, 5, 6, 9]], np.int32)
+    with pytest.warns(NkiWarning, match="warn_bitvec_engine"):
+        got = nkidev.simulate(_bitvec_engine_kernel(which, getattr(nisa.engine, engine)), target="trn2")(x)
+    expect = (x & 6) << 1 if which == "tensor_scalar" else x ^ x
+    np.testing.assert_array_equal(got, expect)
+
+
+def test_bitvec_op_with_the_default_engine_does_not_warn():
+    import warnings
+
+    x = np.array([[1, 2, 12, 7], [3, 5, 6, 9]], np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for which in ("tensor_scalar", "tensor_tensor"):
+            got = nkidev.simulate(_bitvec_engine_kernel(which, nisa.engine.unknown), target="trn2")(x)
+            np.testing.assert_array_equal(got, (x & 6) << 1 if which == "tensor_scalar" else 0 * x)

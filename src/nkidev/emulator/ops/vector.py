@@ -8,6 +8,7 @@ import numpy as np
 from nkidev.emulator import costs
 from nkidev.emulator import rules as R
 from nkidev.emulator.alu import ALU, op_name
+from nkidev.emulator.context import warn
 from nkidev.emulator.dtypes import from_f32, scratch_f32
 from nkidev.emulator.memory import f32, raw, read, result_into, rows, scalar_or_vector, store, store_raw
 from nkidev.emulator.opdef import declare
@@ -77,6 +78,8 @@ def _int_operand(v, p: int, like: np.ndarray):
 def _tt_engine(a, ctx) -> str:
     if op_name(a.op) == "power":
         return "gpsimd"
+    if op_name(a.op) in ALU and _is_bitvec(a.op):
+        return "vector"  # the int32 GpSimd default is for arithmetic ops (tensor_tensor page)
     ts = (a.dst, a.data1, a.data2)
     if all(t.dtype.name in ("int32", "uint32") for t in ts) and all(t.storage.kind == "sbuf" for t in ts):
         return "gpsimd"  # native 32-bit integer arithmetic
@@ -109,6 +112,7 @@ TENSOR_TENSOR = declare(
 @TENSOR_TENSOR.semantics_impl
 def _tensor_tensor(a, ctx, engine):
     if _is_bitvec(a.op):
+        _bitvec_engine_warning(a, engine)
         x, y = _int_rows(a.data1), _int_rows(a.data2).astype(_int_rows(a.data1).dtype)
         store_raw(a.dst, _alu(a.op).fn(x, y).astype(a.dst.dtype.storage))
         return
@@ -136,13 +140,15 @@ def _ts_check(a, ctx, engine):
         return "op0 and op1 must both be bitvec or both arithmetic", None
     if a.op1 is None and a.operand1 is not None:
         return "operand1 is set but op1 is None", "pass op1 or drop operand1"
+    if True in kinds:
+        # a bitvec op on engine=scalar/gpsimd: the page says it must run on the Vector Engine, but the NKI 0.8
+        # announcement says only a release after 0.8 rejects it (0.7 accepts it): a warning in the semantics
+        engine = "vector"
     if engine == "gpsimd" and ops != ["rsqrt"]:
         return "engine=gpsimd is only allowed for rsqrt", "use the vector or scalar engine"
     if engine == "scalar" and not ctx.target.scalar_tensor_scalar(ops[0], ops[1] if len(ops) > 1 else None):
         allowed = ", ".join(ctx.target.features.scalar_tensor_scalar_ops)
         return (f"ScalarE on {ctx.target.name} supports only {allowed} in tensor_scalar", "run it on the vector engine")
-    if engine == "scalar" and True in kinds:
-        return "bitvec operators run on the Vector Engine only", "use engine=nisa.engine.vector"
     if True in kinds:
         for name in ("operand0", "operand1"):
             v = getattr(a, name)
@@ -153,6 +159,28 @@ def _ts_check(a, ctx, engine):
             v = getattr(a, name)
             if isinstance(v, NkiTensor) and v.dtype.name != "float32":
                 return f"{name} is {v.dtype}; arithmetic operands must be float32", f"cast {name} to nl.float32"
+
+
+def _unary_operand_check(a, ctx, engine):
+    # operand0 must be None or 0 when op0 is a unary operator
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.tensor_scalar.html);
+    # any other value was silently ignored (nl.abs with operand0=5.0 computed abs(x))
+    if _alu(a.op0).kind in ("unary", "bitvec_unary"):
+        v = a.operand0
+        if isinstance(v, NkiTensor) or (v is not None and not (isinstance(v, int | float | np.number) and float(v) == 0.0)):
+            shown = v.name if isinstance(v, NkiTensor) else repr(v)
+            return f"op0=nl.{op_name(a.op0)} is unary but operand0={shown}", "pass operand0=None (or 0)"
+
+
+def _bitvec_engine_warning(a, engine):
+    explicit = getattr(a.engine, "name", a.engine)
+    if explicit in ("scalar", "gpsimd"):
+        # https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/announcements/neuron2.x/announce-intent-eos-nki-virtualregister-lnc-apis.html
+        warn(
+            "warn_bitvec_engine",
+            f"a bitvec operator with engine={explicit}: the ISA page says bitvec operators run on the Vector Engine, "
+            "and a release after NKI 0.8 rejects this engine; pass engine=nisa.engine.vector or drop engine",
+        )
 
 
 TENSOR_SCALAR = declare(
@@ -175,6 +203,7 @@ TENSOR_SCALAR = declare(
             _ts_check,
         ),
         R.bitvec_needs_int(("op0", "op1"), ("dst", "data")),
+        R.custom("err_invalid_argument", "operand0 is None or 0 when op0 is unary", _unary_operand_check),
     ),
     attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1) if a.op1 is not None else None},
     overwrites=("dst",),
@@ -188,6 +217,7 @@ TENSOR_SCALAR = declare(
 @TENSOR_SCALAR.semantics_impl
 def _tensor_scalar(a, ctx, engine):
     if _is_bitvec(a.op0):
+        _bitvec_engine_warning(a, engine)
         x = _int_rows(a.data)
         p = x.shape[0]
         y = _apply(a.op0, x, _int_operand(a.operand0, p, x) if a.operand0 is not None else None, a.reverse0)
@@ -431,6 +461,8 @@ TENSOR_SCALAR_REDUCE = declare(
         R.same_partitions("dst", "data", "reduce_res"),
         R.same_free_size("dst", "data"),
         R.vector_operand("operand0"),
+        # the tensor_scalar_reduce page has the same operand0 constraint for a unary op0
+        R.custom("err_invalid_argument", "operand0 is None or 0 when op0 is unary", _unary_operand_check),
         R.custom(
             "err_shape_mismatch",
             "reduce_res is [P, 1]",
