@@ -210,3 +210,52 @@ def test_bitvec_op_with_the_default_engine_does_not_warn():
         for which in ("tensor_scalar", "tensor_tensor"):
             got = nkidev.simulate(_bitvec_engine_kernel(which, nisa.engine.unknown), target="trn2")(x)
             np.testing.assert_array_equal(got, (x & 6) << 1 if which == "tensor_scalar" else 0 * x)
+
+
+def _ts_engine_kernel(op0, operand_dtype, engine):
+    @jit
+    def kernel(x):
+        t = _load(x)
+        d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        operand = None if op0 is nl.rsqrt else 2.0
+        if operand_dtype is not None:
+            operand = nl.ndarray((x.shape[0], 1), dtype=operand_dtype, buffer=nl.sbuf)
+            nisa.memset(dst=operand, value=2)
+        nisa.tensor_scalar(dst=d, data=t, op0=op0, operand0=operand, engine=engine)  # <-
+        return _out(d)
+
+    return kernel
+
+
+def test_tensor_scalar_documented_restrictions_stay_errors():
+    # tensor_scalar.html (v2.32.0): engine=gpsimd is only allowed for rsqrt; arithmetic operands must be float32
+    x = np.full((4, 8), 4.0, np.float32)
+    _raises(_ts_engine_kernel(nl.add, None, nisa.engine.gpsimd), "err_invalid_op", x)
+    _raises(_ts_engine_kernel(nl.multiply, nl.bfloat16, nisa.engine.vector), "err_invalid_op", x)
+    _raises(_ts_engine_kernel(nl.multiply, nl.int32, nisa.engine.unknown), "err_invalid_op", x)
+    got = nkidev.simulate(_ts_engine_kernel(nl.rsqrt, None, nisa.engine.gpsimd), target="trn2")(x)
+    np.testing.assert_array_equal(got, np.full_like(x, 0.5))
+    got = nkidev.simulate(_ts_engine_kernel(nl.multiply, nl.float32, nisa.engine.vector), target="trn2")(x)
+    np.testing.assert_array_equal(got, np.full_like(x, 8.0))
+
+
+def _hwdge_kernel(dtype, mode):
+    @jit
+    def kernel(x):
+        t = nl.ndarray(x.shape, dtype=dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x, dge_mode=mode)  # <-
+        d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=d, src=t)
+        return _out(d)
+
+    return kernel
+
+
+def test_hwdge_refuses_a_cast_and_swdge_casts():
+    # migration guide (v2.32.0, NKI 0.3.0 section): with dge_mode=hwdge the element types must match (no cast);
+    # dge_mode.swdge / none cast
+    x = np.array([[1.0, 1.00390625, 2.5, -3.0]], np.float32)
+    _raises(_hwdge_kernel(nl.bfloat16, nisa.dge_mode.hwdge), "err_invalid_argument", x)
+    np.testing.assert_array_equal(nkidev.simulate(_hwdge_kernel(nl.float32, nisa.dge_mode.hwdge), target="trn2")(x), x)
+    got = nkidev.simulate(_hwdge_kernel(nl.bfloat16, nisa.dge_mode.swdge), target="trn2")(x)
+    np.testing.assert_array_equal(got, [[1.0, 1.0, 2.5, -3.0]])

@@ -35,6 +35,8 @@ def _hwdge(a, ctx, engine):
     if mode == "hwdge":
         if not ctx.target.features.hwdge:
             return f"dge_mode=hwdge is not available on {ctx.target.name}", "use dge_mode=nisa.dge_mode.unknown"
+        # HWDGE moves raw bytes: source and destination dtypes must match (migration guide, NKI 0.3.0 section
+        # "dma_copy - dge_mode type matching", https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/migration/index.html)
         if isinstance(a.dst, NkiTensor) and isinstance(a.src, NkiTensor) and a.dst.dtype != a.src.dtype:
             return (f"dge_mode=hwdge cannot cast {a.src.dtype} -> {a.dst.dtype}", "use equal dtypes or dge_mode=nisa.dge_mode.unknown")
 

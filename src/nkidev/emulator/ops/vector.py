@@ -144,6 +144,8 @@ def _ts_check(a, ctx, engine):
         # a bitvec op on engine=scalar/gpsimd: the page says it must run on the Vector Engine, but the NKI 0.8
         # announcement says only a release after 0.8 rejects it (0.7 accepts it): a warning in the semantics
         engine = "vector"
+    # the engine parameter: gpsimd is "only allowed for rsqrt"; arithmetic operand0/operand1 must be float32
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.tensor_scalar.html)
     if engine == "gpsimd" and ops != ["rsqrt"]:
         return "engine=gpsimd is only allowed for rsqrt", "use the vector or scalar engine"
     if engine == "scalar" and not ctx.target.scalar_tensor_scalar(ops[0], ops[1] if len(ops) > 1 else None):
