@@ -259,3 +259,35 @@ def test_hwdge_refuses_a_cast_and_swdge_casts():
     np.testing.assert_array_equal(nkidev.simulate(_hwdge_kernel(nl.float32, nisa.dge_mode.hwdge), target="trn2")(x), x)
     got = nkidev.simulate(_hwdge_kernel(nl.bfloat16, nisa.dge_mode.swdge), target="trn2")(x)
     np.testing.assert_array_equal(got, [[1.0, 1.0, 2.5, -3.0]])
+
+
+@pytest.mark.parametrize("version", ["0.6", "0.7"])
+def test_range_select_defaults_follow_the_newest_page(version):
+    # range_select.html (v2.32.0, the newest page stored for it): reduce_cmd defaults to reset_reduce, range_start
+    # to 0, on_false_value to FP32_MIN. The "latest" page in the docs corpus shows reduce_cmd.idle,
+    # range_start=0.0 and on_false_value=0.0, but that is the Neuron 2.27 docstring (older than 0.6), not 0.7's.
+    fp32_min = np.finfo(np.float32).min
+
+    @jit
+    def kernel(x, lo, hi):
+        t = _load(x)
+        b0, b1 = _load(lo), _load(hi)
+        t2 = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=t2, data=t, op0=nl.subtract, operand0=100.0)
+        d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        sel = {"comp_op0": nl.greater_equal, "comp_op1": nl.less, "bound0": b0, "bound1": b1, "reduce_res": r}
+        nisa.range_select(dst=d, on_true_tile=t, **sel)
+        nisa.range_select(dst=d, on_true_tile=t2, **sel)
+        return _out(d), _out(r)
+
+    x = np.arange(16, dtype=np.float32).reshape(2, 8) - 20
+    lo = np.array([[2.0], [0.0]], np.float32)
+    hi = np.array([[5.0], [3.0]], np.float32)
+    d, r = nkidev.simulate(kernel, target="trn2", nki_version=version)(x, lo, hi)
+    idx = np.arange(8)[None, :]
+    keep = (idx >= lo) & (idx < hi)
+    second = np.where(keep, x - 100, fp32_min)
+    np.testing.assert_array_equal(d, second)
+    # reset_reduce: the second call's max is its own (reduce would have kept the first call's larger max)
+    np.testing.assert_array_equal(r, second.max(axis=1, keepdims=True))
