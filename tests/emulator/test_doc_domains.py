@@ -291,3 +291,58 @@ def test_range_select_defaults_follow_the_newest_page(version):
     np.testing.assert_array_equal(d, second)
     # reset_reduce: the second call's max is its own (reduce would have kept the first call's larger max)
     np.testing.assert_array_equal(r, second.max(axis=1, keepdims=True))
+
+
+def _tsc_kernel(dtype, imm1=None, cmd=None):
+    @jit
+    def kernel(x):
+        t = _load(x)
+        d = nl.ndarray(x.shape, dtype=dtype, buffer=nl.sbuf)
+        kw = {} if cmd is None else {"reduce_cmd": cmd}
+        nisa.tensor_scalar_cumulative(dst=d, src=t, op0=nl.multiply, op1=nl.add, imm0=2.0, imm1=imm1, **kw)  # <-
+        return _out(d)
+
+    return kernel
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32])
+def test_tensor_scalar_cumulative_has_no_32_bit_integer_io(dtype):
+    # tensor_scalar_cumulative.html (v2.32.0): INT32/UINT32 are not supported as input/output dtypes
+    x = np.arange(8, dtype=dtype).reshape(1, 8)
+    _raises(_tsc_kernel(dtype), "err_unsupported_dtype", x)
+    y = np.arange(8, dtype=np.int16).reshape(1, 8)
+    np.testing.assert_array_equal(nkidev.simulate(_tsc_kernel(np.int16), target="trn2")(y), np.cumsum(2 * y, axis=1))
+
+
+def test_tensor_scalar_cumulative_imm1_loads_only_with_load_reduce():
+    from nkidev.errors import NkiWarning
+
+    x = np.arange(8, dtype=np.float32).reshape(1, 8) - 3
+    got = nkidev.simulate(_tsc_kernel(np.float32, 100.0, nisa.reduce_cmd.load_reduce), target="trn2")(x)
+    np.testing.assert_array_equal(got, 100 + np.cumsum(2 * x, axis=1))
+    with pytest.warns(NkiWarning, match="warn_unused_argument"):
+        got = nkidev.simulate(_tsc_kernel(np.float32, 100.0), target="trn2")(x)
+    np.testing.assert_array_equal(got, np.cumsum(2 * x, axis=1))
+
+
+def _select_reduce_kernel(res_dtype):
+    @jit
+    def kernel(x):
+        t = _load(x)
+        pr = nl.ndarray(x.shape, dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=pr, data=t, op0=nl.greater, operand0=0.0)
+        d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((x.shape[0], 1), dtype=res_dtype, buffer=nl.sbuf)
+        cmd = nisa.reduce_cmd.reset_reduce
+        nisa.select_reduce(dst=d, predicate=pr, on_true=t, on_false=-3.0, reduce_res=r, reduce_cmd=cmd, reverse_pred=True)  # <-
+        return _out(r)
+
+    return kernel
+
+
+def test_select_reduce_reduce_res_must_be_float():
+    # select_reduce.html (v2.32.0): reduce_res dtype must be a float type
+    x = np.arange(16, dtype=np.float32).reshape(2, 8) - 5
+    _raises(_select_reduce_kernel(nl.int16), "err_invalid_argument", x)
+    got = nkidev.simulate(_select_reduce_kernel(nl.float32), target="trn2")(x)
+    np.testing.assert_array_equal(got, np.where(x > 0, -3.0, x).max(axis=1, keepdims=True))

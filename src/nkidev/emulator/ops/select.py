@@ -81,6 +81,9 @@ def _sr_check(a, ctx, engine):
         return "on_true and predicate are both in PSUM", "copy one of them to SBUF"
     if a.reduce_res is not None and free_size(a.reduce_res) != 1:
         return f"reduce_res {a.reduce_res.shape} must be [P, 1]", None
+    # reduce_res dtype must be a float type (select_reduce page, v2.32.0); an int16 reduce_res was accepted
+    if a.reduce_res is not None and not a.reduce_res.dtype.is_float:
+        return f"reduce_res is {a.reduce_res.dtype}; it must be a float dtype", "use an nl.float32 reduce_res"
 
 
 SELECT_REDUCE = declare(
@@ -96,7 +99,7 @@ SELECT_REDUCE = declare(
         R.vector_operand("on_false"),
         R.custom(
             "err_invalid_argument",
-            "reduce_op is maximum; predicate is an integer tile; on_true and predicate not both in PSUM; reduce_res is [P, 1]",
+            "reduce_op is maximum; predicate is an integer tile; on_true and predicate not both in PSUM; reduce_res is a float [P, 1]",
             _sr_check,
         ),
     ),

@@ -491,6 +491,15 @@ def _ts_reduce(a, ctx, engine):
         store(a.reduce_res, -acc if a.reduce_res_negate else acc)
 
 
+def _tsc_dtype_check(a, ctx, engine):
+    # INT32/UINT32 are not supported as input/output dtypes, an ISA limitation
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.tensor_scalar_cumulative.html)
+    for name in ("src", "dst"):
+        t = getattr(a, name)
+        if isinstance(t, NkiTensor) and t.dtype.name in ("int32", "uint32"):
+            return f"{name} is {t.dtype}; tensor_scalar_cumulative has no 32-bit integer input/output", "use int16/uint16 or a float dtype"
+
+
 TENSOR_SCALAR_CUMULATIVE = declare(
     "tensor_scalar_cumulative",
     "dst, src, op0, op1, imm0, imm1=None, reduce_cmd=reduce_cmd.reset_reduce, name=None",
@@ -511,6 +520,7 @@ TENSOR_SCALAR_CUMULATIVE = declare(
         R.same_partitions("dst", "src"),
         R.same_free_size("dst", "src"),
         R.vector_operand("imm0"),
+        R.custom("err_unsupported_dtype", "src and dst are not int32/uint32", _tsc_dtype_check),
     ),
     attrs=lambda a: {"op0": op_name(a.op0), "op1": op_name(a.op1)},
     overwrites=("dst",),
@@ -521,6 +531,12 @@ TENSOR_SCALAR_CUMULATIVE = declare(
 
 @TENSOR_SCALAR_CUMULATIVE.semantics_impl
 def _ts_cumulative(a, ctx, engine):
+    if a.imm1 is not None and _reduce_cmd(a) != "load_reduce":
+        # imm1 is the accumulator's initial value for load_reduce only (the page); other commands never read it
+        warn(
+            "warn_unused_argument",
+            f"tensor_scalar_cumulative ignores imm1 with reduce_cmd={_reduce_cmd(a)} (only load_reduce loads it)",
+        )
     x = rows(a.src)
     p, n = x.shape
     op1 = op_name(a.op1)
