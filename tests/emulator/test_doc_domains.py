@@ -346,3 +346,35 @@ def test_select_reduce_reduce_res_must_be_float():
     _raises(_select_reduce_kernel(nl.int16), "err_invalid_argument", x)
     got = nkidev.simulate(_select_reduce_kernel(nl.float32), target="trn2")(x)
     np.testing.assert_array_equal(got, np.where(x > 0, -3.0, x).max(axis=1, keepdims=True))
+
+
+def _tsr_kernel(cmd, reduce_init):
+    @jit
+    def kernel(x):
+        t = _load(x)
+        d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        kw = {"reduce_op": nl.add, "reduce_res": r, "reduce_cmd": cmd, "reduce_init": reduce_init}
+        nisa.tensor_scalar_reduce(dst=d, data=t, op0=nl.multiply, operand0=2.0, **kw)  # <-
+        return _out(r)
+
+    return kernel
+
+
+@pytest.mark.parametrize(
+    "cmd, reduce_init",
+    [("load_reduce", None), ("reset_reduce", 10.0), ("reduce", 10.0), ("reset_reduce", 0.0)],
+)
+def test_tensor_scalar_reduce_reduce_init_only_and_always_with_load_reduce(cmd, reduce_init):
+    # tensor_scalar_reduce.html (v2.32.0): reduce_init should only be set when reduce_cmd is load_reduce, and must
+    # be provided when it is; a stray one was ignored and a missing one loaded 0
+    x = np.arange(16, dtype=np.float32).reshape(2, 8) - 5
+    _raises(_tsr_kernel(getattr(nisa.reduce_cmd, cmd), reduce_init), "err_invalid_argument", x)
+
+
+def test_tensor_scalar_reduce_load_reduce_seeds_the_sum():
+    x = np.arange(16, dtype=np.float32).reshape(2, 8) - 5
+    got = nkidev.simulate(_tsr_kernel(nisa.reduce_cmd.load_reduce, 10.0), target="trn2")(x)
+    np.testing.assert_array_equal(got, 10 + (2 * x).sum(axis=1, keepdims=True))
+    got = nkidev.simulate(_tsr_kernel(nisa.reduce_cmd.reset_reduce, None), target="trn2")(x)
+    np.testing.assert_array_equal(got, (2 * x).sum(axis=1, keepdims=True))

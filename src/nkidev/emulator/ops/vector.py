@@ -443,6 +443,20 @@ def accumulate(acc: np.ndarray, p: int, op: str, cmd: str, values: np.ndarray | 
     return acc[:p]
 
 
+def _tsr_init_check(a, ctx, engine):
+    # reduce_init should only be set with load_reduce, and must be provided with it
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.tensor_scalar_reduce.html);
+    # both were accepted: a stray reduce_init was ignored, a missing one loaded 0
+    cmd = _reduce_cmd(a)
+    if cmd == "load_reduce" and a.reduce_init is None:
+        return "reduce_cmd=load_reduce without reduce_init", "pass reduce_init (the accumulator's initial value)"
+    if cmd != "load_reduce" and a.reduce_init is not None:
+        return (
+            f"reduce_init with reduce_cmd={cmd}: only load_reduce reads it",
+            "pass reduce_cmd=nisa.reduce_cmd.load_reduce or drop reduce_init",
+        )
+
+
 TENSOR_SCALAR_REDUCE = declare(
     "tensor_scalar_reduce",
     "dst, data, op0, operand0, reduce_op, reduce_res=None, reverse0=False, "
@@ -465,6 +479,7 @@ TENSOR_SCALAR_REDUCE = declare(
         R.vector_operand("operand0"),
         # the tensor_scalar_reduce page has the same operand0 constraint for a unary op0
         R.custom("err_invalid_argument", "operand0 is None or 0 when op0 is unary", _unary_operand_check),
+        R.custom("err_invalid_argument", "reduce_init is given exactly when reduce_cmd is load_reduce", _tsr_init_check),
         R.custom(
             "err_shape_mismatch",
             "reduce_res is [P, 1]",
