@@ -378,3 +378,60 @@ def test_tensor_scalar_reduce_load_reduce_seeds_the_sum():
     np.testing.assert_array_equal(got, 10 + (2 * x).sum(axis=1, keepdims=True))
     got = nkidev.simulate(_tsr_kernel(nisa.reduce_cmd.reset_reduce, None), target="trn2")(x)
     np.testing.assert_array_equal(got, (2 * x).sum(axis=1, keepdims=True))
+
+
+def _act2_kernel(op0=nl.multiply, op1=nl.add, reverse0=False, reduce_op=None, imm_dtypes=None):
+    @jit
+    def kernel(x):
+        t = _load(x)
+        d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        imm0, imm1 = 2.0, 1.0
+        if imm_dtypes is not None:
+            imm0 = nl.ndarray((x.shape[0], 1), dtype=imm_dtypes[0], buffer=nl.sbuf)
+            nisa.memset(dst=imm0, value=2)
+            imm1 = nl.ndarray((x.shape[0], 1), dtype=imm_dtypes[1], buffer=nl.sbuf)
+            nisa.memset(dst=imm1, value=1)
+        cmd = nisa.reduce_cmd.reset_reduce if reduce_op is not None else nisa.reduce_cmd.idle
+        kw = {"reduce_op": reduce_op, "reduce_res": r if reduce_op is not None else None, "reduce_cmd": cmd}
+        nisa.activate2(dst=d, op=nl.copy, data=t, imm0=imm0, imm1=imm1, op0=op0, op1=op1, reverse0=reverse0, **kw)  # <-
+        return _out(r) if reduce_op is not None else _out(d)
+
+    return kernel
+
+
+X2 = np.array([[-3.0, 1.0, 0.25, -0.5, 1.75, -2.5], [0.5, -4.0, 2.75, 1.5, -1.0, 2.0]], np.float32)  # no magnitude ties
+
+
+@pytest.mark.parametrize("op, pick", [("abs_max", np.argmax), ("abs_min", np.argmin)])
+def test_activate2_reduces_with_abs_max_and_abs_min(op, pick):
+    # activate2.html (v2.32.0) lists add, maximum, minimum, abs_max, abs_min as reduce ops; abs_max/abs_min were
+    # reduced as add
+    y = 2 * X2 + 1
+    expect = np.take_along_axis(y, pick(np.abs(y), axis=1)[:, None], axis=1)
+    got = nkidev.simulate(_act2_kernel(reduce_op=getattr(nl, op)), target="trn3")(X2)
+    np.testing.assert_array_equal(got, expect)
+
+
+@pytest.mark.parametrize("op, ufunc", [("add", np.sum), ("maximum", np.max), ("minimum", np.min)])
+def test_activate2_reduces_with_the_other_documented_ops(op, ufunc):
+    got = nkidev.simulate(_act2_kernel(reduce_op=getattr(nl, op)), target="trn3")(X2)
+    np.testing.assert_allclose(got, ufunc(2 * X2 + 1, axis=1, keepdims=True), rtol=1e-6)
+
+
+def test_activate2_refuses_an_undocumented_reduce_op():
+    _raises(_act2_kernel(reduce_op=nl.multiply), "err_invalid_op", X2, target="trn3")
+
+
+def test_activate2_reverse_of_a_bypassed_op_is_refused_not_a_crash():
+    # activate2.html: reverse0 requires op0 to be set (nl.bypass is no operation); this was err_internal
+    _raises(_act2_kernel(op0=nl.bypass, op1=nl.bypass, reverse0=True), "err_invalid_argument", X2, target="trn3")
+    got = nkidev.simulate(_act2_kernel(op0=nl.subtract, op1=nl.bypass, reverse0=True), target="trn3")(X2)
+    np.testing.assert_array_equal(got, 2 - X2)
+
+
+def test_activate2_tensor_immediates_share_a_dtype():
+    # activate2.html: all immediates must have the same dtype when both are tensors
+    _raises(_act2_kernel(imm_dtypes=(nl.float32, nl.bfloat16)), "err_invalid_argument", X2, target="trn3")
+    got = nkidev.simulate(_act2_kernel(imm_dtypes=(nl.float32, nl.float32)), target="trn3")(X2)
+    np.testing.assert_array_equal(got, 2 * X2 + 1)

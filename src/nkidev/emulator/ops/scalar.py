@@ -198,6 +198,45 @@ ACT2_PAIRS = {
 }
 
 
+# activate2's documented reduce ops; abs_max/abs_min reduced as add before, and nl.multiply was accepted
+# (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.activate2.html)
+ACT2_REDUCE = ("add", "maximum", "minimum", "abs_max", "abs_min")
+
+
+def _act2_args_check(a, ctx, engine):
+    # the page's constraints: reverse0 requires op0 to be set, reverse1 requires op1 (nl.bypass is no operation:
+    # reversing it crashed nkidev); all immediates have the same dtype when both are tensors
+    for flag, op in (("reverse0", "op0"), ("reverse1", "op1")):
+        if getattr(a, flag) and op_name(getattr(a, op)) == "bypass":
+            return f"{flag}=True with {op}=nl.bypass", f"set {op} to an operator or drop {flag}"
+    if isinstance(a.imm0, NkiTensor) and isinstance(a.imm1, NkiTensor) and a.imm0.dtype != a.imm1.dtype:
+        return f"imm0 is {a.imm0.dtype} but imm1 is {a.imm1.dtype}", "give both immediates one dtype"
+
+
+def _act2_reduce_check(a, ctx, engine):
+    if a.reduce_op is not None and op_name(a.reduce_op) not in ACT2_REDUCE:
+        return f"reduce_op=nl.{op_name(a.reduce_op)} is not one of nl.{', nl.'.join(ACT2_REDUCE)}", None
+
+
+def _abs_extreme(values: np.ndarray, largest: bool) -> np.ndarray:
+    """Per row, the element of largest (smallest) magnitude, sign kept; as the fold acc = abs_max(acc, x) keeps
+    the later element on a tie, the last of equal magnitudes wins."""
+    mag = np.abs(values)[:, ::-1]
+    last = values.shape[1] - 1 - (mag.argmax(axis=1) if largest else mag.argmin(axis=1))
+    return np.take_along_axis(values, last[:, None], axis=1)[:, 0]
+
+
+def _act2_accumulate(acc: np.ndarray, p: int, op: str, cmd: str, y: np.ndarray) -> np.ndarray:
+    if op not in ("abs_max", "abs_min"):
+        return accumulate(acc, p, op, cmd, y)
+    fn = ALU[op].fn
+    if cmd in ("reset", "reset_reduce"):
+        acc[:p] = 0.0 if op == "abs_max" else np.inf  # the identities of the two folds
+    if cmd in ("reduce", "reset_reduce"):
+        acc[:p] = fn(acc[:p].astype(np.float32), _abs_extreme(y, op == "abs_max"))
+    return acc[:p]
+
+
 ACTIVATE2 = declare(
     "activate2",
     "dst, op, data, imm0, imm1, op0, op1, relu_param=0.0, reverse0=False, reverse1=False, "
@@ -221,6 +260,8 @@ ACTIVATE2 = declare(
                 else f"(op0, op1) = ({op_name(a.op0)}, {op_name(a.op1)}) is not supported"
             ),
         ),
+        R.custom("err_invalid_argument", "reverse0/reverse1 need op0/op1 set; tensor imm0 and imm1 share a dtype", _act2_args_check),
+        R.custom("err_invalid_op", f"reduce_op is one of {', '.join(ACT2_REDUCE)}", _act2_reduce_check),
         GPSIMD_RULE,
     ),
     attrs=_act_attrs,
@@ -242,8 +283,7 @@ def _activate2(a, ctx, engine):
     store(a.dst, y)
     cmd = getattr(a.reduce_cmd, "name", "idle")
     if cmd != "idle" and a.reduce_op is not None:
-        op = op_name(a.reduce_op)
-        acc = accumulate(ctx.act_acc, p, op if op in ALU and ALU[op].reduce else "add", cmd, y)
+        acc = _act2_accumulate(ctx.act_acc, p, op_name(a.reduce_op), cmd, y)
         if a.reduce_res is not None:
             store(a.reduce_res, acc)
     elif a.reduce_res is not None:
