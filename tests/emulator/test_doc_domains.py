@@ -435,3 +435,40 @@ def test_activate2_tensor_immediates_share_a_dtype():
     _raises(_act2_kernel(imm_dtypes=(nl.float32, nl.bfloat16)), "err_invalid_argument", X2, target="trn3")
     got = nkidev.simulate(_act2_kernel(imm_dtypes=(nl.float32, nl.float32)), target="trn3")(X2)
     np.testing.assert_array_equal(got, 2 * X2 + 1)
+
+
+def _transpose_kernel(moving_cols, identity=True):
+    @jit
+    def kernel(x):
+        s = _load(x)
+        k = x.shape[0]
+        mv = nl.ndarray((k, moving_cols), dtype=nl.float32, buffer=nl.sbuf)
+        if identity:
+            nisa.iota(dst=mv, pattern=[[1, moving_cols]], channel_multiplier=-1)  # value = col - row
+            nisa.tensor_scalar(dst=mv, data=mv, op0=nl.equal, operand0=0.0)  # 1.0 on the diagonal
+        else:
+            nisa.memset(dst=mv, value=1.0)
+        p = nl.ndarray((x.shape[1], moving_cols), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=p, stationary=s, moving=mv, is_transpose=True)  # <-
+        o = nl.ndarray(p.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=o, src=p)
+        return _out(o)
+
+    return kernel
+
+
+def test_nc_matmul_transpose_mode_needs_a_square_moving_tile():
+    # nc_matmul.html (v2.32.0): transpose mode uses an identity matrix as the moving tile; another moving shape
+    # was err_internal (a reshape of stationary.T into [M, N])
+    x = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+    _raises(_transpose_kernel(16), "err_shape_mismatch", x)
+    np.testing.assert_array_equal(nkidev.simulate(_transpose_kernel(64), target="trn2")(x), x.T)
+
+
+def test_nc_matmul_transpose_mode_warns_when_moving_is_not_an_identity():
+    from nkidev.errors import NkiWarning
+
+    x = np.arange(8 * 4, dtype=np.float32).reshape(8, 4)
+    with pytest.warns(NkiWarning, match="warn_transpose_moving_not_identity"):
+        got = nkidev.simulate(_transpose_kernel(8, identity=False), target="trn2")(x)
+    np.testing.assert_array_equal(got, x.T)  # NC-v3+ moves bits: stationary.T, whatever moving holds

@@ -156,6 +156,19 @@ def _overwrites_dst(a) -> bool:
     return a.dst.storage.acc is None or not acc_view(a.dst).any()
 
 
+def _transpose_check(a, ctx, engine):
+    # transpose mode loads the tile as stationary with an identity matrix as the moving tile, and from NC-v3 on
+    # moves its bits (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.nc_matmul.html):
+    # the result is stationary.T, [M, K], so moving is [K, K]. Another moving shape was err_internal.
+    if a.is_transpose and ctx.target.features.matmul_transpose_passthrough:
+        k, _, n = _km(a)
+        if n != k:
+            return (
+                f"is_transpose=True with a moving tile of {n} columns; the transpose takes an identity [{k}, {k}] moving tile",
+                f"pass a {k} x {k} identity as moving (dst is then [M, {k}])",
+            )
+
+
 NC_MATMUL = declare(
     "nc_matmul",
     "dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False, "
@@ -181,6 +194,7 @@ NC_MATMUL = declare(
             _dtype_check,
         ),
         R.custom("err_psum_bank_overflow", "on trn1/trn2 the output stays within one 2 KiB PSUM bank", _bank_check),
+        R.custom("err_shape_mismatch", "is_transpose=True (NC-v3+) takes an identity [K, K] moving tile", _transpose_check),
     ),
     attrs=_matmul_attrs,
     flops=lambda a: 2 * math.prod(_km(a)),
@@ -221,6 +235,12 @@ def _nc_matmul(a, ctx, engine):
     else:
         s = to_f32(s_raw, a.stationary.dtype).reshape(k, m)
         mv = to_f32(mv_raw, a.moving.dtype).reshape(k, n)
+        if transpose_mode and not np.array_equal(mv, np.eye(k, dtype=np.float32)):
+            warn(
+                "warn_transpose_moving_not_identity",
+                "nc_matmul is_transpose=True moves the stationary tile's bits and does not multiply: the moving tile "
+                "is not an identity, so the result is stationary.T, not stationary.T @ moving",
+            )
         res = np.ascontiguousarray(s.T) if transpose_mode else s.T @ mv
         if mode is None:
             cur = to_f32(np.asarray(raw(d)), d.dtype).reshape(m, n)
