@@ -472,3 +472,49 @@ def test_nc_matmul_transpose_mode_warns_when_moving_is_not_an_identity():
     with pytest.warns(NkiWarning, match="warn_transpose_moving_not_identity"):
         got = nkidev.simulate(_transpose_kernel(8, identity=False), target="trn2")(x)
     np.testing.assert_array_equal(got, x.T)  # NC-v3+ moves bits: stationary.T, whatever moving holds
+
+
+def _dma_kernel(**kw):
+    @jit
+    def kernel(x):
+        t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x, **kw)  # <-
+        return _out(t)
+
+    return kernel
+
+
+@pytest.mark.parametrize("engine", ["sync", "scalar"])
+def test_dma_copy_takes_the_documented_hwdge_engines(engine):
+    # dma_copy.html (v2.32.0): engine is nki.isa.engine.sync or .scalar for HWDGE descriptor generation; both were
+    # err_invalid_argument ("dma_copy cannot run on the scalar engine")
+    x = np.arange(16, dtype=np.float32).reshape(2, 8)
+    kernel = _dma_kernel(engine=getattr(nisa.engine, engine), dge_mode=nisa.dge_mode.hwdge)
+    np.testing.assert_array_equal(nkidev.simulate(kernel, target="trn2")(x), x)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"engine": "vector", "dge_mode": "hwdge"},
+        {"engine": "gpsimd", "dge_mode": "hwdge"},
+        {"engine": "sync", "dge_mode": "swdge"},
+        {"engine": "scalar", "dge_mode": "none"},
+        {"priority": 4},
+        {"priority": -1},
+    ],
+)
+def test_dma_copy_refuses_engines_and_priorities_outside_the_page(kw):
+    # dma_copy.html: engine only with dge_mode=hwdge, and only sync/scalar; priority is a level 0-3
+    args = {}
+    if "engine" in kw:
+        args = {"engine": getattr(nisa.engine, kw["engine"]), "dge_mode": getattr(nisa.dge_mode, kw["dge_mode"])}
+    else:
+        args = {"priority": kw["priority"]}
+    _raises(_dma_kernel(**args), "err_invalid_argument", np.ones((2, 8), np.float32), target="trn3")
+
+
+def test_dma_copy_priority_levels_run():
+    x = np.arange(16, dtype=np.float32).reshape(2, 8)
+    for level in range(4):
+        np.testing.assert_array_equal(nkidev.simulate(_dma_kernel(priority=level), target="trn3")(x), x)

@@ -153,6 +153,10 @@ def pick_engine(op: OpDef, a, ctx) -> str:
     wanted = _engine_arg(a)
     if wanted is None:
         return op.choose_engine(a, ctx) if op.choose_engine is not None else op.engines[0]
+    if op.is_dma:
+        # dma_copy's engine= names the engine whose sequencer drives the hardware DGE (sync or scalar), not an
+        # engine the transfer runs on: its own rules check it (it was err_invalid_argument for the documented values)
+        return op.engines[0]
     if wanted not in op.engines:
         raise KernelRuleError(
             "err_invalid_argument",

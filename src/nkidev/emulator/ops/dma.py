@@ -30,6 +30,23 @@ def _count_equal(x: str, y: str):
     return R.custom("err_element_count_mismatch", f"{x} and {y} hold the same number of elements", check)
 
 
+def _dma_options(a, ctx, engine):
+    # the dma_copy page's parameters (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.dma_copy.html):
+    # engine is nki.isa.engine.sync or .scalar, the HWDGE descriptor generator, only valid with dge_mode=hwdge;
+    # priority is a QoS level 0-3 (NeuronCore-v4+ only)
+    mode = getattr(getattr(a, "dge_mode", None), "name", "unknown")
+    eng = getattr(a.engine, "name", a.engine)
+    if eng not in (None, "unknown"):
+        if eng not in ("sync", "scalar"):
+            return f"engine={eng}: the HWDGE engine is nki.isa.engine.sync or nki.isa.engine.scalar", "pass sync or scalar"
+        if mode in ("none", "swdge"):
+            return f"engine={eng} with dge_mode={mode}: engine only applies to dge_mode=hwdge", "pass dge_mode=nisa.dge_mode.hwdge"
+    p = a.priority
+    if p is not None:
+        if not isinstance(p, int | np.integer) or isinstance(p, bool) or not 0 <= int(p) <= 3:
+            return f"priority={p!r} is not a QoS level 0-3", "pass 0 (highest) to 3"
+
+
 def _hwdge(a, ctx, engine):
     mode = getattr(getattr(a, "dge_mode", None), "name", "unknown")
     if mode == "hwdge":
@@ -76,6 +93,7 @@ DMA_COPY = declare(
         ),
         _count_equal("dst", "src"),
         R.custom("err_invalid_argument", "dge_mode=hwdge needs trn2+ and equal dtypes", _hwdge),
+        R.custom("err_invalid_argument", "engine is sync/scalar with dge_mode=hwdge; priority is 0-3", _dma_options),
     ),
     attrs=_dma_attrs,
     flops=lambda a: 0,
