@@ -518,3 +518,39 @@ def test_dma_copy_priority_levels_run():
     x = np.arange(16, dtype=np.float32).reshape(2, 8)
     for level in range(4):
         np.testing.assert_array_equal(nkidev.simulate(_dma_kernel(priority=level), target="trn3")(x), x)
+
+
+def _dma_transpose_kernel(**kw):
+    @jit
+    def kernel(x):
+        d = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=d, src=x, **kw)  # <-
+        return _out(d)
+
+    return kernel
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"dge_mode": "none"},
+        {"dge_mode": "swdge"},
+        {"oob_mode": "skip"},
+        {"priority": 7},
+    ],
+)
+def test_dma_transpose_refuses_modes_a_direct_transpose_does_not_take(kw):
+    # dma_transpose.html (v2.32.0): a direct transpose takes dge_mode unknown or hwdge (swdge is the indirect
+    # transpose's), oob_mode=skip only with an indirect src, priority 0-3
+    args = {}
+    for key, value in kw.items():
+        args[key] = value if key == "priority" else getattr(getattr(nisa, key), value)
+    x = np.arange(16 * 8, dtype=np.float16).reshape(16, 8)
+    _raises(_dma_transpose_kernel(**args), "err_invalid_argument", x, target="trn3")
+
+
+@pytest.mark.parametrize("mode", ["unknown", "hwdge"])
+def test_dma_transpose_direct_modes_transpose(mode):
+    x = np.arange(16 * 8, dtype=np.float16).reshape(16, 8)
+    got = nkidev.simulate(_dma_transpose_kernel(dge_mode=getattr(nisa.dge_mode, mode), priority=1), target="trn3")(x)
+    np.testing.assert_array_equal(got, x.T)

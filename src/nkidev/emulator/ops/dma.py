@@ -41,10 +41,32 @@ def _dma_options(a, ctx, engine):
             return f"engine={eng}: the HWDGE engine is nki.isa.engine.sync or nki.isa.engine.scalar", "pass sync or scalar"
         if mode in ("none", "swdge"):
             return f"engine={eng} with dge_mode={mode}: engine only applies to dge_mode=hwdge", "pass dge_mode=nisa.dge_mode.hwdge"
+    return _priority_check(a)
+
+
+def _priority_check(a):
     p = a.priority
     if p is not None:
         if not isinstance(p, int | np.integer) or isinstance(p, bool) or not 0 <= int(p) <= 3:
             return f"priority={p!r} is not a QoS level 0-3", "pass 0 (highest) to 3"
+
+
+def _dma_transpose_modes(a, ctx, engine):
+    # the dma_transpose page (v2.32.0): a direct transpose takes dge_mode unknown or hwdge, an indirect one (src
+    # gathered through .ap(vector_offset=...)) unknown or swdge; oob_mode=skip only with an indirect src;
+    # priority is 0-3. dge_mode=none, swdge on a direct src and oob_mode=skip there were accepted and ignored.
+    mode = getattr(getattr(a, "dge_mode", None), "name", "unknown")
+    indirect = a.src.dyn is not None and a.src.dyn.mode == "vector"
+    allowed = ("unknown", "swdge") if indirect else ("unknown", "hwdge")
+    if mode not in allowed:
+        kind = "an indirect" if indirect else "a direct"
+        return (
+            f"dge_mode={mode} for {kind} transpose; it takes {' or '.join(allowed)}",
+            f"pass dge_mode=nisa.dge_mode.{allowed[1]} or drop it",
+        )
+    if getattr(a.oob_mode, "name", a.oob_mode) == "skip" and not indirect:
+        return "oob_mode=skip on a direct transpose: only an indirect src has indices to skip", "drop oob_mode"
+    return _priority_check(a)
 
 
 def _hwdge(a, ctx, engine):
@@ -179,6 +201,11 @@ DMA_TRANSPOSE = declare(
         R.in_memory("src", ("hbm", "sbuf")),
         R.same_dtype("dst", "src"),
         R.custom("err_shape_mismatch", "dst is the transposed src (same rank); hwdge shape limits", _dma_transpose_check),
+        R.custom(
+            "err_invalid_argument",
+            "dge_mode unknown/hwdge (direct) or unknown/swdge (indirect); oob_mode=skip only indirect; priority 0-3",
+            _dma_transpose_modes,
+        ),
     ),
     attrs=lambda a: dict(_dma_attrs(a), transpose=True),
     flops=lambda a: 0,
