@@ -281,7 +281,8 @@ M = Term(
 )
 N_MOVING = Term("N_moving", "moving free size", _attr("N"))
 F = Term("F", "free size of the transposed data", lambda env: env.ins.attrs.get("F", env.ins.free_elems))
-K_TOP = Term("K", "values kept per partition", _attr("n"))
+K_TOP = Term("K", "values kept per 16-partition group (val_dst's free size)", _attr("k"))
+N_SNAKE = Term("n", "active elements of one 16-partition snake", _attr("n"))
 FP32_FACTOR = Term("FP32_FACTOR", "TensorE cycle factor of fp32 operands", lambda env: env.hw.tensor_engine.fp32_cycle_factor)
 LS_FACTOR = Term("LS_FACTOR", "LoadStationary cycles per stationary column", lambda env: env.hw.tensor_engine.load_stationary_factor)
 
@@ -343,7 +344,7 @@ LOAD_STATIONARY = M * LS_FACTOR * when(FP32_STATIONARY, FP32_FACTOR, 1)  # runs 
 PE_TRANSPOSE = when(ON_VECTOR, STREAMING, max_(P, min_(64, F)))
 MATCH_REPLACE8 = min_(MIN_II, N)  # as documented
 EXPONENTIAL = STREAMING / 4  # VectorE exp: 4x the throughput of ScalarE exp
-TOPK = 4 * N + K_TOP
+TOPK = 4 * N_SNAKE + K_TOP  # the topk page's estimate, cycles per partition
 SEMAPHORE_ROUND_TRIP = MIN_II  # core_barrier
 
-TERMS = (N, N_IN, P, MIN_II, RATE, GPSIMD_START, M, N_MOVING, F, K_TOP, FP32_FACTOR, LS_FACTOR)
+TERMS = (N, N_IN, P, MIN_II, RATE, GPSIMD_START, M, N_MOVING, F, K_TOP, N_SNAKE, FP32_FACTOR, LS_FACTOR)

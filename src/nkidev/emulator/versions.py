@@ -93,6 +93,7 @@ API: dict[str, Entry] = {
         # example: `tile = nl.ndarray(...)`, `nisa.dma_copy(dst=tile.data, ...)`); the 0.6 NkiTensor attribute list
         # (v2.32.0/_sources/nki/api/generated/nki.language.NkiTensor.rst) has no `data`
         Entry("nki.language.NkiTensor.data", added="0.7", source=_REF07 + "nki.language.NkiTileGrid.html (example)"),
+        Entry("nki.isa.topk(sorted=)", added="0.7", source=_REF07 + "nki.isa.topk.html"),
         Entry("nki.language.empty_like(address=)", added="0.7", source=_REF07 + "nki.language.empty_like.html"),
         # tiled / blocked on-chip layouts
         Entry("nki.language.alloc_tiles", added="0.7", source=_REF07 + "nki.language.alloc_tiles.html"),

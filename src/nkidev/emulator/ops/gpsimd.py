@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from nkidev.emulator import costs
+from nkidev.emulator import costs, gate
 from nkidev.emulator import rules as R
 from nkidev.emulator.alu import ALU, op_name
 from nkidev.emulator.location import rule_error
@@ -179,27 +179,54 @@ def _nonzero(a, ctx, engine):
     store_raw(a.dst, out.astype(np.int32))
 
 
+# nisa.topk reads each group of 16 partitions as one "snake" (element i at partition i % 16, column i // 16) and
+# writes its k largest in the same layout: k is val_dst's free size, n the snake's active elements. Pages: the NKI
+# 0.7 reference https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/generated/nki.isa.topk.html
+# (groups, result layout, `sorted=`; positions past ceil(k/16) are not written) and the earlier
+# .../en/latest/nki/api/generated/nki.isa.topk.html (dtypes, limits, results in ascending order, cost 4*n + K).
+TOPK_GROUP = 16
+
+
+def _topk_check(a, ctx, engine):
+    p, k, n = partitions(a.src), free_size(a.val_dst), a.n
+    if p % TOPK_GROUP:
+        return f"src has {p} partitions; topk works on groups of 16", "use a partition count that is a multiple of 16"
+    if not isinstance(n, int | np.integer) or isinstance(n, bool) or not 8 <= n < 65536:
+        return f"n={n!r} must be an int in [8, 65535]", "pass the number of active elements of one 16-partition snake"
+    if n > TOPK_GROUP * free_size(a.src):
+        return (
+            f"n={n} elements do not fit a snake of 16 x {free_size(a.src)} (src {a.src.shape})",
+            f"give src at least ceil(n / 16) = {-(-n // TOPK_GROUP)} elements per partition",
+        )
+    if free_size(a.idx_dst) != k:
+        return f"idx_dst {a.idx_dst.shape} and val_dst {a.val_dst.shape} must have the same free size (k)", None
+    if not 1 <= k < 32768 or k > n:
+        return f"k={k} (val_dst's free size) must be in [1, 32767] and at most n={n}", "size val_dst's free dimension to k"
+    if a.sorted:
+        gate.require("nki.isa.topk(sorted=)")
+
+
 TOPK = declare(
     "topk",
-    "val_dst, idx_dst, src, n, name=None",
+    "val_dst, idx_dst, src, n, sorted=False, name=None",
     ("gpsimd",),
-    "The n largest values of each partition (descending) and their indices.",
+    "The k largest values (k = val_dst's free size) of each 16-partition snake of n elements, and their snake indices.",
+    semantics="For each group g of 16 partitions: snake[i] = src[16g + i % 16, i // 16] for i < n; the k largest "
+    "(ascending; descending with sorted=True; of equal values the lower index ranks higher) land at val_dst[16g + j % 16, j // 16] "
+    "and their i at idx_dst; slots past the k-th are not written.",
     writes=("val_dst", "idx_dst"),
     tiles=("val_dst", "idx_dst", "src"),
     rules=(
+        R.in_memory("src", ("sbuf",)),
+        R.in_memory("val_dst", ("sbuf",)),
+        R.in_memory("idx_dst", ("sbuf",)),
+        R.dtype_in("src", ("bfloat16",)),
+        R.dtype_in("val_dst", ("bfloat16",)),
+        R.dtype_in("idx_dst", ("uint32",)),
         R.same_partitions("val_dst", "idx_dst", "src"),
-        R.int_arg("n", 1, lambda a: free_size(a.src), "the free size of src"),
-        R.custom(
-            "err_shape_mismatch",
-            "val_dst and idx_dst hold n elements per partition",
-            lambda a, ctx, engine: (
-                None
-                if free_size(a.val_dst) == int(a.n) == free_size(a.idx_dst)
-                else f"val_dst/idx_dst must hold n={a.n} elements per partition"
-            ),
-        ),
+        R.custom("err_invalid_argument", "groups of 16 partitions; 8 <= n < 65536 fits src; 1 <= k <= n", _topk_check),
     ),
-    attrs=lambda a: {"n": int(a.n)},
+    attrs=lambda a: {"n": int(a.n), "k": free_size(a.val_dst)},
     kind="compute",
     cost=costs.TOPK,
 )
@@ -207,10 +234,23 @@ TOPK = declare(
 
 @TOPK.semantics_impl
 def _topk(a, ctx, engine):
-    x = rows(a.src)
-    order = np.argsort(-x, axis=1, kind="stable")[:, : int(a.n)]
-    store(a.val_dst, np.take_along_axis(x, order, axis=1))
-    store_raw(a.idx_dst, order.astype(a.idx_dst.dtype.storage))
+    p, n, k = partitions(a.src), int(a.n), free_size(a.val_dst)
+    groups = p // TOPK_GROUP
+    x = rows(a.src).reshape(groups, TOPK_GROUP, -1)
+    snake = x.transpose(0, 2, 1).reshape(groups, -1)[:, :n]  # snake[g, i] = src[16g + i % 16, i // 16]
+    top = np.argsort(-snake, axis=1, kind="stable")[:, :k]  # descending; equal values keep index order
+    if not a.sorted:
+        top = top[:, ::-1]
+    vals = np.array(np.asarray(raw(a.val_dst)).reshape(p, -1))
+    idx = np.array(np.asarray(raw(a.idx_dst)).reshape(p, -1))
+    j = np.arange(k)
+    rows_of = np.arange(groups)[:, None] * TOPK_GROUP + j % TOPK_GROUP
+    cols_of = np.broadcast_to(j // TOPK_GROUP, rows_of.shape)
+    src_raw = np.asarray(raw(a.src)).reshape(groups, TOPK_GROUP, -1).transpose(0, 2, 1).reshape(groups, -1)
+    vals[rows_of, cols_of] = np.take_along_axis(src_raw, top, axis=1)  # bf16 in, bf16 out: the bits are kept
+    idx[rows_of, cols_of] = top
+    store_raw(a.val_dst, vals)
+    store_raw(a.idx_dst, idx.astype(a.idx_dst.dtype.storage))
 
 
 CORE_PARTITIONS = 16  # each of the 8 GpSimd cores serves 16 contiguous partitions (local_gather docstring)
