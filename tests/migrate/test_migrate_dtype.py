@@ -80,3 +80,61 @@ def test_the_same_kernel_written_straight_into_the_float32_tile_would_differ_fro
     before = old.module.nki.simulate_kernel(old.kernels["narrow_result_kernel"], a, b)
     after = new.module.nki.simulate(new.kernels["narrow_result_kernel"])(a, b)
     assert not np.array_equal(after, before)
+
+
+def test_a_result_without_dtype_keeps_the_legacy_input_dtype_rounding_into_a_wider_tile(tmp_path):
+    """bf16 inputs into a float32 tile without dtype=: the legacy result is a bf16 tile copied into t. Writing t
+    directly (the rewrite before) rounds once to float32: other bits, shown by running that form too."""
+    path = tmp_path / "legacy_implicit_dtype.py"
+    shutil.copy(FIXTURES / path.name, path)
+    result = migrate_file(path, write=True)
+    assert Path(result.backup).read_text() == (FIXTURES / path.name).read_text()
+    statuses = {r["kernel"]: r["status"] for r in result.validation["kernels"]}
+    assert statuses["implicit_bf16_kernel"] == "identical", result.validation
+    assert statuses["float32_tiles_kernel"] == "identical", result.validation
+    text = path.read_text()
+    direct = "    nisa.tensor_tensor(dst=acc[...], data1=x, data2=y, op=nl.multiply)\n"
+    staged = (
+        "    _tensor_tensor_1 = nl.ndarray(x.shape, dtype=a.dtype, buffer=nl.sbuf)\n"
+        "    nisa.tensor_tensor(dst=_tensor_tensor_1, data1=x, data2=y, op=nl.multiply)\n"
+        "    nisa.tensor_copy(dst=acc[...], src=_tensor_tensor_1)\n"
+    )
+    assert staged in text
+    assert (
+        "    _activation_2 = nl.ndarray(x.shape, dtype=a.dtype, buffer=nl.sbuf)\n"
+        "    nisa.activation(dst=_activation_2, op=nl.exp, data=x, scale=1.5)\n"
+        "    nisa.tensor_copy(dst=e[...], src=_activation_2)\n"
+    ) in text
+    # float32 tiles into a float32 tile: straight into it (no extra copy)
+    assert "    nisa.tensor_scalar(dst=s[...], data=x, op0=nl.multiply, operand0=3.0)\n" in text
+    assert text.count("nisa.tensor_copy(") == 2
+    assert sorted(c["line"] for c in result.changes if "without dtype=" in c["construct"]) == [18, 20]
+    # two inputs of dtypes not known here (a's and b's): their promotion is a manual step at its line
+    assert [(m["line"], m["construct"]) for m in result.manual] == [(42, "t[...] = nisa.tensor_tensor(data1, data2, ...)")]
+    assert "promoted dtype of x and y" in result.manual[0]["step"]
+
+    old, new = load_task(Path(result.backup)), load_task(path)
+    a, b = new.cases()[0]
+    before = old.module.nki.simulate_kernel(old.kernels["implicit_bf16_kernel"], a, b)
+    after = new.module.nki.simulate(new.kernels["implicit_bf16_kernel"])(a, b)
+    np.testing.assert_array_equal(after, before)
+    # the product is a bfloat16 value in the legacy kernel; written straight into the float32 tile it is not
+    direct_path = tmp_path / "direct.py"
+    direct_path.write_text(text.replace(staged, direct))
+    bare = load_task(direct_path).module.nki.simulate(load_task(direct_path).kernels["implicit_bf16_kernel"])(a, b)
+    assert not np.array_equal(bare, before)
+    x = a.astype(np.float32)
+    product = x * x
+    rounding = np.abs(product - product.astype(ml_dtypes.bfloat16).astype(np.float32))
+    differ = bare != after
+    assert differ.sum() > 1000  # most products need more than bfloat16's 8 bits
+    assert np.all(np.abs(bare - after) <= rounding + np.abs(after) * 2.0**-23)  # and differ by that rounding alone
+
+
+def test_dtype_expressions_of_different_tensors_are_not_taken_for_the_same_dtype():
+    from nkidev.migrate.legacy_rules import _same_dtype
+
+    assert _same_dtype("nl.float32", "np.float32") and _same_dtype("nl.fp32", "'float32'")
+    assert _same_dtype("a.dtype", "a.dtype")
+    assert not _same_dtype("a.dtype", "b.dtype")  # both end in .dtype: were one dtype
+    assert not _same_dtype("a.dtype", "nl.bfloat16")

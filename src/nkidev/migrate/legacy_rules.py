@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from nkidev.emulator.dtypes import to_nki_dtype
 from nkidev.legacy import isa as L
+from nkidev.legacy import language as LN
 from nkidev.migrate import blocks
 from nkidev.migrate.common import Notes, Rules, arg_value, code, expr, imports, keyword, kwarg, stmt, without_kwargs
 from nkidev.migrate.indexing import (
@@ -132,6 +134,19 @@ PER_PARTITION = {
     L.max8.__name__: ("src", 8),
     L.nc_find_index8.__name__: ("data", 8),
 }
+PROMOTED = {  # ops whose legacy result dtype (without dtype=) is the promotion of two inputs' dtypes
+    L.tensor_tensor.__name__: ("data1", "data2"),
+    L.tensor_tensor_scan.__name__: ("data0", "data1"),
+    L.scalar_tensor_tensor.__name__: ("data", "operand1"),
+}
+DTYPE_FROM = {  # other ops whose legacy result has one input's dtype
+    L.tensor_reduce.__name__: "data",
+    L.tensor_partition_reduce.__name__: "data",
+    L.affine_select.__name__: "on_true_tile",
+    L.nc_transpose.__name__: "data",
+    L.dma_transpose.__name__: "src",
+}
+MOVES = {L.tensor_copy.__name__, L.nc_transpose.__name__, L.dma_transpose.__name__, L.max8.__name__}
 NO_EQUIVALENT = {
     "tensor_copy_dynamic_src": "use nisa.tensor_copy with src.ap(pattern, offset, scalar_offset=offset_tile, indirect_dim=1)",
     "tensor_copy_dynamic_dst": "use nisa.tensor_copy with dst.ap(pattern, offset, scalar_offset=offset_tile, indirect_dim=1)",
@@ -768,6 +783,14 @@ class LegacyToCurrent(Rules):
                 line, f"nisa.{name}(..., mask=...)", "mask dropped: the whole tile is computed (masked-off values were undefined)"
             )
         alloc = copy = None
+        if dst is not None and dtype is None and not self._result_in_psum(name, kw):
+            # `t[...] = nisa.op(...)` without dtype=: the legacy op still rounds its result to a dtype of its own (its
+            # input's, or the promotion of two inputs'), which need not be t's: bf16 inputs into an f32 tile
+            dtype = implicit = self._legacy_result_dtype(name, kw, dst, line)
+            if dtype is False:
+                return None
+        else:
+            implicit = None
         rounded = dst is not None and dtype is not None and not self._result_in_psum(name, kw)
         dst_dtype = self.dtypes[-1].get(_base_name(dst) or "") if dst is not None else None
         if rounded and _same_dtype(code(dtype), dst_dtype):
@@ -800,7 +823,14 @@ class LegacyToCurrent(Rules):
         body = self._current_call(name, kw, dst, line)
         if body is None:
             return None
-        if rounded:
+        if rounded and implicit is not None:
+            self.notes.changed(
+                line,
+                f"t[...] = nisa.{name}(...) without dtype=",
+                f"nisa.{name} into a new {code(dtype)} tile (the legacy result dtype), then nisa.tensor_copy into t: "
+                "the result rounded to that dtype first, as before",
+            )
+        elif rounded:
             self.notes.changed(
                 line,
                 f"t[...] = nisa.{name}(..., dtype={code(dtype)})",
@@ -809,6 +839,49 @@ class LegacyToCurrent(Rules):
         else:
             self.notes.changed(line, f"nisa.{name}(...) returning a tile", f"nisa.{name}(dst=..., ...) with the result allocated first")
         return ([alloc] if alloc is not None else []) + [body] + ([copy] if copy is not None else [])
+
+    def _legacy_result_dtype(self, name: str, kw: dict, dst, line: int):
+        """The dtype (an expression) a legacy op without dtype= gives its result when the assignment then copies it
+        into `dst`; None when writing dst directly gives the same values (the result dtype is dst's, or float32 into
+        a float dst); False (with a manual note) when it is the promotion of dtypes not known here."""
+        dtypes = self.dtypes[-1]
+
+        def known(param):
+            v = kw.get(param)
+            return None if v is None else dtypes.get(_base_name(v) or "")
+
+        if name in MOVES:
+            return None  # the result holds input values unchanged (its dtype's): copying it into dst rounds once too
+        if name == L.nc_find_index8.__name__:
+            result = "nl.uint32"
+        elif name in PROMOTED:
+            first, second = PROMOTED[name]
+            a, b = known(first), known(second)
+            if kw.get(first) is None or kw.get(second) is None:
+                return None
+            if a is not None and b is not None and _same_dtype(a, b):
+                result = a
+            elif a is not None and b is not None and _dtype_key(a) in _NAMED and _dtype_key(b) in _NAMED:
+                result = "nl." + LN.promote(to_nki_dtype(_dtype_key(a)), to_nki_dtype(_dtype_key(b))).name
+            else:
+                self.notes.manual(
+                    line,
+                    f"t[...] = nisa.{name}({first}, {second}, ...)",
+                    f"pass dtype=: the legacy result has the promoted dtype of {code(kw[first])} and {code(kw[second])} "
+                    "(not known here), then is copied into t; writing t directly would round once, to t's dtype",
+                )
+                return False
+        else:
+            param = SHAPED_LIKE.get(name) or DTYPE_FROM.get(name) or (PER_PARTITION.get(name) or (None,))[0]
+            if param is None or kw.get(param) is None:
+                return None
+            result = known(param) or f"{code(kw[param])}.dtype"
+        dst_dtype = dtypes.get(_base_name(dst) or "")
+        if _same_dtype(result, dst_dtype):
+            return None
+        if _dtype_key(result) == "float32" and dst_dtype is not None and _dtype_key(dst_dtype) in _FLOATS:
+            return None
+        return expr(result)
 
     @staticmethod
     def _result_in_psum(name: str, kw: dict) -> bool:
@@ -1364,10 +1437,19 @@ _FLOATS = {"float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_
 _DTYPE_ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "tf32": "tfloat32"}
 
 
+_INTS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool_"}
+
+
+_NAMED = {n for n in _FLOATS | _INTS if n != "bool_"}
+
+
 def _dtype_key(text: str) -> str:
-    """`nl.float32`, `np.float32`, `"float32"` and `nl.fp32` all as "float32" (the dtype a source text names)."""
-    name = text.strip().strip("'\"").rsplit(".", 1)[-1]
-    return _DTYPE_ALIASES.get(name, name)
+    """`nl.float32`, `np.float32`, `"float32"` and `nl.fp32` all as "float32" (the dtype a source text names); any
+    other text (`x.dtype`) as itself, so that `a.dtype` and `b.dtype` are not taken for the same dtype."""
+    text = text.strip().strip("'\"")
+    name = text.rsplit(".", 1)[-1]
+    name = _DTYPE_ALIASES.get(name, name)
+    return name if name in _FLOATS or name in _INTS else text.replace(" ", "")
 
 
 def _same_dtype(a: str, b: str | None) -> bool:
@@ -1388,10 +1470,16 @@ def _allocated_dtypes(fn: cst.FunctionDef, target_of) -> dict[str, str]:
             single = len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name)
             position = _ALLOCATIONS.get(target_of(n.value)) if isinstance(n.value, cst.Call) else None
             dtype = arg_value(n.value, position, "dtype") if position is not None else None
+            if dtype is not None:
+                dtype = code(dtype)
+            elif isinstance(n.value, cst.Call) and target_of(n.value) == ("language", "load"):
+                # `x = nl.load(a[...])`: a tile of a's dtype (or of the load's dtype=)
+                given, src = arg_value(n.value, 1, "dtype"), _base_name(arg_value(n.value, 0, "src") or cst.Name("_"))
+                dtype = code(given) if given is not None else (f"{src}.dtype" if src not in (None, "_") else None)
             if single and dtype is not None:
                 name = n.targets[0].target.value
-                before = found.get(name, code(dtype))
-                found[name] = code(dtype) if before is not None and _same_dtype(code(dtype), before) else None
+                before = found.get(name, dtype)
+                found[name] = dtype if before is not None and _same_dtype(dtype, before) else None
                 return
             for t in n.targets:
                 for name in _target_names(t.target):
