@@ -417,6 +417,36 @@ def test_an_index_expression_left_in_the_code_is_a_manual_step_at_its_line_in_th
     assert moved and moved != [12]  # in the migrated file the line really moved
 
 
+NUMPY_ARANGE = """\
+import neuronxcc.nki.language as nl
+import numpy as np
+from neuronxcc import nki
+
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(x))
+    return out
+
+
+def cases():
+    q = np.arange(128)[:, None]
+    grid = np.mgrid[0:128, 0:64]
+    return [((q + grid[1]).astype(np.float32),)]
+"""
+
+
+def test_numpy_arange_and_mgrid_in_the_file_are_not_left_index_expressions():
+    # the file's NumPy test data (np.arange, np.mgrid) were manual 'nl.arange / nl.mgrid expression is left' notes
+    assert manual(NUMPY_ARANGE) == []
+    new, _, _ = migrate_source(NUMPY_ARANGE, "k.py")
+    assert "    q = np.arange(128)[:, None]\n    grid = np.mgrid[0:128, 0:64]\n" in new
+    assert manual(NUMPY_ARANGE.replace("nl.store(out, value=nl.load(x))", "nl.store(out, value=nl.load(x))\n    print(nl.mgrid[0:2])")) == [
+        (10, "print(nl.mgrid[0:2])", "an nl.arange / nl.mgrid expression is left: rewrite it as slices or an .ap() pattern")
+    ]
+
+
 def test_accesses_that_add_index_variables_become_ap_patterns_with_the_same_outputs(tmp_path):
     result, text, new = migrated(tmp_path, "legacy_index_add_vars.py")
     assert result.manual == [], result.manual
@@ -454,17 +484,53 @@ from neuronxcc import nki
 def k(x):
     out = nl.ndarray((128, 60), dtype=x.dtype, buffer=nl.shared_hbm)
     i_p, i_w, i_k = nl.mgrid[0:128, 0:60, 0:4]
-    t = nl.load(x[i_p + i_k, i_w])
-    u = nl.load(x[i_p, i_w + i_k], mask=(i_w < 50))
-    nl.store(out, value=nl.max(nl.add(t, u), axis=[2]))
+    t = nl.load(x[0:132, 0:60])
+    u = nl.copy(t[i_p + i_k, i_w])
+    i_z = nl.arange(60)[:, None]
+    i_f = nl.arange(128)[None, :]
+    nl.store(out[i_f * 0, i_z], value=nl.max(u, axis=[2]))
     return out
 """
 
 
-def test_an_index_sum_on_the_partition_axis_or_under_a_mask_stays_a_manual_step_at_its_line():
-    notes = {line: step for line, construct, step in manual(SUM_LEFT) if "index" in step or "mask" in step}
-    assert sorted(notes)[:2] == [9, 10], notes
-    assert "the partition axis is not the first dim's own index" in notes[9]
-    assert "adds two index variables" in notes[10] and notes[10].startswith("bound the slices by the mask by hand")
+def test_an_on_chip_index_sum_on_the_partition_axis_or_a_store_repeating_elements_stays_a_manual_step_at_its_line():
+    notes = {line: step for line, construct, step in manual(SUM_LEFT) if "index" in step}
+    assert sorted(notes)[:2] == [10, 13], notes
+    assert "the partition axis is not the first dim's own index" in notes[10]  # an SBUF tile: partitions do not stride
+    assert "repeats elements along index axis 1 (a step 0)" in notes[13]  # a transposed store writing one row 128 times
     new, _, _ = migrate_source(SUM_LEFT, "k.py")
-    assert "x[i_p + i_k, i_w]" in new and "x[i_p, i_w + i_k]" in new  # each left as it was
+    assert "t[i_p + i_k, i_w]" in new and "out[i_f * 0, i_z]" in new  # each left as it was
+
+
+def test_hbm_accesses_by_index_sums_transposed_indices_and_masks_become_ap_patterns_with_the_same_outputs(tmp_path):
+    result, text, new = migrated(tmp_path, "legacy_hbm_patterns.py")
+    assert result.manual == [], result.manual
+    rows = result.validation["kernels"]
+    assert [(r["kernel"], r["status"]) for r in rows] == [
+        ("row_window_kernel", "identical"),
+        ("pooled_rows_kernel", "identical"),
+        ("transpose_kernel", "identical"),
+    ], rows
+    # a sum on the partition axis of an HBM source (no partitions there): rows i_p + i_k, one pair per mgrid axis
+    assert "nisa.dma_copy(dst=t, src=x.ap(pattern=[[x.shape[1], 128], [1, 60], [x.shape[1], 4]], offset=0))" in text
+    # a mask on a summed access shortens its axis, in the pattern and in the tile written
+    assert "nisa.dma_copy(dst=u[:, 0:min(60, 50), :], src=x.ap(pattern=[[x.shape[1], 128], [1, min(60, 50)], [1, 4]], offset=0))" in text
+    bound = "min(128, h - 2 - (tile * 128))"
+    assert (
+        f"nisa.dma_copy(dst=rows[0:{bound}, :, :], src=x.ap(pattern=[[x.shape[1], {bound}], [1, w], [x.shape[1], 3]], "
+        "offset=((tile * 128)) * (x.shape[1])))"
+    ) in text
+    # `i_h = tile * 128 + i_h` read only its own earlier definition: both go with the accesses
+    body = text.split('"""')[2]
+    assert "nl.mgrid" not in body and "nl.arange" not in body and "i_h" not in body and "i_o" not in body
+    # transposed: the load's pattern steps 1 along the partitions, the store's destination likewise
+    assert "nisa.dma_copy(dst=t, src=x.ap(pattern=[[1, 64], [x.shape[1], 128]], offset=0))" in text
+    assert "nisa.dma_copy(dst=back.ap(pattern=[[1, 64], [back.shape[1], 128]], offset=0), src=t)" in text
+    (x,) = new.cases()[0]
+    win = np.stack([x[k : k + 128, 0:50] for k in range(4)], axis=2) + np.stack([x[0:128, k : k + 50] for k in range(4)], axis=2)
+    np.testing.assert_array_equal(run(new, "row_window_kernel", x)[:, 0:50], win.max(axis=2))
+    pooled = np.maximum(np.maximum(x[0:198], x[1:199]), x[2:200])
+    np.testing.assert_array_equal(run(new, "pooled_rows_kernel", x), pooled)
+    out, back = run(new, "transpose_kernel", x[0:128])
+    np.testing.assert_array_equal(out, 2 * x[0:128].T)
+    np.testing.assert_array_equal(back, x[0:128])

@@ -87,7 +87,7 @@ def migrate_source(source: str, filename: str = "<string>") -> tuple[str, str, l
             if cleaned.deep_equals(module):
                 break
             module = cleaned
-        for line, text in _leftover_index(module, rules.index_origins):
+        for line, text in _leftover_index(module, rules.index_origins, rules.module_of):
             notes.manual(line, text, "an nl.arange / nl.mgrid expression is left: rewrite it as slices or an .ap() pattern")
         kind = f"legacy -> {versions.NEWEST}"
         module = cst.parse_module(module.code)
@@ -102,10 +102,11 @@ def migrate_source(source: str, filename: str = "<string>") -> tuple[str, str, l
     return module.code, kind, sorted(notes.items, key=lambda n: (n.line, n.kind))
 
 
-def _leftover_index(module, origins: dict[int, tuple[int, object]]) -> list[tuple[int, str]]:
-    """(line, migrated source line) of every `<x>.arange` / `<x>.mgrid` the rules left in code (not in strings or
-    comments). The line is the original file's (the one the user has open), found through `origins` (id of the
-    node -> its original line, see LegacyToCurrent.leave_Attribute); a node without one gets the migrated line."""
+def _leftover_index(module, origins: dict[int, tuple[int, object]], module_of) -> list[tuple[int, str]]:
+    """(line, migrated source line) of every `nl.arange` / `nl.mgrid` the rules left in code (not in strings or
+    comments; `module_of(node)` is "language" for the NKI language module, so NumPy's np.arange is not one). The
+    line is the original file's (the one the user has open), found through `origins` (id of the node -> its original
+    line, see LegacyToCurrent.leave_Attribute); a node without one gets the migrated line."""
     cst = _libcst()
     from libcst.metadata import MetadataWrapper, PositionProvider
 
@@ -118,7 +119,7 @@ def _leftover_index(module, origins: dict[int, tuple[int, object]]) -> list[tupl
 
     class Finder(cst.CSTVisitor):
         def visit_Attribute(self, node) -> None:
-            if node.attr.value in legacy_rules.INDEX_ATTRIBUTES:
+            if node.attr.value in legacy_rules.INDEX_ATTRIBUTES and module_of(node.value) == "language":
                 migrated = positions[node].start.line
                 found.setdefault(origins.get(id(node), (migrated,))[0], lines[migrated - 1].strip())
 

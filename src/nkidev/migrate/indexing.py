@@ -346,10 +346,13 @@ class Scope:
         return None
 
 
-def pattern_access(node: cst.Subscript, scope: Scope) -> cst.Call:
+def pattern_access(node: cst.Subscript, scope: Scope, valid: dict[int, str] | None = None, hbm: bool = False) -> cst.Call:
     """`t[i_p, i_h + i_kh, i_w]` -> `t.ap(pattern=[[step, num], ...], offset=...)`: one [step, num] pair per axis of
     the index space, the step being what one step along that axis moves in t's elements (t contiguous, indexed on
-    every dim), as the legacy access does. The partition axis must be t's first dim alone, with coefficient 1."""
+    every dim), as the legacy access does; `valid` (a mask's bounds) shortens an axis to the values it keeps.
+    On chip the partition axis must be t's first dim alone, with coefficient 1; an HBM tensor (`hbm`: a load's
+    source, a store's destination) has no partitions, so there any arrangement (`t[i_f, i_p]`, a transposed
+    access) is its pattern, except one that writes an element twice (a step 0)."""
     if not isinstance(node.value, cst.Name):
         raise Unsupported(f"{code(node)}: an index sum into a view (not a named tensor)")
     t = node.value.value
@@ -367,10 +370,13 @@ def pattern_access(node: cst.Subscript, scope: Scope) -> cst.Call:
     if any(v.rank != rank for v in used):
         raise Unsupported(f"{code(node)} mixes index spaces of different ranks")
     first = forms[0].terms
-    if len(first) != 1 or first[0][0].axis != 0 or first[0][1] != 1 or any(v.axis == 0 for f in forms[1:] for v, _ in f.terms):
+    own = len(first) == 1 and first[0][0].axis == 0 and first[0][1] == 1
+    partition_ok = own and not any(v.axis == 0 for f in forms[1:] for v, _ in f.terms)
+    if not (hbm or partition_ok):
         raise Unsupported(f"{code(node)}: the partition axis is not the first dim's own index (coefficient 1)")
     strides = [" * ".join(f"{t}.shape[{k}]" for k in range(d + 1, n)) or "1" for d in range(n)]
     steps: list[list[str]] = [[] for _ in range(rank)]
+    coefs: list[list[int | str]] = [[] for _ in range(rank)]
     lengths: dict[int, str] = {}
     offset = "0"
     for d, f in enumerate(forms):
@@ -378,13 +384,17 @@ def pattern_access(node: cst.Subscript, scope: Scope) -> cst.Call:
             if v.axis in lengths and lengths[v.axis] != v.length:
                 raise Unsupported(f"{code(node)} has index variables of different lengths on axis {v.axis}")
             lengths[v.axis] = v.length
+            coefs[v.axis].append(coef)
             steps[v.axis].append(scale(coef, strides[d]) if strides[d] != "1" else str(coef))
         if f.offset != "0":
             offset = add(offset, scale(_paren(f.offset), strides[d]) if strides[d] != "1" else _paren(f.offset))
     pairs = []
     for axis in range(rank):
         step = " + ".join(steps[axis]).replace("+ -", "- ") or "0"
-        pairs.append(f"[{step}, {lengths.get(axis, '1')}]")
+        num = (valid or {}).get(axis, lengths.get(axis, "1"))
+        if hbm and not partition_ok and num != "1" and all(c == 0 for c in coefs[axis]):
+            raise Unsupported(f"{code(node)} repeats elements along index axis {axis} (a step 0)")
+        pairs.append(f"[{step}, {num}]")
     text = f"{t}.ap(pattern=[{', '.join(pairs)}], offset={offset})"
     return cst.parse_expression(text)
 
@@ -415,27 +425,30 @@ def tile_slice(count: str) -> cst.Slice:
 
 
 def rewrite_subscript(
-    node: cst.Subscript, scope: Scope, valid: dict[int, str] | None = None, patterns: bool = False
+    node: cst.Subscript, scope: Scope, valid: dict[int, str] | None = None, patterns: bool = False, hbm: bool = False
 ) -> cst.BaseExpression | None:
     """`t[k * 128 + i_p, i_f]` -> `t[k * 128:k * 128 + 128, 0:512]`; None when no element uses an index variable.
 
     `valid` maps a var axis to the number of its values a mask keeps. The index space must list its axes in
     order (the legacy result shape is the broadcast of the index arrays, the current one follows the slices).
-    With `patterns`, an access that sums index variables becomes `t.ap(...)` (pattern_access); else it is Unsupported."""
+    With `patterns`, an access that sums index variables becomes `t.ap(...)` (pattern_access); else it is Unsupported.
+    With `hbm` too (t is an HBM tensor), so does a transposed or repeated access."""
     forms = []
     try:
         for e in node.slice:
             s = e.slice
             forms.append(scope.affine(s.value) if isinstance(s, cst.Index) else None)
     except NeedsPattern:
-        if not patterns or valid:
+        if not patterns or (valid and not hbm):
             raise
-        return pattern_access(node, scope)
+        return pattern_access(node, scope, valid, hbm)
     used = [f for f in forms if f is not None]
     if not used:
         return None
     axes = [f.var.axis for f in used]
     if axes != sorted(axes) or len(set(axes)) != len(axes):
+        if patterns and hbm:
+            return pattern_access(node, scope, valid, hbm)
         raise Unsupported(f"{code(node)} places index axes out of order (a transposed or repeated access)")
     rank = used[0].var.rank
     missing = rank - len(used)
@@ -513,10 +526,10 @@ def space_shape(node: cst.Subscript, scope: Scope) -> str | None:
     rank = None
     for e in node.slice:
         s = e.slice
-        f = scope.affine(s.value) if isinstance(s, cst.Index) else None
-        if f is not None:
-            lengths[f.var.axis] = f.var.length
-            rank = f.var.rank
+        f = scope.linear(s.value) if isinstance(s, cst.Index) else None  # an index sum spans each of its variables' axes
+        for var, _ in f.terms if f is not None else ():
+            lengths[var.axis] = var.length
+            rank = var.rank
     if rank is None:
         return None
     dims = [lengths.get(a, "1") for a in range(rank)]

@@ -204,6 +204,8 @@ class LegacyToCurrent(Rules):
         self.dtypes: list[dict[str, str]] = [{}]  # per enclosing function: tile -> the dtype every allocation of it gives
         self.module_blocks: dict[int, blocks.Blocked] = {}  # id(FunctionDef) -> its block tensors (blocks.scan_module)
         self.index_origins: dict[int, tuple[int, cst.Attribute]] = {}  # id(arange / mgrid attribute) -> (original line, it)
+        self.hbm_access: set[int] = set()  # ids of the subscripts a legacy load reads / store writes (HBM tensors)
+        self.masked_access: set[int] = set()  # those of masked loads / stores
 
     @property
     def scope(self) -> Scope:
@@ -324,9 +326,10 @@ class LegacyToCurrent(Rules):
                 return blocks.unblock(node, tensor.blocks)
         return node
 
-    def _index(self, node: cst.Subscript, valid=None) -> cst.Subscript | None:
-        """rewrite_subscript of an original (not yet transformed) subscript, block numbers moved as in leave_Subscript."""
-        new = rewrite_subscript(node, self.scope, valid)
+    def _index(self, node: cst.Subscript, valid=None, hbm: bool = False) -> cst.Subscript | None:
+        """rewrite_subscript of an original (not yet transformed) subscript, block numbers moved as in leave_Subscript;
+        `hbm`: node is a load's source or a store's destination (an index sum or transposed access may be an .ap())."""
+        new = rewrite_subscript(node, self.scope, valid, patterns=hbm, hbm=hbm)
         return None if new is None else self._unblock_all(new)
 
     def _unblock_all(self, node):
@@ -577,17 +580,28 @@ class LegacyToCurrent(Rules):
 
     def visit_Call(self, node: cst.Call) -> None:
         # the accesses whose mask becomes bounds on their slices (elsewhere a mask is dropped: the whole tile is computed)
-        if _mask(node) is not None and self._target(node.func) in (
+        target = self._target(node.func)
+        if _mask(node) is not None and target in (
             ("language", "load"),
             ("language", "store"),
             ("isa", L.dma_copy.__name__),
         ):
             self.masked_calls.append(id(node))
+        # a legacy load reads HBM and a store writes it: those accesses may take any .ap() pattern (no partitions)
+        if target in (("language", "load"), ("language", "store")):
+            access = arg_value(node, 0, "src" if target[1] == "load" else "dst")
+            if isinstance(access, cst.Subscript):
+                self.hbm_access.add(id(access))
+                if _mask(node) is not None:
+                    self.masked_access.add(id(access))
 
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript):
+        hbm = id(original) in self.hbm_access
         try:
-            new = rewrite_subscript(updated, self.scope, patterns=self._patterns(updated))
+            new = rewrite_subscript(updated, self.scope, patterns=self._patterns(updated), hbm=hbm)
         except Unsupported as e:
+            if id(original) in self.masked_access:
+                return updated  # the masked load / store rewrites it with the mask's bounds (or says why it cannot)
             self.notes.manual(self.line(original), code(original), f"rewrite this index by hand (slices or .ap()): {e}")
             return updated
         if isinstance(new, cst.Call):
@@ -1160,7 +1174,7 @@ class LegacyToCurrent(Rules):
             return None
         try:
             valid, loop_only = mask_bounds(mask.value, self.scope)
-            src_new = self._index(src, valid)
+            src_new = self._index(src, valid, hbm=True)
             shape = space_shape(src, self.scope)
         except Unsupported as e:
             self.notes.manual(line, code(call), f"bound the slices by the mask by hand: {e}")
@@ -1215,7 +1229,8 @@ class LegacyToCurrent(Rules):
     def _rewritten(self, node, line: int):
         if isinstance(node, cst.Subscript):
             try:
-                return self._unblock_all(rewrite_subscript(node, self.scope, patterns=self._patterns(node)) or node)
+                hbm = id(node) in self.hbm_access
+                return self._unblock_all(rewrite_subscript(node, self.scope, patterns=self._patterns(node), hbm=hbm) or node)
             except Unsupported:
                 return node
         return node
@@ -1281,7 +1296,7 @@ class LegacyToCurrent(Rules):
             return None
         try:
             valid, loop_only = mask_bounds(mask.value, self.scope)
-            dst_new = self._index(dst, valid)
+            dst_new = self._index(dst, valid, hbm=True)
             shape = space_shape(dst, self.scope)
         except Unsupported as e:
             self.notes.manual(line, code(call), f"bound the slices by the mask by hand: {e}")
@@ -1603,7 +1618,7 @@ class Cleanup(cst.CSTTransformer):
         self.scopes: list[set[str]] = []  # per enclosing function (module first): names read
 
     def visit_Module(self, node: cst.Module) -> None:
-        self.scopes = [_names_read(node)]
+        self.scopes = [_live_names(node, self.index_defs)]
 
     def leave_Attribute(self, original, updated):
         if id(original) in self.index_origins:
@@ -1612,7 +1627,7 @@ class Cleanup(cst.CSTTransformer):
 
     # uses are counted per function: `i` still used by another kernel of the file does not keep this one's `i`
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.scopes.append(_names_read(node))
+        self.scopes.append(_live_names(node, self.index_defs))
 
     def leave_FunctionDef(self, original, updated):
         self.scopes.pop()
@@ -1666,6 +1681,38 @@ def _names_read(node: cst.CSTNode) -> set[str]:
             read.add(n.value)
 
     node.visit(Count())
+    return read
+
+
+def _live_names(node: cst.CSTNode, index_defs: set[str]) -> set[str]:
+    """Names read under `node` by anything but a dead index definition: an index definition (`i = k * 128 + i`,
+    which reads the i it redefines) keeps the names it reads only while something live reads one it assigns."""
+    read: set[str] = set()
+    defs: list[tuple[set[str], set[str]]] = []  # (names an index definition assigns, names it reads)
+
+    class Count(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self_, n: cst.SimpleStatementLine) -> bool:  # noqa: N805
+            if len(n.body) == 1 and isinstance(n.body[0], cst.Assign) and len(n.body[0].targets) == 1:
+                names = set(_target_names(n.body[0].targets[0].target))
+                if names and names <= index_defs:
+                    defs.append((names, _names_read(n.body[0].value)))
+                    return False
+            return True
+
+        def visit_AssignTarget(self_, n: cst.AssignTarget) -> bool:  # noqa: N805
+            return not isinstance(n.target, cst.Name | cst.Tuple)  # `t[i] = ...` reads t and i
+
+        def visit_Name(self_, n: cst.Name):  # noqa: N805
+            read.add(n.value)
+
+    node.visit(Count())
+    changed = True
+    while changed:
+        changed = False
+        for names, reads in defs:
+            if names & read and not reads <= read:
+                read |= reads
+                changed = True
     return read
 
 
