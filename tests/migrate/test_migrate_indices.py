@@ -510,6 +510,7 @@ def test_hbm_accesses_by_index_sums_transposed_indices_and_masks_become_ap_patte
         ("row_window_kernel", "identical"),
         ("pooled_rows_kernel", "identical"),
         ("transpose_kernel", "identical"),
+        ("window_pool_kernel", "identical"),
     ], rows
     # a sum on the partition axis of an HBM source (no partitions there): rows i_p + i_k, one pair per mgrid axis
     assert "nisa.dma_copy(dst=t, src=x.ap(pattern=[[x.shape[1], 128], [1, 60], [x.shape[1], 4]], offset=0))" in text
@@ -534,3 +535,10 @@ def test_hbm_accesses_by_index_sums_transposed_indices_and_masks_become_ap_patte
     out, back = run(new, "transpose_kernel", x[0:128])
     np.testing.assert_array_equal(out, 2 * x[0:128].T)
     np.testing.assert_array_equal(back, x[0:128])
+    # nl.max over axes 1 and 3 of a pattern: the current API reduces the last axes, so their pairs move last
+    assert (
+        "src=nl.max(tile.ap(pattern=[[tile.shape[1] * tile.shape[2], 128], [1, 62], [tile.shape[2], 2], [1, 3]], offset=0), axis=[2, 3])"
+    ) in text
+    assert [c["line"] for c in result.changes if "reduced axes' pattern pairs moved last" in c["step"]] == [55]
+    window = np.stack([np.stack([x[r : r + 128, k : k + 62] for k in range(3)], axis=2) for r in range(2)], axis=2)
+    np.testing.assert_array_equal(run(new, "window_pool_kernel", x), window.max(axis=(2, 3)))

@@ -25,7 +25,7 @@ from nkidev.emulator.dtypes import to_nki_dtype
 from nkidev.legacy import isa as L
 from nkidev.legacy import language as LN
 from nkidev.migrate import blocks
-from nkidev.migrate.common import Notes, Rules, arg_value, code, expr, imports, keyword, kwarg, stmt, without_kwargs
+from nkidev.migrate.common import Notes, Rules, arg_value, code, expr, imports, keyword, kwarg, literal_int, stmt, without_kwargs
 from nkidev.migrate.indexing import (
     Scope,
     State,
@@ -681,6 +681,8 @@ class LegacyToCurrent(Rules):
                         "into a free dim (P, B, F), or allocate each block inside its loop"
                         + (f" (not folded automatically: line {where}: {why})" if why is not None else ""),
                     )
+            if name in ("max", "min"):
+                updated = self._reduce_last(updated, name, line)
             if name == "num_programs" and not updated.args:
                 self.notes.manual(line, "nl.num_programs()", "the default is now axis 0, not all axes: pass the axes you mean")
             if kwarg(updated, "mask") is not None and _mask(updated) is None:
@@ -710,6 +712,50 @@ class LegacyToCurrent(Rules):
         at = max((i for i, st in enumerate(body) if "import nki" in cst.Module([st]).code), default=-1)
         body.insert(at + 1, stmt("import nki.isa as nisa"))
         return updated.with_changes(body=body)
+
+    def _reduce_last(self, call: cst.Call, name: str, line: int) -> cst.Call:
+        """`nl.max(t.ap(pattern=[a, b, c, d]), axis=[1, 3])` -> `nl.max(t.ap(pattern=[a, c, b, d]), axis=[2, 3])`: the
+        current API reduces the last free axes only, and an access pattern can list its axes in any order. The kept
+        axes keep their order, so the result is the legacy one; for max / min the order of the reduced ones does not
+        change the value either."""
+        data, axis = arg_value(call, 0, "x"), kwarg(call, "axis")
+        if axis is None and len(call.args) > 1 and call.args[1].keyword is None:
+            axis = call.args[1]
+        if not (isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) and data.func.attr.value == "ap"):
+            return call
+        pattern = kwarg(data, "pattern")
+        if axis is None or pattern is None or not isinstance(pattern.value, cst.List) or kwarg(call, "keepdims") is not None:
+            return call  # keepdims: the kept 1-dims would move too
+        pairs = list(pattern.value.elements)
+        values = axis.value.elements if isinstance(axis.value, cst.List | cst.Tuple) else [cst.Element(axis.value)]
+        axes = [literal_int(e.value) for e in values]
+        n = len(pairs)
+        if any(a is None for a in axes) or not axes or len(set(axes)) != len(axes):
+            return call
+        axes = sorted(a % n for a in axes)
+        if 0 in axes or axes == list(range(n - len(axes), n)):
+            return call
+        kept = [p for i, p in enumerate(pairs) if i not in axes]
+        order = kept + [pairs[a] for a in axes]
+        order = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in order]
+        new_data = data.with_changes(
+            args=[a.with_changes(value=pattern.value.with_changes(elements=order)) if a is pattern else a for a in data.args]
+        )
+        new_axis = expr("[" + ", ".join(str(i) for i in range(len(kept), n)) + "]")
+        self.notes.changed(
+            line,
+            f"nl.{name}(t.ap(...), axis={code(axis.value)})",
+            f"the reduced axes' pattern pairs moved last (axis={code(new_axis)}): the current API reduces the last free axes only",
+        )
+        args = []
+        for a in call.args:
+            if a is axis:
+                args.append(a.with_changes(value=new_axis))
+            elif a.value is data:
+                args.append(a.with_changes(value=new_data))
+            else:
+                args.append(a)
+        return call.with_changes(args=args)
 
     def _block_shape(self, call: cst.Call) -> bool:
         if not call.args:
