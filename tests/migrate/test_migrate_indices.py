@@ -542,3 +542,25 @@ def test_hbm_accesses_by_index_sums_transposed_indices_and_masks_become_ap_patte
     assert [c["line"] for c in result.changes if "reduced axes' pattern pairs moved last" in c["step"]] == [55]
     window = np.stack([np.stack([x[r : r + 128, k : k + 62] for k in range(3)], axis=2) for r in range(2)], axis=2)
     np.testing.assert_array_equal(run(new, "window_pool_kernel", x), window.max(axis=(2, 3)))
+
+
+def test_an_index_chosen_by_a_conditional_expression_slices_the_one_chosen_with_the_same_outputs(tmp_path):
+    result, text, new = migrated(tmp_path, "legacy_conditional_index.py")
+    assert result.manual == [], result.manual
+    assert [(r["kernel"], r["status"]) for r in result.validation["kernels"]] == [
+        ("swap_rows_kernel", "identical"),
+        ("swap_rows_kernel", "identical"),
+    ], result.validation
+    # what differs between the two choices (a step, a start) is chosen by the same condition, once
+    assert (
+        "    i_even_step = 1 if half else 2\n    i_odd_start = d // 2 if half else 1\n    i_odd_step = 1 if half else i_even_step\n" in text
+    )
+    assert "nisa.dma_copy(dst=e, src=x[0:i_even_step * (d // 2 - 1) + 1:i_even_step, 0:s])" in text
+    assert "dst=out[i_odd_start:i_odd_start + i_odd_step * (d // 2 - 1) + 1:i_odd_step, 0:s], src=e)" in text
+    assert "if half else i_up" not in text and "nl.arange" not in text
+    assert sorted(c["line"] for c in result.changes if c["step"].startswith("an index chosen by a condition")) == [15, 16]
+    (x,) = new.cases()[0]
+    pairs = x.reshape(64, 2, 32)[:, ::-1].reshape(128, 32)
+    halves = np.concatenate([x[64:], x[:64]])
+    np.testing.assert_array_equal(run(new, "swap_rows_kernel", x), halves)
+    np.testing.assert_array_equal(new.module.nki.simulate(new.kernels["swap_rows_kernel"])(x, half=False), pairs)

@@ -27,6 +27,7 @@ from nkidev.legacy import language as LN
 from nkidev.migrate import blocks
 from nkidev.migrate.common import Notes, Rules, arg_value, code, expr, imports, keyword, kwarg, literal_int, stmt, without_kwargs
 from nkidev.migrate.indexing import (
+    IndexVar,
     Scope,
     State,
     Unsupported,
@@ -509,11 +510,22 @@ class LegacyToCurrent(Rules):
             if isinstance(target, cst.Name) and buffer is not None and code(buffer.value).endswith("psum"):
                 self.psum_names.add(target.value)
             var = derived_var(value, self.scope, lambda c: self._is(c, "language", "arange"))
+            chosen = self._chosen_var(target, value) if var is None else None
             uses_index = self.scope.uses_index(value)
             for name in _target_names(target):
                 self.scope.forget(name)  # whatever it was before, this assignment decides
             if var is not None and isinstance(target, cst.Name):
                 self._define(target.value, var, code(value))
+                continue
+            if chosen is not None:
+                var, companions = chosen
+                self._define(target.value, var, code(value))
+                self.trailing[-1].extend(companions)
+                self.notes.changed(
+                    self.line(s),
+                    code(s),
+                    "an index chosen by a condition: its start / step / length chosen the same way, so each access slices the one chosen",
+                )
                 continue
             parts = mgrid_vars(value, self._is_mgrid)
             if parts is not None:
@@ -543,6 +555,29 @@ class LegacyToCurrent(Rules):
                 self.scope.poisoned[target.value] = f"{target.value} = {code(value)} is not an index expression the rewrite follows"
             elif isinstance(target, cst.Name) and _is_comparison(value):
                 self.scope.state.flags.add(target.value)  # a plain condition: as a mask it switches the instruction
+
+    def _chosen_var(self, target, value):
+        """`i = a if cond else b` with a and b index variables on the same axis (`i_upper if half else i_upper * 2`):
+        (the IndexVar whose length, start and step are companion names, the statements that set each of them with
+        the same condition) -- an exact range on either path; None for anything else."""
+        if not (isinstance(target, cst.Name) and isinstance(value, cst.IfExp)) or self.scope.uses_index(value.test):
+            return None
+        is_arange = lambda c: self._is(c, "language", "arange")  # noqa: E731
+        a, b = derived_var(value.body, self.scope, is_arange), derived_var(value.orelse, self.scope, is_arange)
+        if a is None or b is None or (a.rank, a.axis) != (b.rank, b.axis):
+            return None
+        test = code(value.test)
+        parts, companions = [], []
+        for what, x, y in (("size", a.length, b.length), ("start", a.start, b.start), ("step", str(a.step), str(b.step))):
+            if x == y:
+                parts.append(x)
+                continue
+            name = self._fresh(f"{target.value}_{what}")
+            companions.append(stmt(f"{name} = {x} if {test} else {y}"))
+            self.index_names.add(name)
+            parts.append(name)
+        length, start, step = parts
+        return IndexVar(a.rank, a.axis, length, start, int(step) if step.lstrip("-").isdigit() else step), companions
 
     def _sum(self, name: str, value: cst.BaseExpression) -> bool:
         """`name = <a sum of index variables>`: recorded as a Linear form (True), or False when it is not one."""
