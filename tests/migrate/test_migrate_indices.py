@@ -511,6 +511,7 @@ def test_hbm_accesses_by_index_sums_transposed_indices_and_masks_become_ap_patte
         ("pooled_rows_kernel", "identical"),
         ("transpose_kernel", "identical"),
         ("window_pool_kernel", "identical"),
+        ("free_transpose_kernel", "identical"),
     ], rows
     # a sum on the partition axis of an HBM source (no partitions there): rows i_p + i_k, one pair per mgrid axis
     assert "nisa.dma_copy(dst=t, src=x.ap(pattern=[[x.shape[1], 128], [1, 60], [x.shape[1], 4]], offset=0))" in text
@@ -542,6 +543,11 @@ def test_hbm_accesses_by_index_sums_transposed_indices_and_masks_become_ap_patte
     assert [c["line"] for c in result.changes if "reduced axes' pattern pairs moved last" in c["step"]] == [55]
     window = np.stack([np.stack([x[r : r + 128, k : k + 62] for k in range(3)], axis=2) for r in range(2)], axis=2)
     np.testing.assert_array_equal(run(new, "window_pool_kernel", x), window.max(axis=(2, 3)))
+    # an SBUF tile whose free axes are read in the other order: the partition pair stays first, the others swap
+    pattern = "[[tile.shape[1] * tile.shape[2], 128], [1, 16], [tile.shape[2], 4]]"
+    assert f"swapped[0:128, 0:16, 0:4] = nl.copy(tile.ap(pattern={pattern}, offset=0))" in text
+    expected = x[0:128, 0:64].reshape(128, 4, 16).transpose(0, 2, 1).reshape(128, 64)
+    np.testing.assert_array_equal(run(new, "free_transpose_kernel", x), expected)
 
 
 def test_an_index_chosen_by_a_conditional_expression_slices_the_one_chosen_with_the_same_outputs(tmp_path):

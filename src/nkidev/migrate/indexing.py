@@ -447,9 +447,14 @@ def rewrite_subscript(
         return None
     axes = [f.var.axis for f in used]
     if axes != sorted(axes) or len(set(axes)) != len(axes):
-        if patterns and hbm:
+        why = f"{code(node)} places index axes out of order (a transposed or repeated access)"
+        if not patterns or (valid and not hbm):
+            raise Unsupported(why)
+        try:
+            # on chip too, when the partition axis stays first (free axes in another order: a pattern lists any)
             return pattern_access(node, scope, valid, hbm)
-        raise Unsupported(f"{code(node)} places index axes out of order (a transposed or repeated access)")
+        except Unsupported as e:
+            raise Unsupported(f"{why}; {e}" if not hbm else str(e)) from None
     rank = used[0].var.rank
     missing = rank - len(used)
     new = []
