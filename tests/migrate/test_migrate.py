@@ -319,3 +319,31 @@ def test_rewrites_that_write_nisa_import_it_when_the_isa_module_has_another_name
     new, _, _ = migrate_source(ISA_UNDER_ANOTHER_NAME, "k.py")
     assert "nisa.dma_copy(" in new and "\nimport nki.isa as nisa\n" in new  # `ni` is not `nisa`
     assert "import nki.isa as ni\n" in new
+
+
+def test_affine_select_keeps_both_offsets_of_its_predicate_and_reads_a_psum_tile_through_sbuf(tmp_path):
+    """`64 + i_p >= t * 128 + i_f`: the rewrite kept only the right side's offset (-(t * 128)), a wrong mask with no
+    note; and the current affine_select (GpSimd) cannot read the PSUM tile a TensorE transpose leaves."""
+    path = tmp_path / "legacy_causal_select.py"
+    shutil.copy(FIXTURES / path.name, path)
+    result = migrate_file(path, write=True)
+    assert Path(result.backup).read_text() == (FIXTURES / path.name).read_text()
+    assert result.manual == []
+    assert [(r["kernel"], r["status"]) for r in result.validation["kernels"]] == [
+        ("causal_kernel", "identical"),
+        ("sbuf_causal_kernel", "identical"),
+    ], result.validation
+    text = path.read_text()
+    assert text.count("cmp_op=nl.greater_equal, offset=64 - (t * 128))") == 2
+    assert (
+        "        _select_src_1 = nl.ndarray(scores.shape, dtype=scores.dtype, buffer=nl.sbuf)\n"
+        "        nisa.tensor_copy(dst=_select_src_1, src=scores)\n"
+        "        nisa.affine_select(dst=kept, pattern=[[-1, _select_src_1.shape[1]]], channel_multiplier=1, on_true_tile=_select_src_1,"
+    ) in text
+    new = load_task(path)
+    (x,) = new.cases()[0]
+    p, f = np.arange(128)[:, None], np.arange(128)[None, :]
+    expected = np.concatenate([np.where(64 + p >= t * 128 + f, x[:, t * 128 : t * 128 + 128], -9984.0) for t in range(2)], axis=1)
+    np.testing.assert_array_equal(new.module.nki.simulate(new.kernels["sbuf_causal_kernel"])(x), expected)
+    transposed = np.concatenate([np.where(64 + p >= t * 128 + f, x[:, t * 128 : t * 128 + 128].T, -9984.0) for t in range(2)], axis=1)
+    np.testing.assert_array_equal(new.module.nki.simulate(new.kernels["causal_kernel"])(x), transposed)

@@ -31,6 +31,7 @@ from nkidev.migrate.indexing import (
     Scope,
     State,
     Unsupported,
+    add,
     derived_var,
     mask_bounds,
     mgrid_vars,
@@ -918,6 +919,8 @@ class LegacyToCurrent(Rules):
         body = self._current_call(name, kw, dst, line)
         if body is None:
             return None
+        staged = body[:-1] if isinstance(body, list) else []
+        body = body[-1] if isinstance(body, list) else body
         if rounded and implicit is not None:
             self.notes.changed(
                 line,
@@ -933,7 +936,7 @@ class LegacyToCurrent(Rules):
             )
         else:
             self.notes.changed(line, f"nisa.{name}(...) returning a tile", f"nisa.{name}(dst=..., ...) with the result allocated first")
-        return ([alloc] if alloc is not None else []) + [body] + ([copy] if copy is not None else [])
+        return ([alloc] if alloc is not None else []) + staged + [body] + ([copy] if copy is not None else [])
 
     def _legacy_result_dtype(self, name: str, kw: dict, dst, line: int):
         """The dtype (an expression) a legacy op without dtype= gives its result when the assignment then copies it
@@ -1039,6 +1042,8 @@ class LegacyToCurrent(Rules):
             return None
         if dtype is not None:
             dt = code(dtype)
+        if buffer == "nl.psum":
+            self.psum_names.add(target)  # a TensorE result: what reads it next may need it in SBUF
         return _plain_ap_reads(stmt(f"{target} = nl.ndarray({shape}, dtype={dt}, buffer={buffer})"))
 
     def _iota_alloc(self, kw, dtype, line, target):
@@ -1115,14 +1120,30 @@ class LegacyToCurrent(Rules):
                 )
                 return None
             coef[a.var.axis] += sign * a.coef
-            offset = a.offset if sign == 1 else (f"-({a.offset})" if a.offset != "0" else offset)
+            # pred is left - right <op> 0: both sides' offsets count (the right one negated)
+            if a.offset != "0":
+                offset = add(offset, a.offset if sign == 1 else f"-({a.offset})")
         free = kw["on_true_tile"]
+        staged = []
+        if _base_name(free) in self.psum_names:
+            # the current affine_select runs on GpSimd, which cannot read PSUM: copy the tile to SBUF first (same
+            # dtype, so the values are the same)
+            self.counter += 1
+            name = f"_select_src_{self.counter}"
+            staged = [
+                stmt(f"{name} = nl.ndarray({code(free)}.shape, dtype={code(free)}.dtype, buffer=nl.sbuf)"),
+                stmt(f"nisa.tensor_copy(dst={name}, src={code(free)})"),
+            ]
+            self.notes.changed(
+                line, "nisa.affine_select(on_true_tile=<a PSUM tile>)", "on_true_tile copied to SBUF first (GpSimd reads no PSUM)"
+            )
+            free = cst.Name(name)
         op = cmp[type(pred.comparisons[0].operator)]
         text = (
             f"nisa.affine_select(dst={code(dst)}, pattern=[[{coef[1]}, {code(free)}.shape[1]]], channel_multiplier={coef[0]}, "
             f"on_true_tile={code(free)}, on_false_value={code(kw['on_false_value'])}, cmp_op={op}, offset={offset})"
         )
-        return stmt(text)
+        return [*staged, stmt(text)] if staged else stmt(text)
 
     # ---------------------------------------------------------------- statements
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
