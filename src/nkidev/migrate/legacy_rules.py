@@ -953,22 +953,11 @@ class LegacyToCurrent(Rules):
         if name == L.nc_find_index8.__name__:
             result = "nl.uint32"
         elif name in PROMOTED:
-            first, second = PROMOTED[name]
-            a, b = known(first), known(second)
-            if kw.get(first) is None or kw.get(second) is None:
-                return None
-            if a is not None and b is not None and _same_dtype(a, b):
-                result = a
-            elif a is not None and b is not None and _dtype_key(a) in _NAMED and _dtype_key(b) in _NAMED:
-                result = "nl." + LN.promote(to_nki_dtype(_dtype_key(a)), to_nki_dtype(_dtype_key(b))).name
-            else:
-                self.notes.manual(
-                    line,
-                    f"t[...] = nisa.{name}({first}, {second}, ...)",
-                    f"pass dtype=: the legacy result has the promoted dtype of {code(kw[first])} and {code(kw[second])} "
-                    "(not known here), then is copied into t; writing t directly would round once, to t's dtype",
-                )
-                return False
+            result = self._promoted_dtype(
+                name, kw, line, "t[...]", "then is copied into t; writing t directly would round once, to t's dtype"
+            )
+            if result is None or result is False:
+                return result
         else:
             param = SHAPED_LIKE.get(name) or DTYPE_FROM.get(name) or (PER_PARTITION.get(name) or (None,))[0]
             if param is None or kw.get(param) is None:
@@ -980,6 +969,28 @@ class LegacyToCurrent(Rules):
         if _dtype_key(result) == "float32" and dst_dtype is not None and _dtype_key(dst_dtype) in _FLOATS:
             return None
         return expr(result)
+
+    def _promoted_dtype(self, name: str, kw: dict, line: int, target: str, why: str) -> str | None | bool:
+        """The legacy result dtype (source text) of an op of two inputs without dtype=: the promotion of their dtypes
+        (the legacy pages: "the same as the data type of data1 or data2, whichever has the higher precision",
+        https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/nki/api/generated/nki.isa.tensor_tensor.html);
+        None when an input is missing; False, with a manual note at the line, when the dtypes are not known here and
+        may differ (`x = nl.load(a)` and `y = nl.load(b)`: a's and b's)."""
+        dtypes = self.dtypes[-1]
+        first, second = PROMOTED[name]
+        if kw.get(first) is None or kw.get(second) is None:
+            return None
+        a, b = (dtypes.get(_base_name(kw[p]) or "") for p in (first, second))
+        if a is not None and b is not None and _same_dtype(a, b):
+            return a
+        if a is not None and b is not None and _dtype_key(a) in _NAMED and _dtype_key(b) in _NAMED:
+            return "nl." + LN.promote(to_nki_dtype(_dtype_key(a)), to_nki_dtype(_dtype_key(b))).name
+        self.notes.manual(
+            line,
+            f"{target} = nisa.{name}({first}, {second}, ...)",
+            f"pass dtype=: the legacy result has the promoted dtype of {code(kw[first])} and {code(kw[second])} (not known here), {why}",
+        )
+        return False
 
     @staticmethod
     def _result_in_psum(name: str, kw: dict) -> bool:
@@ -994,6 +1005,9 @@ class LegacyToCurrent(Rules):
             v = kw.get(param)
             return code(v) if v is not None else None
 
+        def dtypes_of(v):
+            return self.dtypes[-1].get(_base_name(v) or "")
+
         buffer = "nl.sbuf"
         if name == L.nc_matmul.__name__:
             s, m = like("stationary"), like("moving")
@@ -1006,6 +1020,13 @@ class LegacyToCurrent(Rules):
         elif name in SHAPED_LIKE:
             d = like(SHAPED_LIKE[name])
             shape, dt = f"{d}.shape", f"{d}.dtype"
+            if name in PROMOTED and dtype is None:
+                # `x = nisa.tensor_tensor(bf16_tile, f32_tile, ...)`: a float32 result in the legacy API, not data1's
+                # (dtypes not known here: allocated with data1's, which is right when both are the same, and a note)
+                why = f"{target} is allocated with {d}'s dtype: right only when both have the same dtype"
+                promoted = self._promoted_dtype(name, kw, line, target, why)
+                if promoted not in (None, False) and not _same_dtype(promoted, dtypes_of(kw[SHAPED_LIKE[name]])):
+                    dt = promoted
         elif name in PER_PARTITION:
             param, width = PER_PARTITION[name]
             d = like(param)
