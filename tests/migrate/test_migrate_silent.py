@@ -69,7 +69,17 @@ def test_a_transposing_load_with_another_dtype_transposes_then_casts_like_the_le
     assert statuses(result)["transpose_cast_kernel"] == "identical", result.validation
     before, after, a, b = run_both(result, path, "transpose_cast_kernel")
     np.testing.assert_array_equal(after, before)
-    np.testing.assert_array_equal(after, b.T.astype(ml_dtypes.bfloat16).astype(np.float32) * 3.0)
+    assert after.dtype == ml_dtypes.bfloat16
+    # the load left as it was (the rewrite before): the current DMA transpose does not cast
+    kept = path.parent / "kept.py"
+    kept.write_text(text.replace("nl.copy(nl.load_transpose2d(b), dtype=nl.bfloat16)", "nl.load_transpose2d(b, dtype=nl.bfloat16)"))
+    task = load_task(kept)
+    with pytest.raises(Exception) as raised:
+        task.module.nki.simulate(task.kernels["transpose_cast_kernel"])(a, b)
+    at = next(i for i, row in enumerate(kept.read_text().splitlines(), 1) if "load_transpose2d" in row)
+    assert type(raised.value).__name__ == "KernelRuleError"
+    assert str(raised.value).startswith("err_dtype_mismatch") and str(raised.value).endswith(f"(kept.py:{at})")
+    np.testing.assert_array_equal(after.astype(np.float32), b.T.astype(ml_dtypes.bfloat16).astype(np.float32))
 
 
 def test_max_and_min_over_a_middle_axis_of_a_plain_tile_reduce_its_last_axis_of_an_access_pattern(migrated):

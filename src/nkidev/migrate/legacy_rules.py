@@ -719,6 +719,8 @@ class LegacyToCurrent(Rules):
                     )
             if name in ("max", "min"):
                 updated = self._reduce_last(updated, name, line)
+            if name == "load_transpose2d" and kwarg(updated, "dtype") is not None and code(kwarg(updated, "dtype").value) != "None":
+                updated = self._transpose_then_cast(updated, line)
             if name == "num_programs" and not updated.args:
                 self.notes.manual(line, "nl.num_programs()", "the default is now axis 0, not all axes: pass the axes you mean")
             if kwarg(updated, "mask") is not None and _mask(updated) is None:
@@ -792,6 +794,25 @@ class LegacyToCurrent(Rules):
             else:
                 args.append(a)
         return call.with_changes(args=args)
+
+    def _transpose_then_cast(self, call: cst.Call, line: int) -> cst.Call:
+        """`nl.load_transpose2d(src, dtype=D)` -> `nl.copy(nl.load_transpose2d(src), dtype=D)`. The legacy load
+        DMA-transposes at the source's dtype and then casts to D ("dtype: data type to cast the output type to",
+        https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.load_transpose2d.html,
+        the neuronxcc page); the current one is a dma_transpose into a D tile, which a DMA transpose rejects for a D
+        other than the source's (err_dtype_mismatch). A copy to D after the transpose is the legacy cast: the same
+        values."""
+        dtype = kwarg(call, "dtype")
+        load = without_kwargs(call, {"dtype"})
+        if load.args:
+            load = load.with_changes(args=[*load.args[:-1], load.args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+        self.notes.changed(
+            line,
+            f"nl.load_transpose2d(..., dtype={code(dtype.value)})",
+            f"nl.copy(nl.load_transpose2d(...), dtype={code(dtype.value)}): transposed at the source's dtype, then cast, "
+            "as the legacy load did (a DMA transpose does not cast)",
+        )
+        return cst.Call(func=expr("nl.copy"), args=[cst.Arg(load), keyword("dtype", dtype.value)])
 
     def _block_shape(self, call: cst.Call) -> bool:
         if not call.args:
