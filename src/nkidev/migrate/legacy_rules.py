@@ -204,6 +204,7 @@ class LegacyToCurrent(Rules):
         self.filled: list[dict[str, Filled]] = [{}]  # per enclosing function: tiles allocated only by nl.zeros / ones / full
         self.masked_calls: list[int] = []  # ids of the masked loads / stores / copies being visited
         self.dtypes: list[dict[str, str]] = [{}]  # per enclosing function: tile -> the dtype every allocation of it gives
+        self.ranks: list[dict[str, int]] = [{}]  # per enclosing function: tile -> the rank every allocation of it gives
         self.module_blocks: dict[int, blocks.Blocked] = {}  # id(FunctionDef) -> its block tensors (blocks.scan_module)
         self.index_origins: dict[int, tuple[int, cst.Attribute]] = {}  # id(arange / mgrid attribute) -> (original line, it)
         self.hbm_access: set[int] = set()  # ids of the subscripts a legacy load reads / store writes (HBM tensors)
@@ -293,6 +294,7 @@ class LegacyToCurrent(Rules):
         self.block_scans.append(scan)
         self.filled.append(_filled_allocations(node, lambda call: self._target(call.func)))
         self.dtypes.append(_allocated_dtypes(node, lambda call: self._target(call.func)))
+        self.ranks.append(_allocated_ranks(node, lambda call: self._target(call.func)))
         for name, tensor in scan.params.items():
             self.notes.changed(
                 self.line(node),
@@ -429,6 +431,7 @@ class LegacyToCurrent(Rules):
         self.block_scans.pop()
         self.filled.pop()
         self.dtypes.pop()
+        self.ranks.pop()
         decorators = []
         for d in updated.decorators:
             new = self._decorator(d, original)
@@ -759,6 +762,12 @@ class LegacyToCurrent(Rules):
         data, axis = arg_value(call, 0, "x"), kwarg(call, "axis")
         if axis is None and len(call.args) > 1 and call.args[1].keyword is None:
             axis = call.args[1]
+        given, shown = data, "t.ap(...)"
+        if isinstance(data, cst.Name) and axis is not None:
+            shown = data.value
+            data = self._plain_reduce_access(call, name, data, axis, line)
+            if data is None:
+                return call
         if not (isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) and data.func.attr.value == "ap"):
             return call
         pattern = kwarg(data, "pattern")
@@ -782,18 +791,60 @@ class LegacyToCurrent(Rules):
         new_axis = expr("[" + ", ".join(str(i) for i in range(len(kept), n)) + "]")
         self.notes.changed(
             line,
-            f"nl.{name}(t.ap(...), axis={code(axis.value)})",
+            f"nl.{name}({shown}, axis={code(axis.value)})",
             f"the reduced axes' pattern pairs moved last (axis={code(new_axis)}): the current API reduces the last free axes only",
         )
         args = []
         for a in call.args:
             if a is axis:
                 args.append(a.with_changes(value=new_axis))
-            elif a.value is data:
+            elif a.value is given:
                 args.append(a.with_changes(value=new_data))
             else:
                 args.append(a)
         return call.with_changes(args=args)
+
+    def _plain_reduce_access(self, call: cst.Call, name: str, tile: cst.Name, axis: cst.Arg, line: int) -> cst.Call | None:
+        """For `nl.max(t, axis=1)` over a plain tile of rank 3: `t.ap(pattern=...)` listing t's own dims in order
+        (row-major steps), which _reduce_last then reorders; None when the axes are the last ones already (nothing
+        to do) or t's rank is not known here: then axes that cannot be the last ones of any tile (axis=[1, 3]) are a
+        manual note. The legacy reduction takes any free axes (the legacy front end permutes the kept axes first,
+        like numpy.max); the current one only the last contiguous ones ("can only be the last contiguous dim(s) of
+        the tile", https://awsdocs-neuron.readthedocs-hosted.com/general/nki/api/generated/nki.language.max.html)."""
+        values = axis.value.elements if isinstance(axis.value, cst.List | cst.Tuple) else [cst.Element(axis.value)]
+        axes = [literal_int(e.value) for e in values]
+        if not axes or any(a is None for a in axes) or len(set(axes)) != len(axes):
+            return None
+        rank = self.ranks[-1].get(tile.value)
+        t = tile.value
+        if rank is None:
+            if all(a < 0 for a in axes) and sorted(axes) == list(range(-len(axes), 0)):
+                return None  # the last axes of any rank
+            positive = sorted(a for a in axes if a >= 0)
+            if any(a < 0 for a in axes) or positive != list(range(positive[0], positive[0] + len(positive))):
+                self.notes.manual(
+                    line,
+                    f"nl.{name}({t}, axis={code(axis.value)})",
+                    f"the current nl.{name} reduces the last contiguous free axes only: reduce over "
+                    f"{t}.ap(pattern=...) listing the reduced axes' [step, num] pairs last ({t}'s rank is not known here)",
+                )
+            return None
+        norm = sorted(a % rank for a in axes)
+        if 0 in norm or norm == list(range(rank - len(norm), rank)):
+            return None  # the partition axis: the legacy API rejects it too
+        if kwarg(call, "keepdims") is not None:
+            self.notes.manual(
+                line,
+                f"nl.{name}({t}, axis={code(axis.value)}, keepdims=...)",
+                f"reduce {t}.ap(pattern=...) with the reduced axes' pairs last, then reshape for the kept dims",
+            )
+            return None
+
+        def step(i):
+            return " * ".join(f"{t}.shape[{j}]" for j in range(i + 1, rank)) or "1"
+
+        pairs = ", ".join(f"[{step(i)}, {t}.shape[{i}]]" for i in range(rank))
+        return expr(f"{t}.ap(pattern=[{pairs}], offset=0)")
 
     def _transpose_then_cast(self, call: cst.Call, line: int) -> cst.Call:
         """`nl.load_transpose2d(src, dtype=D)` -> `nl.copy(nl.load_transpose2d(src), dtype=D)`. The legacy load
@@ -1658,6 +1709,42 @@ def _allocated_dtypes(fn: cst.FunctionDef, target_of) -> dict[str, str]:
 
     fn.body.visit(Bindings())
     return {name: dtype for name, dtype in found.items() if dtype is not None}
+
+
+def _allocated_ranks(fn: cst.FunctionDef, target_of) -> dict[str, int]:
+    """The tiles of a function every binding of which is an nl.ndarray / zeros / ones / full allocation with a
+    literal shape of one length (no block dims, which the migration folds): name -> that rank."""
+    found: dict[str, int | None] = {p.name.value: None for p in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]}
+
+    class Bindings(cst.CSTVisitor):
+        def visit_Assign(self_, n: cst.Assign) -> None:  # noqa: N805
+            rank = None
+            if isinstance(n.value, cst.Call) and target_of(n.value) in _ALLOCATIONS:
+                shape = arg_value(n.value, 0, "shape")
+                if isinstance(shape, cst.Tuple | cst.List) and "par_dim" not in code(shape):
+                    rank = len(shape.elements)
+            if len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) and rank is not None:
+                name = n.targets[0].target.value
+                found[name] = rank if found.get(name, rank) == rank else None
+                return
+            for t in n.targets:
+                for name in _target_names(t.target):
+                    found[name] = None
+
+        def visit_AugAssign(self_, n: cst.AugAssign) -> None:  # noqa: N805
+            for name in _target_names(n.target):
+                found[name] = None
+
+        def visit_For(self_, n: cst.For) -> None:  # noqa: N805
+            for name in _target_names(n.target):
+                found[name] = None
+
+        def visit_NamedExpr(self_, n: cst.NamedExpr) -> None:  # noqa: N805
+            for name in _target_names(n.target):
+                found[name] = None
+
+    fn.body.visit(Bindings())
+    return {name: rank for name, rank in found.items() if rank is not None}
 
 
 def _assigned_more_than_once(fn: cst.FunctionDef) -> set[str]:
