@@ -56,7 +56,7 @@ def test_a_result_of_inputs_whose_dtypes_are_not_known_here_is_a_manual_step_at_
     rows = [(m["line"], m["construct"]) for m in result.manual if m["line"] == 31]
     assert rows == [(31, "z = nisa.tensor_tensor(data1, data2, ...)")]
     step = next(m["step"] for m in result.manual if m["line"] == 31)
-    assert "promoted dtype of x and y" in step and "allocated with x's dtype" in step
+    assert "promoted dtype of x and y" in step and "allocated with x's dtype" in step  # and runs
     # the migrated kernel still runs (x's dtype: right for inputs of one dtype); ours differ, so the note is needed
     assert statuses(result)["unknown_dtypes_kernel"] == "mismatch", result.validation
 
@@ -112,3 +112,23 @@ def test_max_over_axes_that_cannot_be_the_last_ones_of_a_tile_of_unknown_rank_is
     )
     _, _, notes = migrate_source(src)
     assert [(n.line, n.construct) for n in notes if n.kind == "manual"] == [(8, "nl.max(t, axis=[1, 3])")]
+
+
+def test_an_isa_result_inside_an_expression_is_noted_at_its_line_without_the_hoisted_name():
+    from nkidev.migrate import migrate_source
+
+    src = (
+        "import neuronxcc.nki.isa as nisa\n"
+        "import neuronxcc.nki.language as nl\n"
+        "from neuronxcc import nki\n\n\n"
+        "@nki.jit\n"
+        "def k(a, b):\n"
+        "    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    x = nl.load(a)\n"
+        "    y = nl.load(b)\n"
+        "    nl.store(out, value=nisa.tensor_tensor(x, y, op=nl.add))\n"
+        "    return out\n"
+    )
+    new, _, notes = migrate_source(src)
+    assert [(n.line, n.construct) for n in notes if n.kind == "manual"] == [(11, "nisa.tensor_tensor(data1, data2, ...)")]
+    assert "_tensor_tensor_1 = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)" in new

@@ -1059,7 +1059,8 @@ class LegacyToCurrent(Rules):
             return "nl." + LN.promote(to_nki_dtype(_dtype_key(a)), to_nki_dtype(_dtype_key(b))).name
         self.notes.manual(
             line,
-            f"{target} = nisa.{name}({first}, {second}, ...)",
+            # a hoisted call's result (_tensor_tensor_3) has no name in the user's file
+            f"{'' if target.startswith('_') else target + ' = '}nisa.{name}({first}, {second}, ...)",
             f"pass dtype=: the legacy result has the promoted dtype of {code(kw[first])} and {code(kw[second])} (not known here), {why}",
         )
         return False
@@ -1095,7 +1096,7 @@ class LegacyToCurrent(Rules):
             if name in PROMOTED and dtype is None:
                 # `x = nisa.tensor_tensor(bf16_tile, f32_tile, ...)`: a float32 result in the legacy API, not data1's
                 # (dtypes not known here: allocated with data1's, which is right when both are the same, and a note)
-                why = f"{target} is allocated with {d}'s dtype: right only when both have the same dtype"
+                why = f"the result is allocated with {d}'s dtype: right only when both have the same dtype"
                 promoted = self._promoted_dtype(name, kw, line, target, why)
                 if promoted not in (None, False) and not _same_dtype(promoted, dtypes_of(kw[SHAPED_LIKE[name]])):
                     dt = promoted
