@@ -17,6 +17,7 @@ the manual step.
 from __future__ import annotations
 
 import inspect
+import operator
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -1670,82 +1671,73 @@ def _same_dtype(a: str, b: str | None) -> bool:
 _ALLOCATIONS = {("language", "ndarray"): 1, ("language", "zeros"): 1, ("language", "ones"): 1, ("language", "full"): 2}
 
 
-def _allocated_dtypes(fn: cst.FunctionDef, target_of) -> dict[str, str]:
-    """The tiles of a function every binding of which is an nl.ndarray / zeros / ones / full allocation with the same
-    dtype (by keyword or position): name -> that dtype's source. A parameter, or a name bound any other way, is left
-    out (its dtype is not known here). `target_of(call)` is ("language", "zeros") for nl.zeros."""
-    found: dict[str, str | None] = {p.name.value: None for p in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]}
+def _agreed_bindings(fn: cst.FunctionDef, value_of, same=operator.eq) -> dict:
+    """The names of a function every binding of which is a one-name assignment whose `value_of(value)` is known and
+    the same (by `same`) each time: name -> that value. A parameter, or a name bound any other way (augmented, loop,
+    walrus, unpacking target, or a value `value_of` gives None for), is left out."""
+    found: dict = {p.name.value: None for p in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]}
+
+    def unknown(target) -> None:
+        for name in _target_names(target):
+            found[name] = None
 
     class Bindings(cst.CSTVisitor):
         def visit_Assign(self_, n: cst.Assign) -> None:  # noqa: N805
-            single = len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name)
-            position = _ALLOCATIONS.get(target_of(n.value)) if isinstance(n.value, cst.Call) else None
-            dtype = arg_value(n.value, position, "dtype") if position is not None else None
-            if dtype is not None:
-                dtype = code(dtype)
-            elif isinstance(n.value, cst.Call) and target_of(n.value) == ("language", "load"):
-                # `x = nl.load(a[...])`: a tile of a's dtype (or of the load's dtype=)
-                given, src = arg_value(n.value, 1, "dtype"), _base_name(arg_value(n.value, 0, "src") or cst.Name("_"))
-                dtype = code(given) if given is not None else (f"{src}.dtype" if src not in (None, "_") else None)
-            if single and dtype is not None:
+            value = value_of(n.value)
+            if value is not None and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
                 name = n.targets[0].target.value
-                before = found.get(name, dtype)
-                found[name] = dtype if before is not None and _same_dtype(dtype, before) else None
+                before = found.get(name, value)
+                found[name] = value if before is not None and same(value, before) else None
                 return
             for t in n.targets:
-                for name in _target_names(t.target):
-                    found[name] = None
+                unknown(t.target)
 
         def visit_AugAssign(self_, n: cst.AugAssign) -> None:  # noqa: N805
-            for name in _target_names(n.target):
-                found[name] = None
+            unknown(n.target)
 
         def visit_For(self_, n: cst.For) -> None:  # noqa: N805
-            for name in _target_names(n.target):
-                found[name] = None
+            unknown(n.target)
 
         def visit_NamedExpr(self_, n: cst.NamedExpr) -> None:  # noqa: N805
-            for name in _target_names(n.target):
-                found[name] = None
+            unknown(n.target)
 
     fn.body.visit(Bindings())
-    return {name: dtype for name, dtype in found.items() if dtype is not None}
+    return {name: value for name, value in found.items() if value is not None}
+
+
+def _allocated_dtypes(fn: cst.FunctionDef, target_of) -> dict[str, str]:
+    """The tiles of a function every binding of which is an nl.ndarray / zeros / ones / full allocation with the same
+    dtype (by keyword or position), or an nl.load: name -> that dtype's source. `target_of(call)` is
+    ("language", "zeros") for nl.zeros."""
+
+    def dtype_of(value) -> str | None:
+        if not isinstance(value, cst.Call):
+            return None
+        target = target_of(value)
+        if target in _ALLOCATIONS:
+            dtype = arg_value(value, _ALLOCATIONS[target], "dtype")
+            return None if dtype is None else code(dtype)
+        if target == ("language", "load"):
+            # `x = nl.load(a[...])`: a tile of a's dtype (or of the load's dtype=)
+            given, src = arg_value(value, 1, "dtype"), _base_name(arg_value(value, 0, "src") or cst.Name("_"))
+            return code(given) if given is not None else (f"{src}.dtype" if src not in (None, "_") else None)
+        return None
+
+    return _agreed_bindings(fn, dtype_of, _same_dtype)
 
 
 def _allocated_ranks(fn: cst.FunctionDef, target_of) -> dict[str, int]:
     """The tiles of a function every binding of which is an nl.ndarray / zeros / ones / full allocation with a
     literal shape of one length (no block dims, which the migration folds): name -> that rank."""
-    found: dict[str, int | None] = {p.name.value: None for p in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]}
 
-    class Bindings(cst.CSTVisitor):
-        def visit_Assign(self_, n: cst.Assign) -> None:  # noqa: N805
-            rank = None
-            if isinstance(n.value, cst.Call) and target_of(n.value) in _ALLOCATIONS:
-                shape = arg_value(n.value, 0, "shape")
-                if isinstance(shape, cst.Tuple | cst.List) and "par_dim" not in code(shape):
-                    rank = len(shape.elements)
-            if len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) and rank is not None:
-                name = n.targets[0].target.value
-                found[name] = rank if found.get(name, rank) == rank else None
-                return
-            for t in n.targets:
-                for name in _target_names(t.target):
-                    found[name] = None
+    def rank_of(value) -> int | None:
+        if isinstance(value, cst.Call) and target_of(value) in _ALLOCATIONS:
+            shape = arg_value(value, 0, "shape")
+            if isinstance(shape, cst.Tuple | cst.List) and "par_dim" not in code(shape):
+                return len(shape.elements)
+        return None
 
-        def visit_AugAssign(self_, n: cst.AugAssign) -> None:  # noqa: N805
-            for name in _target_names(n.target):
-                found[name] = None
-
-        def visit_For(self_, n: cst.For) -> None:  # noqa: N805
-            for name in _target_names(n.target):
-                found[name] = None
-
-        def visit_NamedExpr(self_, n: cst.NamedExpr) -> None:  # noqa: N805
-            for name in _target_names(n.target):
-                found[name] = None
-
-    fn.body.visit(Bindings())
-    return {name: rank for name, rank in found.items() if rank is not None}
+    return _agreed_bindings(fn, rank_of)
 
 
 def _assigned_more_than_once(fn: cst.FunctionDef) -> set[str]:
