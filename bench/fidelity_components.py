@@ -34,13 +34,19 @@ from nkidev.taskfile import kernel_spec, load_task
 SET = Path(__file__).resolve().parent.parent / "examples" / "fidelity" / "measurements.toml"
 
 
-def components(m: measured.Measurement) -> dict:
+def scheduled(m: measured.Measurement):
+    """A measurement's kernel emulated once without numerics and scheduled with the documented constants:
+    (target, trace, timeline)."""
     hw = get_target(m.target)
     parsed = kernel_spec(m.spec)
     task = load_task(parsed.path)
     case = task.calls()[m.case]
     trace = run(task.launch(parsed), case.args, case.kwargs, options=EmulatorOptions(target=hw, compute=False)).trace
-    tl = schedule(trace, hw)
+    return hw, trace, schedule(trace, hw)
+
+
+def components(m: measured.Measurement) -> dict:
+    hw, _, tl = scheduled(m)
     busy = tl.busy_ns()
     plans = [tl.transfers.plan[i] for i in range(len(tl.transfers))]
     nbytes = sum(p.transfer_bytes for p in plans)

@@ -11,28 +11,16 @@ channel tile's delta/u loads waiting for the previous tile's slots.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
+from fidelity_components import SET, scheduled  # bench/ is on sys.path when a bench script runs
 
 from nkidev.calibrate import measurements as measured
-from nkidev.costmodel import schedule
 from nkidev.costmodel.buffers import reuse_edge_arrays
-from nkidev.emulator.context import EmulatorOptions
-from nkidev.emulator.jit import run
-from nkidev.hardware import get_target
-from nkidev.taskfile import kernel_spec, load_task
-
-SET = Path(__file__).resolve().parent.parent / "examples" / "fidelity" / "measurements.toml"
 
 
 def report(m: measured.Measurement, gaps: int = 3) -> None:
-    hw = get_target(m.target)
-    parsed = kernel_spec(m.spec)
-    task = load_task(parsed.path)
-    case = task.calls()[m.case]
-    trace = run(task.launch(parsed), case.args, case.kwargs, options=EmulatorOptions(target=hw, compute=False)).trace
-    tl = schedule(trace, hw)
+    hw, trace, tl = scheduled(m)
     r = tl.rows
     v = np.flatnonzero(np.array(r.engine) == "vector")
     v = v[np.argsort(r.start[v], kind="stable")]
