@@ -3,8 +3,6 @@ ignored or reinterpreted), and the documented domain still runs with the documen
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
@@ -14,43 +12,27 @@ from nkidev.emulator import language as nl
 from nkidev.emulator.jit import jit
 from nkidev.errors import NkiError
 
+from .helpers import marked_line, sbuf_load, to_hbm
+
 PAGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/"
-
-
-def _marked_line(kernel, mark="# <-") -> int:
-    lines, start = inspect.getsourcelines(getattr(kernel, "fn", kernel))
-    (hit,) = [start + i for i, text in enumerate(lines) if text.rstrip().endswith(mark)]
-    return hit
 
 
 def _raises(kernel, code, *args, target="trn2", mark="# <-"):
     with pytest.raises(NkiError) as info:
         nkidev.simulate(kernel, target=target)(*args)
     assert info.value.name == code
-    assert info.value.lineno == _marked_line(kernel, mark)
+    assert info.value.lineno == marked_line(kernel, mark)
     return info.value
-
-
-def _load(x, dtype=None):
-    t = nl.ndarray(x.shape, dtype=dtype or x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=x)
-    return t
-
-
-def _out(t):
-    o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=o, src=t)
-    return o
 
 
 def _affine_kernel(cmp_op):
     @jit
     def kernel(x):
-        t = _load(x)
+        t = sbuf_load(x)
         d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
         pat = [[1, x.shape[1]]]
         nisa.affine_select(dst=d, pattern=pat, channel_multiplier=-1, on_true_tile=t, on_false_value=-9.0, cmp_op=cmp_op)  # <-
-        return _out(d)
+        return to_hbm(d)
 
     return kernel
 
@@ -82,10 +64,10 @@ def test_affine_select_every_comparison_selects_on_value_vs_zero(op, pred):
 def _dropout_kernel(prob):
     @jit
     def kernel(x):
-        t = _load(x)
+        t = sbuf_load(x)
         d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
         nisa.dropout(dst=d, data=t, prob=prob)  # <-
-        return _out(d)
+        return to_hbm(d)
 
     return kernel
 
@@ -107,10 +89,10 @@ def test_dropout_documented_end_points():
 def _reduce_kernel(op, negate):
     @jit
     def kernel(x):
-        t = _load(x)
+        t = sbuf_load(x)
         d = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.sbuf)
         nisa.tensor_reduce(dst=d, op=op, data=t, axis=1, negate=negate)  # <-
-        return _out(d)
+        return to_hbm(d)
 
     return kernel
 
@@ -134,14 +116,14 @@ def test_tensor_reduce_negate_with_an_arithmetic_op_negates():
 def _unary_kernel(op, operand0, reduce=False):
     @jit
     def kernel(x):
-        t = _load(x)
+        t = sbuf_load(x)
         d = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
         if reduce:
             r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
             nisa.tensor_scalar_reduce(dst=d, data=t, op0=op, operand0=operand0, reduce_op=nl.add, reduce_res=r)  # <- reduce
-            return _out(r)
+            return to_hbm(r)
         nisa.tensor_scalar(dst=d, data=t, op0=op, operand0=operand0)  # <-
-        return _out(d)
+        return to_hbm(d)
 
     return kernel
 
@@ -175,13 +157,13 @@ def test_unary_bitvec_op0_refuses_an_operand0():
 def _bitvec_engine_kernel(which, engine):
     @jit
     def kernel(x):
-        t = _load(x)
+        t = sbuf_load(x)
         d = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
         if which == "tensor_scalar":
             nisa.tensor_scalar(dst=d, data=t, op0=nl.bitwise_and, operand0=6, op1=nl.left_shift, operand1=1, engine=engine)
         else:
             nisa.tensor_tensor(dst=d, data1=t, data2=t, op=nl.bitwise_xor, engine=engine)
-        return _out(d)
+        return to_hbm(d)
 
     return kernel
 
@@ -215,14 +197,14 @@ def test_bitvec_op_with_the_default_engine_does_not_warn():
 def _ts_engine_kernel(op0, operand_dtype, engine):
     @jit
     def kernel(x):
-        t = _load(x)
+        t = sbuf_load(x)
         d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
         operand = None if op0 is nl.rsqrt else 2.0
         if operand_dtype is not None:
             operand = nl.ndarray((x.shape[0], 1), dtype=operand_dtype, buffer=nl.sbuf)
             nisa.memset(dst=operand, value=2)
         nisa.tensor_scalar(dst=d, data=t, op0=op0, operand0=operand, engine=engine)  # <-
-        return _out(d)
+        return to_hbm(d)
 
     return kernel
 
@@ -246,7 +228,7 @@ def _hwdge_kernel(dtype, mode):
         nisa.dma_copy(dst=t, src=x, dge_mode=mode)  # <-
         d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_copy(dst=d, src=t)
-        return _out(d)
+        return to_hbm(d)
 
     return kernel
 
@@ -270,8 +252,8 @@ def test_range_select_defaults_follow_the_newest_page(version):
 
     @jit
     def kernel(x, lo, hi):
-        t = _load(x)
-        b0, b1 = _load(lo), _load(hi)
+        t = sbuf_load(x)
+        b0, b1 = sbuf_load(lo), sbuf_load(hi)
         t2 = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=t2, data=t, op0=nl.subtract, operand0=100.0)
         d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
@@ -279,7 +261,7 @@ def test_range_select_defaults_follow_the_newest_page(version):
         sel = {"comp_op0": nl.greater_equal, "comp_op1": nl.less, "bound0": b0, "bound1": b1, "reduce_res": r}
         nisa.range_select(dst=d, on_true_tile=t, **sel)
         nisa.range_select(dst=d, on_true_tile=t2, **sel)
-        return _out(d), _out(r)
+        return to_hbm(d), to_hbm(r)
 
     x = np.arange(16, dtype=np.float32).reshape(2, 8) - 20
     lo = np.array([[2.0], [0.0]], np.float32)
@@ -296,11 +278,11 @@ def test_range_select_defaults_follow_the_newest_page(version):
 def _tsc_kernel(dtype, imm1=None, cmd=None):
     @jit
     def kernel(x):
-        t = _load(x)
+        t = sbuf_load(x)
         d = nl.ndarray(x.shape, dtype=dtype, buffer=nl.sbuf)
         kw = {} if cmd is None else {"reduce_cmd": cmd}
         nisa.tensor_scalar_cumulative(dst=d, src=t, op0=nl.multiply, op1=nl.add, imm0=2.0, imm1=imm1, **kw)  # <-
-        return _out(d)
+        return to_hbm(d)
 
     return kernel
 
@@ -328,14 +310,14 @@ def test_tensor_scalar_cumulative_imm1_loads_only_with_load_reduce():
 def _select_reduce_kernel(res_dtype):
     @jit
     def kernel(x):
-        t = _load(x)
+        t = sbuf_load(x)
         pr = nl.ndarray(x.shape, dtype=nl.uint8, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=pr, data=t, op0=nl.greater, operand0=0.0)
         d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
         r = nl.ndarray((x.shape[0], 1), dtype=res_dtype, buffer=nl.sbuf)
         cmd = nisa.reduce_cmd.reset_reduce
         nisa.select_reduce(dst=d, predicate=pr, on_true=t, on_false=-3.0, reduce_res=r, reduce_cmd=cmd, reverse_pred=True)  # <-
-        return _out(r)
+        return to_hbm(r)
 
     return kernel
 
@@ -351,12 +333,12 @@ def test_select_reduce_reduce_res_must_be_float():
 def _tsr_kernel(cmd, reduce_init):
     @jit
     def kernel(x):
-        t = _load(x)
+        t = sbuf_load(x)
         d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
         r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
         kw = {"reduce_op": nl.add, "reduce_res": r, "reduce_cmd": cmd, "reduce_init": reduce_init}
         nisa.tensor_scalar_reduce(dst=d, data=t, op0=nl.multiply, operand0=2.0, **kw)  # <-
-        return _out(r)
+        return to_hbm(r)
 
     return kernel
 
@@ -383,7 +365,7 @@ def test_tensor_scalar_reduce_load_reduce_seeds_the_sum():
 def _act2_kernel(op0=nl.multiply, op1=nl.add, reverse0=False, reduce_op=None, imm_dtypes=None):
     @jit
     def kernel(x):
-        t = _load(x)
+        t = sbuf_load(x)
         d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
         r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
         imm0, imm1 = 2.0, 1.0
@@ -395,7 +377,7 @@ def _act2_kernel(op0=nl.multiply, op1=nl.add, reverse0=False, reduce_op=None, im
         cmd = nisa.reduce_cmd.reset_reduce if reduce_op is not None else nisa.reduce_cmd.idle
         kw = {"reduce_op": reduce_op, "reduce_res": r if reduce_op is not None else None, "reduce_cmd": cmd}
         nisa.activate2(dst=d, op=nl.copy, data=t, imm0=imm0, imm1=imm1, op0=op0, op1=op1, reverse0=reverse0, **kw)  # <-
-        return _out(r) if reduce_op is not None else _out(d)
+        return to_hbm(r) if reduce_op is not None else to_hbm(d)
 
     return kernel
 
@@ -440,7 +422,7 @@ def test_activate2_tensor_immediates_share_a_dtype():
 def _transpose_kernel(moving_cols, identity=True):
     @jit
     def kernel(x):
-        s = _load(x)
+        s = sbuf_load(x)
         k = x.shape[0]
         mv = nl.ndarray((k, moving_cols), dtype=nl.float32, buffer=nl.sbuf)
         if identity:
@@ -452,7 +434,7 @@ def _transpose_kernel(moving_cols, identity=True):
         nisa.nc_matmul(dst=p, stationary=s, moving=mv, is_transpose=True)  # <-
         o = nl.ndarray(p.shape, dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_copy(dst=o, src=p)
-        return _out(o)
+        return to_hbm(o)
 
     return kernel
 
@@ -479,7 +461,7 @@ def _dma_kernel(**kw):
     def kernel(x):
         t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=x, **kw)  # <-
-        return _out(t)
+        return to_hbm(t)
 
     return kernel
 
@@ -525,7 +507,7 @@ def _dma_transpose_kernel(**kw):
     def kernel(x):
         d = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.sbuf)
         nisa.dma_transpose(dst=d, src=x, **kw)  # <-
-        return _out(d)
+        return to_hbm(d)
 
     return kernel
 

@@ -13,19 +13,9 @@ from nkidev.emulator import isa as nisa
 from nkidev.emulator import language as nl
 from nkidev.emulator.jit import jit
 
+from .helpers import sbuf_load, to_hbm
+
 BIG = np.array([[2**24 + 1, 2**30 + 3, -5, 7]], np.int32)
-
-
-def _load(x):
-    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=x)
-    return t
-
-
-def _out(t):
-    o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=o, src=t)
-    return o
 
 
 def _sim(kernel, *args):
@@ -38,10 +28,10 @@ def test_tensor_tensor_int32_default_engine_is_exact_and_vector_goes_through_fp3
     def make(engine):
         @jit
         def kernel(x):
-            t = _load(x)
+            t = sbuf_load(x)
             d = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
             nisa.tensor_tensor(dst=d, data1=t, data2=t, op=nl.add, engine=engine)
-            return _out(d)
+            return to_hbm(d)
 
         return kernel
 
@@ -57,10 +47,10 @@ def test_tensor_scalar_int32_computes_in_fp32():
     # the results are cast to dst.dtype
     @jit
     def kernel(x):
-        t = _load(x)
+        t = sbuf_load(x)
         d = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=d, data=t, op0=nl.add, operand0=1.0)
-        return _out(d)
+        return to_hbm(d)
 
     expect = (BIG.astype(np.float32) + np.float32(1)).astype(np.float64)
     np.testing.assert_array_equal(_sim(kernel, BIG), expect)
@@ -77,8 +67,8 @@ def test_int32_to_uint32_conversion_goes_through_fp32(how):
         if how == "dma":
             nisa.dma_copy(dst=d, src=x)
         else:
-            nisa.tensor_copy(dst=d, src=_load(x))
-        return _out(d)
+            nisa.tensor_copy(dst=d, src=sbuf_load(x))
+        return to_hbm(d)
 
     x = np.array([[2**24 + 1, 2**31 - 1, -5, 7, 2**24 + 3]], np.int32)
     np.testing.assert_array_equal(_sim(kernel, x), [[2**24, 2**31, 0, 7, 2**24 + 4]])
@@ -87,12 +77,12 @@ def test_int32_to_uint32_conversion_goes_through_fp32(how):
 def test_fp32_to_int_rounds_half_to_even_and_saturates():
     @jit
     def kernel(x):
-        t = _load(x)
+        t = sbuf_load(x)
         d32 = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
         nisa.tensor_copy(dst=d32, src=t)
         d8 = nl.ndarray(x.shape, dtype=nl.int8, buffer=nl.sbuf)
         nisa.activation(dst=d8, op=nl.copy, data=t)
-        return _out(d32), _out(d8)
+        return to_hbm(d32), to_hbm(d8)
 
     x = np.array([[2.5, 3.5, -2.5, 0.5, 1e10, -1e10, np.nan, 127.5, -128.5, 300.0]], np.float32)
     got32, got8 = nkidev.simulate(kernel, target="trn2")(x)

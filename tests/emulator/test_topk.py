@@ -9,8 +9,6 @@ was a false err_shape_mismatch."""
 
 from __future__ import annotations
 
-import inspect
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -20,6 +18,8 @@ from nkidev.emulator import isa as nisa
 from nkidev.emulator import language as nl
 from nkidev.emulator.jit import jit
 from nkidev.errors import NkiError
+
+from .helpers import marked_line
 
 SENTINEL = -7.0
 
@@ -35,9 +35,9 @@ def _topk_kernel(n: int, k: int, sorted_: bool | None = None, src_dtype=nl.bfloa
         nisa.memset(dst=val, value=SENTINEL)  # the slots topk does not write keep this
         nisa.memset(dst=idx, value=99999)
         if sorted_ is None:
-            nisa.topk(val_dst=val, idx_dst=idx, src=src, n=n)  # <-
+            nisa.topk(val_dst=val, idx_dst=idx, src=src, n=n)  # <- topk
         else:
-            nisa.topk(val_dst=val, idx_dst=idx, src=src, n=n, sorted=sorted_)  # <-
+            nisa.topk(val_dst=val, idx_dst=idx, src=src, n=n, sorted=sorted_)  # <- topk sorted
         v = nl.ndarray((p, k), dtype=nl.bfloat16, buffer=nl.shared_hbm)
         i = nl.ndarray((p, k), dtype=idx_dtype, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=v, src=val)
@@ -45,12 +45,6 @@ def _topk_kernel(n: int, k: int, sorted_: bool | None = None, src_dtype=nl.bfloa
         return v, i
 
     return kernel
-
-
-def _marked_line(kernel, sorted_) -> int:
-    lines, start = inspect.getsourcelines(getattr(kernel, "fn", kernel))
-    hits = [start + i for i, text in enumerate(lines) if text.rstrip().endswith("# <-")]
-    return hits[0] if sorted_ is None else hits[1]
 
 
 def _expected(x: np.ndarray, n: int, k: int, descending: bool):
@@ -110,7 +104,7 @@ def test_sorted_is_new_in_nki_07():
     with pytest.raises(NkiError) as info:
         nkidev.simulate(kernel, target="trn2", nki_version="0.6")(_inputs(16, 3))
     assert info.value.name == "err_requires_nki_version"
-    assert info.value.lineno == _marked_line(kernel, True)
+    assert info.value.lineno == marked_line(kernel, "# <- topk sorted")
 
 
 @pytest.mark.parametrize(
@@ -129,7 +123,7 @@ def test_outside_the_pages_limits_is_a_named_error_at_the_call(p, src_x, n, k, c
     with pytest.raises(NkiError) as info:
         nkidev.simulate(kernel, target="trn2")(_inputs(p, src_x))
     assert info.value.name == code
-    assert info.value.lineno == _marked_line(kernel, None)
+    assert info.value.lineno == marked_line(kernel, "# <- topk")
 
 
 def test_cost_is_the_pages_estimate_4n_plus_k():
