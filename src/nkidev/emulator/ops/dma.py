@@ -30,11 +30,16 @@ def _count_equal(x: str, y: str):
     return R.custom("err_element_count_mismatch", f"{x} and {y} hold the same number of elements", check)
 
 
+def _dge_mode(a) -> str:
+    """The call's dge_mode by name ("unknown" when not given)."""
+    return getattr(getattr(a, "dge_mode", None), "name", "unknown")
+
+
 def _dma_options(a, ctx, engine):
     # the dma_copy page's parameters (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.dma_copy.html):
     # engine is nki.isa.engine.sync or .scalar, the HWDGE descriptor generator, only valid with dge_mode=hwdge;
     # priority is a QoS level 0-3 (NeuronCore-v4+ only)
-    mode = getattr(getattr(a, "dge_mode", None), "name", "unknown")
+    mode = _dge_mode(a)
     eng = getattr(a.engine, "name", a.engine)
     if eng not in (None, "unknown"):
         if eng not in ("sync", "scalar"):
@@ -55,7 +60,7 @@ def _dma_transpose_modes(a, ctx, engine):
     # the dma_transpose page (v2.32.0): a direct transpose takes dge_mode unknown or hwdge, an indirect one (src
     # gathered through .ap(vector_offset=...)) unknown or swdge; oob_mode=skip only with an indirect src;
     # priority is 0-3. dge_mode=none, swdge on a direct src and oob_mode=skip there were accepted and ignored.
-    mode = getattr(getattr(a, "dge_mode", None), "name", "unknown")
+    mode = _dge_mode(a)
     indirect = a.src.dyn is not None and a.src.dyn.mode == "vector"
     allowed = ("unknown", "swdge") if indirect else ("unknown", "hwdge")
     if mode not in allowed:
@@ -70,7 +75,7 @@ def _dma_transpose_modes(a, ctx, engine):
 
 
 def _hwdge(a, ctx, engine):
-    mode = getattr(getattr(a, "dge_mode", None), "name", "unknown")
+    mode = _dge_mode(a)
     if mode == "hwdge":
         if not ctx.target.features.hwdge:
             return f"dge_mode=hwdge is not available on {ctx.target.name}", "use dge_mode=nisa.dge_mode.unknown"
@@ -81,7 +86,7 @@ def _hwdge(a, ctx, engine):
 
 
 def _dma_attrs(a) -> dict:
-    mode = getattr(getattr(a, "dge_mode", None), "name", "unknown")
+    mode = _dge_mode(a)
     if isinstance(a.src, NkiTensor) and (a.src.dyn is not None or a.dst.dyn is not None):
         mode = "swdge" if mode == "unknown" else mode
     trigger = getattr(getattr(a, "engine", None), "name", "unknown")

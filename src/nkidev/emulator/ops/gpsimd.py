@@ -188,16 +188,9 @@ TOPK_GROUP = 16
 
 
 def _topk_check(a, ctx, engine):
-    p, k, n = partitions(a.src), free_size(a.val_dst), a.n
+    p, k, n = partitions(a.src), free_size(a.val_dst), a.n  # n: an int in range (R.int_arg below runs first)
     if p % TOPK_GROUP:
         return f"src has {p} partitions; topk works on groups of 16", "use a partition count that is a multiple of 16"
-    if not isinstance(n, int | np.integer) or isinstance(n, bool) or not 8 <= n < 65536:
-        return f"n={n!r} must be an int in [8, 65535]", "pass the number of active elements of one 16-partition snake"
-    if n > TOPK_GROUP * free_size(a.src):
-        return (
-            f"n={n} elements do not fit a snake of 16 x {free_size(a.src)} (src {a.src.shape})",
-            f"give src at least ceil(n / 16) = {-(-n // TOPK_GROUP)} elements per partition",
-        )
     if free_size(a.idx_dst) != k:
         return f"idx_dst {a.idx_dst.shape} and val_dst {a.val_dst.shape} must have the same free size (k)", None
     if not 1 <= k < 32768 or k > n:
@@ -224,7 +217,9 @@ TOPK = declare(
         R.dtype_in("val_dst", ("bfloat16",)),
         R.dtype_in("idx_dst", ("uint32",)),
         R.same_partitions("val_dst", "idx_dst", "src"),
-        R.custom("err_invalid_argument", "groups of 16 partitions; 8 <= n < 65536 fits src; 1 <= k <= n", _topk_check),
+        # n: the active elements of one snake, which must fit src's 16 partitions
+        R.int_arg("n", 8, lambda a: min(65535, TOPK_GROUP * free_size(a.src)), "65535 and 16 x src's free size"),
+        R.custom("err_invalid_argument", "groups of 16 partitions; 1 <= k <= n", _topk_check),
     ),
     attrs=lambda a: {"n": int(a.n), "k": free_size(a.val_dst)},
     kind="compute",
@@ -236,9 +231,9 @@ TOPK = declare(
 def _topk(a, ctx, engine):
     p, n, k = partitions(a.src), int(a.n), free_size(a.val_dst)
     groups = p // TOPK_GROUP
-    x = rows(a.src).reshape(groups, TOPK_GROUP, -1)
-    snake = x.transpose(0, 2, 1).reshape(groups, -1)[:, :n]  # snake[g, i] = src[16g + i % 16, i // 16]
-    top = np.argsort(-snake, axis=1, kind="stable")[:, :k]  # descending; equal values keep index order
+    # snake[g, i] = src[16g + i % 16, i // 16], in src's own (bf16) storage: val_dst takes the same bits
+    snake = np.asarray(raw(a.src)).reshape(groups, TOPK_GROUP, -1).transpose(0, 2, 1).reshape(groups, -1)[:, :n]
+    top = np.argsort(-snake.astype(np.float32), axis=1, kind="stable")[:, :k]  # descending; equal values keep index order
     if not a.sorted:
         top = top[:, ::-1]
     vals = np.array(np.asarray(raw(a.val_dst)).reshape(p, -1))
@@ -246,8 +241,7 @@ def _topk(a, ctx, engine):
     j = np.arange(k)
     rows_of = np.arange(groups)[:, None] * TOPK_GROUP + j % TOPK_GROUP
     cols_of = np.broadcast_to(j // TOPK_GROUP, rows_of.shape)
-    src_raw = np.asarray(raw(a.src)).reshape(groups, TOPK_GROUP, -1).transpose(0, 2, 1).reshape(groups, -1)
-    vals[rows_of, cols_of] = np.take_along_axis(src_raw, top, axis=1)  # bf16 in, bf16 out: the bits are kept
+    vals[rows_of, cols_of] = np.take_along_axis(snake, top, axis=1)
     idx[rows_of, cols_of] = top
     store_raw(a.val_dst, vals)
     store_raw(a.idx_dst, idx.astype(a.idx_dst.dtype.storage))
