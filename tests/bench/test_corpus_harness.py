@@ -115,6 +115,25 @@ def test_a_crashed_worker_is_the_tests_own_oversized_inputs_only_for_the_measure
     assert cause("test_cross_entropy_backward", "B-1_T-4096_V-202408", crash) == "harness_worker_oom"
 
 
+def test_a_memory_error_in_the_tests_own_input_generator_is_the_memory_cap_not_nkidev():
+    from causes import classify
+
+    def cause(msg: str) -> str:
+        return classify(
+            {"id": "integration.nkilib.core.moe.moe_tkg.test_moe_tkg.T::test_moe_tkg_bfloat16[vnc-2]", "status": "ERROR", "message": msg}
+        )
+
+    head = "numpy._core._exceptions._ArrayMemoryError: Unable to allocate 6.00 GiB for an array with shape (128, 3072, 2, 1024)\n"
+    in_test_code = head + "E   MemoryError\n\ntest/integration/nkilib/core/moe/moe_tkg/test_moe_tkg_utils.py:142: MemoryError"
+    via_generator = (
+        head + "test/integration/nkilib/core/moe/moe_tkg/test_moe_tkg_utils.py:142: in default_tensor_generator\n"
+        "    return rng.normal(size=inp.shape)\nnumpy/random/_common.pyx:654: MemoryError"
+    )
+    assert cause(in_test_code) == cause(via_generator) == "test_inputs_over_memory_cap"
+    # the same allocation failure inside nkidev stays unexplained
+    assert cause(head + "src/nkidev/emulator/memory.py:88: MemoryError") == "unclassified"
+
+
 def test_a_pass_whose_test_compared_nothing_is_marked_unvalidated(tmp_path):
     """The plugin records the orchestrator's skipped validation as a junit property; the report calls such passes out."""
     xml = tmp_path / "r.xml"
