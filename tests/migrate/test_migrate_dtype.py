@@ -138,3 +138,56 @@ def test_dtype_expressions_of_different_tensors_are_not_taken_for_the_same_dtype
     assert _same_dtype("a.dtype", "a.dtype")
     assert not _same_dtype("a.dtype", "b.dtype")  # both end in .dtype: were one dtype
     assert not _same_dtype("a.dtype", "nl.bfloat16")
+
+
+def test_nl_arithmetic_with_a_python_float_or_mixed_tiles_keeps_the_legacy_promoted_dtype(tmp_path):
+    # Legacy pages, "NKI Type Promotion" / "Weakly Typed Scalar Type Inference"
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.26.0/general/nki/api/nki.api.shared.html): a Python float
+    # is float32 and the result takes the promotion of both operands. The current nki.language.multiply page
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.language.multiply.html) gives
+    # no default result dtype; the current API here gives the tile's own, so migrate passes the legacy one.
+    path = tmp_path / "legacy_scalar_promotion.py"
+    shutil.copy(FIXTURES / path.name, path)
+    result = migrate_file(path, write=True)
+    assert result.manual == []
+    assert [(r["kernel"], r["status"]) for r in result.validation["kernels"]] == [
+        ("float_scalar_kernel", "identical"),
+        ("mixed_tiles_kernel", "identical"),
+        ("same_dtype_kernel", "identical"),
+    ], result.validation
+    text = path.read_text()
+    assert "    y = nl.multiply(x, 3.0, dtype=nl.float32)\n" in text
+    assert "    z = nl.add(0.1, y, dtype=nl.float32)\n" in text
+    assert "    s = nl.subtract(x, w, dtype=nl.float32)\n" in text
+    # float32 tiles (a float or an int scalar) need no dtype=
+    assert "    y = nl.multiply(x, 3.0)\n" in text
+    assert "    k = nl.maximum(x, 2)\n" in text
+    assert sorted(c["line"] for c in result.changes if c["step"].startswith("dtype=nl.float32: the legacy result")) == [14, 15, 27]
+
+    old, new = load_task(Path(result.backup)), load_task(path)
+    a, b = new.cases()[0]
+    for kernel, expected in (
+        ("float_scalar_kernel", a.astype(np.float32) * np.float32(3.0) + np.float32(0.1)),
+        ("mixed_tiles_kernel", a.astype(np.float32) - b),
+    ):
+        before = old.module.nki.simulate_kernel(old.kernels[kernel], a, b)
+        after = new.module.nki.simulate(new.kernels[kernel])(a, b)
+        assert before.dtype == after.dtype == np.float32, kernel
+        np.testing.assert_array_equal(after, before)
+        np.testing.assert_allclose(after, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_without_the_dtype_the_current_api_keeps_the_tiles_dtype(tmp_path):
+    # what the inserted dtype= is for: the same kernel text, current API, no dtype=, gives a bfloat16 result
+    path = tmp_path / "current_scalar.py"
+    path.write_text(
+        "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n\n@nki.jit\ndef k(a):\n"
+        "    x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)\n    nisa.dma_copy(dst=x, src=a)\n"
+        "    y = nl.multiply(x, 3.0)\n    out = nl.ndarray(y.shape, dtype=y.dtype, buffer=nl.shared_hbm)\n"
+        "    nisa.dma_copy(dst=out, src=y)\n    return out\n"
+    )
+    task = load_task(path)
+    a = (np.arange(128 * 64, dtype=np.float32).reshape(128, 64) / 7).astype(ml_dtypes.bfloat16)
+    got = task.module.nki.simulate(task.kernels["k"])(a)
+    assert got.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(got, (a.astype(np.float32) * 3).astype(ml_dtypes.bfloat16))

@@ -734,6 +734,8 @@ class LegacyToCurrent(Rules):
                     line, f"nl.{name}(..., mask=...)", "mask dropped: the whole tile is computed (masked-off values were undefined)"
                 )
                 updated = without_kwargs(updated, {"mask"})
+            if name in _ARITHMETIC:
+                updated = self._promoted_arithmetic(updated, name, line)
             return self._map_ops(updated)
         if kind == "nki":
             return self._harness_call(updated, name, line)
@@ -754,6 +756,58 @@ class LegacyToCurrent(Rules):
         at = max((i for i, st in enumerate(body) if "import nki" in cst.Module([st]).code), default=-1)
         body.insert(at + 1, stmt("import nki.isa as nisa"))
         return updated.with_changes(body=body)
+
+    def _promoted_arithmetic(self, call: cst.Call, name: str, line: int) -> cst.Call:
+        """`nl.multiply(x, 3.0)` without dtype=: the legacy result has the promotion of both operands' dtypes, a Python
+        float counting as float32 and an int as int32 ("NKI Type Promotion" and "Weakly Typed Scalar Type Inference",
+        https://awsdocs-neuron.readthedocs-hosted.com/en/v2.26.0/general/nki/api/nki.api.shared.html: a float16 tile
+        times 1.2 is float32). The current pages give these ops no default result dtype (nki.language.multiply,
+        https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.language.multiply.html) and
+        the current API here gives the first tile's, so the legacy dtype is passed as dtype= when it can differ: always
+        for a float literal (float32 is the widest float), for an int literal or a second tile when the dtypes are
+        known. Operands of dtypes not known here (two tiles, an int literal) are left as they are."""
+        positional = [a for a in call.args if a.keyword is None]
+        if len(positional) > 2 or kwarg(call, "dtype") is not None:
+            return call
+        operands = [arg_value(call, i, n) for i, n in enumerate(("x", "y"))]
+        if any(v is None for v in operands):
+            return call
+        dtypes = self.dtypes[-1]
+
+        def dtype_of(v) -> tuple[str | None, bool]:  # (dtype name, is a tile)
+            if isinstance(v, cst.Float) or (isinstance(v, cst.UnaryOperation) and isinstance(v.expression, cst.Float)):
+                return "float32", False
+            if literal_int(v) is not None:
+                return "int32", False
+            known = dtypes.get(_base_name(v) or "")
+            key = None if known is None else _dtype_key(known)
+            return (key if key in _NAMED else None), True
+
+        (a, a_tile), (b, b_tile) = dtype_of(operands[0]), dtype_of(operands[1])
+        if not (a_tile or b_tile):
+            return call
+        kept = a if a_tile else b  # the current API's result dtype: the first tile's
+        if a_tile and b_tile:
+            if a is None or b is None:
+                return call
+            legacy = LN.promote(to_nki_dtype(a), to_nki_dtype(b)).name
+        else:
+            scalar = b if a_tile else a
+            if scalar == "float32":
+                legacy = "float32"  # wider than or equal to any tile dtype, float or int
+            elif kept is None:
+                return call
+            else:
+                legacy = LN.promote(to_nki_dtype(kept), to_nki_dtype(scalar)).name
+        if legacy == kept:
+            return call
+        self.notes.changed(
+            line,
+            f"nl.{name}({code(operands[0])}, {code(operands[1])})",
+            f"dtype=nl.{legacy}: the legacy result dtype (the promotion of both operands, a Python float as float32, an int "
+            "as int32); the current API gives the tile's own",
+        )
+        return call.with_changes(args=[*call.args, keyword("dtype", expr(f"nl.{legacy}"))])
 
     def _reduce_last(self, call: cst.Call, name: str, line: int) -> cst.Call:
         """`nl.max(t.ap(pattern=[a, b, c, d]), axis=[1, 3])` -> `nl.max(t.ap(pattern=[a, c, b, d]), axis=[2, 3])`: the
@@ -1653,6 +1707,8 @@ _INTS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64
 
 
 _NAMED = {n for n in _FLOATS | _INTS if n != "bool_"}
+# nl element-wise ops whose legacy result dtype without dtype= is the promotion of both operands'
+_ARITHMETIC = {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "fmod", "mod"}
 
 
 def _dtype_key(text: str) -> str:
