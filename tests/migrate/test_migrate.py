@@ -347,3 +347,39 @@ def test_affine_select_keeps_both_offsets_of_its_predicate_and_reads_a_psum_tile
     np.testing.assert_array_equal(new.module.nki.simulate(new.kernels["sbuf_causal_kernel"])(x), expected)
     transposed = np.concatenate([np.where(64 + p >= t * 128 + f, x[:, t * 128 : t * 128 + 128].T, -9984.0) for t in range(2)], axis=1)
     np.testing.assert_array_equal(new.module.nki.simulate(new.kernels["causal_kernel"])(x), transposed)
+
+
+def test_block_tensors_of_direct_allocators_fold_into_the_free_dims(tmp_path):
+    # the migration guide ("Translate from the NKI 0.1.0 direct allocation API",
+    # https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/migration/index.html) drops the block dims first;
+    # the folded tensor holds every block, as the legacy front end's per-block storage does, so the allocator goes
+    path = tmp_path / "legacy_direct_alloc.py"
+    shutil.copy(FIXTURES / path.name, path)
+    result = migrate_file(path, write=True)
+    assert result.manual == []
+    assert [(r["kernel"], r["status"]) for r in result.validation["kernels"]] == [
+        ("rotate_kernel", "identical"),
+        ("full_name_kernel", "identical"),
+        ("closure_kernel", "identical"),
+    ], result.validation
+    text = path.read_text()
+    assert "    acc = nl.ndarray((128, 8, 128), dtype=nl.float32, buffer=nl.psum)\n" in text
+    assert "    res = nl.ndarray((128, 8, 128), dtype=nl.float32, buffer=nl.sbuf)\n" in text
+    assert "    acc = nl.ndarray((128, 2, 128), dtype=nl.float32, buffer=nl.psum)\n" in text
+    assert "mod_alloc" not in text and "compiler" not in text  # the aliases went with their last use
+    assert "def bank_of(idx, pdim_size, fdim_size):" in text  # a plain function stays
+    assert sorted(c["line"] for c in result.changes if c["step"].startswith("buffer=nl.")) == [23, 24, 38, 50]
+    # the nested function reads the enclosing kernel's folded tensors: its accesses fold too; a parameter of the
+    # same name is its own
+    assert "        nisa.nc_matmul(dst=acc[:, i], stationary=x[:, nl.ds(i * 128, 128)], moving=eye)\n" in text
+    assert "        res[:, i] = nl.add(acc[:, i], 1.0, dtype=nl.float32)\n" in text  # acc's dtype is not known in step
+    assert "    def shadow(res):\n        return res[0:128, 0:128]\n" in text
+    assert "src=shadow(res[:, i])" in text
+
+    old, new = load_task(Path(result.backup)), load_task(path)
+    a, ident = new.cases()[0]
+    before = old.module.nki.simulate_kernel(old.kernels["rotate_kernel"], a, ident)
+    after = new.module.nki.simulate(new.kernels["rotate_kernel"])(a, ident)
+    np.testing.assert_array_equal(after, before)
+    blocks = [a[:, i * 128 : (i + 1) * 128].T * 2 for i in range(8)]  # stationary.T @ identity
+    np.testing.assert_allclose(after, np.concatenate(blocks[::-1], axis=1), rtol=1e-5, atol=1e-5)

@@ -9,7 +9,11 @@ them; or allocate one (P, F) tile inside the loop over blocks, which is cheaper 
 block lives within one iteration. This module does the first, always-exact one, and only when every use of the
 tensor is an access whose leading subscripts are plain block numbers (ints, loop variables): a tensor returned, or
 indexed on its block dims by a slice or an index expression stays a manual step. Its shape read by a literal dim
-(`t.shape[1]`) or unpacked into one name per dim (`nb, p, f = t.shape`) follows the dims.
+(`t.shape[1]`) or unpacked into one name per dim (`nb, p, f = t.shape`) follows the dims. A nested function that
+reads the tensor (a closure, with no parameter of that name) accesses it folded too. A tensor a legacy direct
+allocator placed (`buffer=nki.compiler.psum.mod_alloc(...)`) folds the same way: the legacy front end gives each
+block storage of its own, as the folded tensor does (the allocator goes; its placement, blocks sharing memory, is
+not kept).
 
 A tensor passed whole to a helper function of the same file folds with the helper's parameter (scan_module): the
 parameter is folded in the helper's body too, which is exact when every call of the helper passes, at that
@@ -212,18 +216,28 @@ def scan(
         def __init__(self_):  # noqa: N805
             super().__init__()
             self_.depth = 0  # inside a nested function or lambda
+            self_.shadowed: list[set[str]] = []  # the parameters of each enclosing nested function
 
         def visit_FunctionDef(self_, n) -> None:  # noqa: N805
             self_.depth += 1
+            self_.shadowed.append(param_names(n.params))
 
         def leave_FunctionDef(self_, n) -> None:  # noqa: N805
             self_.depth -= 1
+            self_.shadowed.pop()
 
         def visit_Lambda(self_, n) -> None:  # noqa: N805
             self_.depth += 1
+            self_.shadowed.append(param_names(n.params))
 
         def leave_Lambda(self_, n) -> None:  # noqa: N805
             self_.depth -= 1
+            self_.shadowed.pop()
+
+        def closure(self_, name: str) -> bool:  # noqa: N805
+            """A nested function reads the enclosing function's tensor (no parameter of its own by that name; one
+            assigned in it is a problem already, as a second assignment): the fold applies in its body too."""
+            return not any(name in names for names in self_.shadowed)
 
         def visit_AssignTarget(self_, n: cst.AssignTarget) -> None:  # noqa: N805
             if isinstance(n.target, cst.Name):
@@ -263,19 +277,19 @@ def scan(
         def visit_Subscript(self_, n: cst.Subscript) -> None:  # noqa: N805
             if folded_shape_index(n, candidates) is not None:
                 ok.add(id(n.value.value))  # `t.shape[1]`: the index moved with the dims
-            if isinstance(n.value, cst.Name) and n.value.value in candidates:
+            if isinstance(n.value, cst.Name) and n.value.value in candidates and self_.closure(n.value.value):
                 why = _block_access_problem(n, candidates[n.value.value].blocks, index_names, is_index_call)
-                if why is None and self_.depth == 0:
+                if why is None:
                     ok.add(id(n.value))
                 elif n.value.value not in problems:
-                    problems[n.value.value] = (line_of(n), why or "it is used inside a nested function")
+                    problems[n.value.value] = (line_of(n), why)
 
         def visit_Attribute(self_, n: cst.Attribute) -> None:  # noqa: N805
             if isinstance(n.value, cst.Name) and n.value.value in candidates and n.attr.value == "dtype":
                 ok.add(id(n.value))  # the dtype is the same folded
 
         def visit_Name(self_, n: cst.Name) -> None:  # noqa: N805
-            if n.value in candidates and id(n) not in ok and n.value not in problems:
+            if n.value in candidates and id(n) not in ok and n.value not in problems and self_.closure(n.value):
                 problems[n.value] = (line_of(n), f"{n.value} is used whole here (not as one block)")
 
     fn.body.visit(Uses())
@@ -521,6 +535,14 @@ def _index_names(fn: cst.FunctionDef, is_index_call) -> set[str]:
         if grown <= names:
             return names
         names |= grown
+
+
+def param_names(params: cst.Parameters) -> set[str]:
+    found = {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            found.add(star.name.value)
+    return found
 
 
 def _names(t) -> list[str]:

@@ -16,6 +16,7 @@ the manual step.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import operator
 from dataclasses import dataclass, field
@@ -209,6 +210,7 @@ class LegacyToCurrent(Rules):
         self.module_blocks: dict[int, blocks.Blocked] = {}  # id(FunctionDef) -> its block tensors (blocks.scan_module)
         self.index_origins: dict[int, tuple[int, cst.Attribute]] = {}  # id(arange / mgrid attribute) -> (original line, it)
         self.hbm_access: set[int] = set()  # ids of the subscripts a legacy load reads / store writes (HBM tensors)
+        self.allocators: dict[str, str] = {}  # module-level names of legacy direct allocators -> "sbuf" / "psum"
         self.masked_access: set[int] = set()  # those of masked loads / stores
 
     @property
@@ -278,6 +280,12 @@ class LegacyToCurrent(Rules):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.module_names = _all_names(node)
+        for st in node.body:  # sb_mod = nki.compiler.sbuf.mod_alloc
+            for small in st.body if isinstance(st, cst.SimpleStatementLine) else ():
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                    region = _allocator_region(code(small.value))
+                    if region is not None:
+                        self.allocators[small.targets[0].target.value] = region
         self.taken = set(self.module_names)
         self.module_blocks = blocks.scan_module(
             node, self._is_block_allocation, self._is_par_dim, self._is_index_call, self.line, self._is_subkernel_decorator
@@ -292,6 +300,9 @@ class LegacyToCurrent(Rules):
         scan = self.module_blocks.get(id(node))
         if scan is None:  # not seen by scan_module (cannot happen: it scans every function)
             scan = blocks.scan(node, self._is_block_allocation, self._is_par_dim, self._is_index_call, self.line)
+        if len(self.block_scans) > 1:  # a nested function: the enclosing one's folded tensors it reads fold here too
+            outer = {n: t for n, t in self.block_scans[-1].fold.items() if n not in blocks.param_names(node.params)}
+            scan = dataclasses.replace(scan, fold={**outer, **scan.fold})
         self.block_scans.append(scan)
         self.filled.append(_filled_allocations(node, lambda call: self._target(call.func)))
         self.dtypes.append(_allocated_dtypes(node, lambda call: self._target(call.func)))
@@ -315,8 +326,17 @@ class LegacyToCurrent(Rules):
         """An on-chip allocation whose shape can hold block dims (HBM tensors have no partition dim to move)."""
         kind, name = self._target(call.func)
         buffer = kwarg(call, "buffer")
-        on_chip = buffer is None or code(buffer.value).endswith(("sbuf", "psum"))
+        on_chip = buffer is None or code(buffer.value).endswith(("sbuf", "psum")) or self._direct_allocator(buffer.value) is not None
         return kind == "language" and name in ("ndarray", "zeros", "ones", "full") and on_chip
+
+    def _direct_allocator(self, buffer: cst.BaseExpression) -> str | None:
+        """ "sbuf" / "psum" for a legacy direct allocator as a buffer (ncc.sbuf.mod_alloc(base_addr=..., num_free_tiles=...),
+        nki.compiler.psum.alloc(func), or a module-level name bound to one), else None."""
+        if not isinstance(buffer, cst.Call):
+            return None
+        if isinstance(buffer.func, cst.Name):
+            return self.allocators.get(buffer.func.value)
+        return _allocator_region(code(buffer.func))
 
     def _unblock(self, node):
         """A subscript of a folded block tensor with its block numbers moved behind the partition dim (and a read
@@ -512,7 +532,8 @@ class LegacyToCurrent(Rules):
                 continue
             target, value = s.targets[0].target, s.value
             buffer = kwarg(value, "buffer") if isinstance(value, cst.Call) else None
-            if isinstance(target, cst.Name) and buffer is not None and code(buffer.value).endswith("psum"):
+            psum = buffer is not None and (code(buffer.value).endswith("psum") or self._direct_allocator(buffer.value) == "psum")
+            if isinstance(target, cst.Name) and psum:
                 self.psum_names.add(target.value)
             var = derived_var(value, self.scope, lambda c: self._is(c, "language", "arange"))
             chosen = self._chosen_var(target, value) if var is None else None
@@ -703,6 +724,19 @@ class LegacyToCurrent(Rules):
                     "(all blocks live at once; allocating one (P, F) tile inside the loop over blocks needs less memory)",
                 )
                 updated = folded
+                buffer = kwarg(updated, "buffer")
+                region = None if buffer is None else self._direct_allocator(buffer.value)
+                if region is not None:
+                    # the legacy front end gives every block storage of its own, as the folded tensor does
+                    self.notes.changed(
+                        line,
+                        f"buffer={code(buffer.value)}",
+                        f"buffer=nl.{region}: the folded tensor holds every block at once, so the allocator's placement of "
+                        "each block goes (the migration guide's list of tiles at computed addresses would keep it)",
+                    )
+                    updated = updated.with_changes(
+                        args=[keyword("buffer", expr(f"nl.{region}")) if a is buffer else a for a in updated.args]
+                    )
             elif name in ("ndarray", "zeros", "ones", "full", "empty_like", "zeros_like") and updated.args:
                 shape = updated.args[0].value
                 if (
@@ -747,6 +781,7 @@ class LegacyToCurrent(Rules):
 
     def leave_Module(self, original: cst.Module, updated: cst.Module):
         """Rewritten ISA calls need `nisa`: import nki.isa when the file does not."""
+        updated = self._without_unused_allocators(updated)
         text = updated.code
         # the rewrites write `nisa.`: the isa module bound under another name (`import neuronxcc.nki.isa as ni`) is not it
         has_isa = self.modules.get("nisa") == "isa" or "import nki.isa as nisa" in text
@@ -808,6 +843,30 @@ class LegacyToCurrent(Rules):
             "as int32); the current API gives the tile's own",
         )
         return call.with_changes(args=[*call.args, keyword("dtype", expr(f"nl.{legacy}"))])
+
+    def _without_unused_allocators(self, module: cst.Module) -> cst.Module:
+        """`sb_mod = nki.compiler.sbuf.mod_alloc` goes once no allocation uses sb_mod (nki.compiler has no sbuf now)."""
+        if not self.allocators:
+            return module
+        used = set()
+
+        class Uses(cst.CSTVisitor):
+            def visit_Name(self_, n: cst.Name) -> None:  # noqa: N805
+                used.add(n.value)
+
+        body = []
+        for st in module.body:
+            single = isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Assign)
+            target = st.body[0].targets[0].target if single and len(st.body[0].targets) == 1 else None
+            if not (isinstance(target, cst.Name) and target.value in self.allocators):
+                st.visit(Uses())
+        for st in module.body:
+            single = isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Assign)
+            target = st.body[0].targets[0].target if single and len(st.body[0].targets) == 1 else None
+            if isinstance(target, cst.Name) and target.value in self.allocators and target.value not in used:
+                continue
+            body.append(st)
+        return module.with_changes(body=body)
 
     def _reduce_last(self, call: cst.Call, name: str, line: int) -> cst.Call:
         """`nl.max(t.ap(pattern=[a, b, c, d]), axis=[1, 3])` -> `nl.max(t.ap(pattern=[a, c, b, d]), axis=[2, 3])`: the
@@ -1707,6 +1766,16 @@ _INTS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64
 
 
 _NAMED = {n for n in _FLOATS | _INTS if n != "bool_"}
+
+
+def _allocator_region(text: str) -> str | None:
+    """The memory of a legacy direct allocator named by `text` (`nki.compiler.sbuf.mod_alloc`, `ncc.psum.alloc`)."""
+    parts = text.replace(" ", "").split(".")
+    if len(parts) >= 2 and parts[-1] in ("mod_alloc", "alloc", "auto_alloc") and parts[-2] in ("sbuf", "psum"):
+        return parts[-2]
+    return None
+
+
 # nl element-wise ops whose legacy result dtype without dtype= is the promotion of both operands'
 _ARITHMETIC = {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "fmod", "mod"}
 
