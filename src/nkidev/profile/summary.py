@@ -70,6 +70,23 @@ def _num(table, name: str) -> np.ndarray:
     return np.nan_to_num(out, copy=False)
 
 
+def _byte_sums(table, names: tuple[str, ...]) -> dict[str, int]:
+    """`int(_num(table, name).sum())` of byte-count columns, and (key "positive:NAME") how many rows of each are
+    > 0, in one pass that builds a LazyTable's chunk once for all of them, not once per column. Byte counts are
+    integers: every partial sum is exact in float64, so the chunked sums are the whole column's sum."""
+    out = dict.fromkeys([*names, *(f"positive:{n}" for n in names)], 0)
+    if isinstance(table, pa.Table):
+        parts = ({n: chunk} for n in names for chunk in _pieces(table, n))
+    else:
+        parts = table.parts(names)
+    for part in parts:
+        for n, chunk in part.items():
+            v = np.nan_to_num(_numbers(chunk), copy=False)
+            out[n] += int(v.sum())
+            out[f"positive:{n}"] += int((v > 0).sum())
+    return out
+
+
 def _pct(part: float, whole: float) -> float:
     return 100.0 * part / whole if whole > 0 else 0.0
 
@@ -102,7 +119,8 @@ def summary_table(tables: dict[str, pa.Table], hw: Target, total: float) -> pa.T
     raw, adjusted = _num(ins, "raw_flops"), _num(ins, "adjusted_flops")
     hw_flops, hw_adj = raw[matmul].sum(), adjusted[matmul].sum()
     tr_flops, tr_adj = raw[transpose].sum(), adjusted[transpose].sum()
-    hbm_read, hbm_write = _num(ins, "hbm_read_bytes").sum(), _num(ins, "hbm_write_bytes").sum()
+    sums = _byte_sums(ins, _SUMMED)
+    hbm_read, hbm_write = float(sums["hbm_read_bytes"]), float(sums["hbm_write_bytes"])
     peak = hw.tensor_engine.peak_flops
     bw = hw.dma.ddr_bandwidth_bytes_per_s
     types, sizes = _Strings(info, "type"), _num(info, "size")
@@ -126,8 +144,8 @@ def summary_table(tables: dict[str, pa.Table], hw: Target, total: float) -> pa.T
         "weight_size_bytes": 0,
         "hbm_read_bytes": int(hbm_read),
         "hbm_write_bytes": int(hbm_write),
-        "spill_save_bytes": int(_num(ins, "spill_save_bytes").sum()),
-        "spill_reload_bytes": int(_num(ins, "spill_reload_bytes").sum()),
+        "spill_save_bytes": sums["spill_save_bytes"],
+        "spill_reload_bytes": sums["spill_reload_bytes"],
         "weight_queue_bytes": 0,
         "mbu_estimated_percent": _pct((hbm_read + hbm_write) / bw, seconds),
         "mbu_min_read_util_percent": _pct(inputs / bw, seconds),
@@ -145,8 +163,8 @@ def summary_table(tables: dict[str, pa.Table], hw: Target, total: float) -> pa.T
         "input_queue_bytes",
         "output_queue_bytes",
     ):
-        row[name] = int(_num(ins, name).sum())
-    row["psum_read_sbuf_write_count"] = int((_num(ins, "psum_read_sbuf_write_bytes") > 0).sum())
+        row[name] = sums[name]
+    row["psum_read_sbuf_write_count"] = sums["positive:psum_read_sbuf_write_bytes"]
     activate = opcode.eq("ACTIVATE")
     row["activate_instruction_time"] = dur[activate].sum() / 1e9
     row["activate_instruction_count"] = int(activate.sum())
@@ -169,6 +187,21 @@ def summary_table(tables: dict[str, pa.Table], hw: Target, total: float) -> pa.T
     row["total_active_time_percent"] = _pct(row["total_active_time"], seconds)
     return to_table("Summary", {k: [v] for k, v in row.items()})
 
+
+# Instruction's byte columns that Summary sums (and counts the rows > 0 of)
+_SUMMED = (
+    "hbm_read_bytes",
+    "hbm_write_bytes",
+    "spill_save_bytes",
+    "spill_reload_bytes",
+    "sbuf_read_bytes",
+    "sbuf_write_bytes",
+    "psum_read_bytes",
+    "psum_write_bytes",
+    "psum_read_sbuf_write_bytes",
+    "input_queue_bytes",
+    "output_queue_bytes",
+)
 
 _CC_FIELDS = (
     "cc_op_time",
