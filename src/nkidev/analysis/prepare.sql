@@ -1,5 +1,9 @@
 -- Normalized tables shared by the bounds and the investigations, built from the typed copies
 -- _raw_<Table> (tables.py). Column meanings: [sources: explorer-schema].
+-- Three parts, run in order by tables.prepare: `load`, `pkt` (or `pkt_arrays`, the same table built from the
+-- groups packets.py computed), then `tables`.
+
+-- name: load
 
 -- Engine names differ between producers ('Tensor', 'tensor', 'TensorMatrix', 'Pool'...): one key each.
 CREATE OR REPLACE MACRO engine_key(e) AS CASE
@@ -66,6 +70,8 @@ SELECT start_ts, end_ts, transfer_bytes, queue_name,
        coalesce(queue_type, '') <> 'instruction' AND coalesce(transfer_bytes, 0) > 4 AS kernel
 FROM _raw_DmaPacket
 WHERE start_ts IS NOT NULL AND end_ts IS NOT NULL;
+
+-- name: pkt
 -- The packets aggregated once: one row per (start, end, kernel) with its packet count and bytes. The packets
 -- of one transfer share a start (and in nkidev's profiles an end), and the window, the bounds and the busy
 -- merge need only counts, sums and spans: a 1M-instruction profile's 9.5M packets become 0.6M rows.
@@ -73,6 +79,15 @@ CREATE OR REPLACE TEMP TABLE pkt AS
 SELECT start_ts, end_ts, kernel, count(*) AS packets, sum(transfer_bytes) AS transfer_bytes
 FROM packets
 GROUP BY start_ts, end_ts, kernel;
+
+-- name: pkt_arrays
+-- The same rows, grouped on arrays (packets.py) when the profile's packet columns allow it: _pkt_groups holds
+-- one row per (start_ts, end_ts, kernel); the types are those of the query above (sum(BIGINT) is a HUGEINT).
+CREATE OR REPLACE TEMP TABLE pkt AS
+SELECT start_ts, end_ts, kernel, CAST(packets AS BIGINT) AS packets, CAST(transfer_bytes AS HUGEINT) AS transfer_bytes
+FROM _pkt_groups;
+
+-- name: tables
 -- The HBM side of a transfer: what it read from HBM (read_bytes) when its source is in HBM, what it wrote
 -- (write_bytes) when its destination is; transfer_bytes when a profile lacks those columns. A cast on the DMA
 -- (bf16 in HBM -> fp32 in SBUF) writes more bytes than it reads: the HBM side counts the bf16 bytes.

@@ -97,6 +97,7 @@ class Profile:
     con: duckdb.DuckDBPyConnection
     columns: dict[str, dict[str, str]]  # table -> {column: DuckDB type} as found in the Parquet files
     notes: list[str] = field(default_factory=list)  # how the analysis adapted to what the profile lacks
+    files: dict[str, list[str]] = field(default_factory=dict)  # table -> its Parquet files (the ones DuckDB may read)
 
     def has(self, table: str, *cols: str) -> bool:
         present = self.columns.get(table)
@@ -225,7 +226,7 @@ def open_profile(path: str | Path) -> Profile:
             "pass a neuron-explorer or nkidev profile directory",
         )
     lock_down(con, [f for files in tables.values() for f in files])
-    return Profile(path, con, columns)
+    return Profile(path, con, columns, files=tables)
 
 
 def lock_down(con: duckdb.DuckDBPyConnection, files: list[str]) -> None:
@@ -288,6 +289,17 @@ def prepare(profile: Profile) -> None:
     Engine, opcode, source location and a transfer's tensor are coded at load time as sorted ENUMs (nk_engine,
     nk_opcode, nk_src, nk_variable), so captured and nkidev profiles take the same path and the tables hold
     integers, not text."""
+    from nkidev.analysis.packets import packet_groups
+
     for table in COLUMNS:
         profile.con.execute(f"CREATE OR REPLACE TEMP VIEW _raw_{table} AS {_select(profile, table)}")
-    profile.con.execute(sql_text("prepare.sql"))
+    q = named_queries("prepare.sql")
+    profile.con.execute(q["load"])
+    groups = packet_groups(profile)
+    if groups is None:
+        profile.con.execute(q["pkt"])
+    else:
+        profile.con.register("_pkt_groups", groups)
+        profile.con.execute(q["pkt_arrays"])
+        profile.con.unregister("_pkt_groups")
+    profile.con.execute(q["tables"])
