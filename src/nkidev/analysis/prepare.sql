@@ -1,7 +1,7 @@
 -- Normalized tables shared by the bounds and the investigations, built from the typed copies
 -- _raw_<Table> (tables.py). Column meanings: [sources: explorer-schema].
--- Three parts, run in order by tables.prepare: `load`, `pkt` (or `pkt_arrays`, the same table built from the
--- groups packets.py computed), then `tables`.
+-- Run in order by tables.prepare: `load`, `pkt` (or `pkt_arrays`, the same table built from the groups
+-- packets.py computed), `flow` (its distinct rows become _flow_dma), then `tables`.
 
 -- name: load
 
@@ -87,6 +87,14 @@ CREATE OR REPLACE TEMP TABLE pkt AS
 SELECT start_ts, end_ts, kernel, CAST(packets AS BIGINT) AS packets, CAST(transfer_bytes AS HUGEINT) AS transfer_bytes
 FROM _pkt_groups;
 
+-- name: flow
+-- Instruction -> DMA edges. AWS's analysis code matches 'Instruction' -> 'DmaPacketAggregated'; the schema
+-- reference names the tables 'instruction' -> 'dma_block'. Accept both spellings. An edge without both ids
+-- joins nothing (issued). tables.prepare keeps each distinct (in_id, out_id) once, as _flow_dma.
+SELECT in_id, out_id FROM _raw_Flow
+WHERE lower(in_table) = 'instruction' AND lower(out_table) IN ('dmapacketaggregated', 'dma_block')
+  AND in_id IS NOT NULL AND out_id IS NOT NULL;
+
 -- name: tables
 -- The HBM side of a transfer: what it read from HBM (read_bytes) when its source is in HBM, what it wrote
 -- (write_bytes) when its destination is; transfer_bytes when a profile lacks those columns. A cast on the DMA
@@ -114,14 +122,10 @@ FROM d;
 -- (The narrow Flow -> Instruction join first: joined in one step, DuckDB probes the instructions with the wide
 -- transfer rows and takes twice as long.)
 CREATE OR REPLACE TEMP TABLE issued AS
-WITH flow_dma AS (
-    -- Instruction -> DMA edges. AWS's analysis code matches 'Instruction' -> 'DmaPacketAggregated'; the
-    -- schema reference names the tables 'instruction' -> 'dma_block'. Accept both spellings.
-    SELECT DISTINCT in_id, out_id FROM _raw_Flow
-    WHERE lower(in_table) = 'instruction' AND lower(out_table) IN ('dmapacketaggregated', 'dma_block')
-), issuer AS MATERIALIZED (
+-- _flow_dma (tables.prepare): the distinct Instruction -> DMA edges of the `flow` query, deduplicated on arrays.
+WITH issuer AS MATERIALIZED (
     SELECT f.out_id, i.src, i.hbm_read_bytes > 0 OR i.hbm_write_bytes > 0 AS hbm_instruction
-    FROM flow_dma f JOIN inst i ON i.id = f.in_id
+    FROM _flow_dma f JOIN inst i ON i.id = f.in_id
 )
 SELECT d.id AS out_id, f.out_id IS NOT NULL AS has_issuer, f.src, coalesce(f.hbm_instruction, false) AS hbm_instruction,
        d.start_ts, d.end_ts, d.transfer_bytes, d.variable, d.hbm_read_bytes, d.is_load, d.is_transpose_mode,

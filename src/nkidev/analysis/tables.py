@@ -302,4 +302,13 @@ def prepare(profile: Profile) -> None:
         profile.con.register("_pkt_groups", groups)
         profile.con.execute(q["pkt_arrays"])
         profile.con.unregister("_pkt_groups")
+    # the distinct (in_id, out_id) edges, on arrays (DuckDB's DISTINCT hashes every pair: 0.2 s for 0.6M edges)
+    flow = profile.arrays(q["flow"])
+    a, b = flow["in_id"].astype(np.int64), flow["out_id"].astype(np.int64)
+    o = np.lexsort((b, a))
+    a, b = a[o], b[o]
+    new = np.ones(len(a), dtype=bool)
+    new[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    profile.put("_flow_dma", {"in_id": a[new], "out_id": b[new]})
     profile.con.execute(q["tables"])
+    profile.con.unregister("_flow_dma")
