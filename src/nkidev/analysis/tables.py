@@ -288,7 +288,9 @@ def prepare(profile: Profile) -> None:
     tables the investigations share (prepare.sql): inst, packets (a view), pkt, dpa, issued, tensors, meta, win.
     Engine, opcode, source location and a transfer's tensor are coded at load time as sorted ENUMs (nk_engine,
     nk_opcode, nk_src, nk_variable), so captured and nkidev profiles take the same path and the tables hold
-    integers, not text."""
+    integers, not text. Two groupings run on arrays, where DuckDB's hash aggregates cost the most: the DMA packets
+    (packets.py, read from the profile's own DmaPacket files; prepare.sql's `pkt` query when their columns are
+    not plain int64) and the distinct Instruction -> DMA edges (a sort). The tables are the same either way."""
     from nkidev.analysis.packets import packet_groups
 
     for table in COLUMNS:
