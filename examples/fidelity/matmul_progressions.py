@@ -8,7 +8,8 @@ C[M, N] = lhsT[K, M].T @ rhs[K, N]; tiles of 128 (contraction, partitions) x 128
   matmul_hoisted          the lhsT column loaded once per M tile, outside the N and K loops
   matmul_blocked          BM x BN output tiles share their loaded operand tiles (free dims blocked)
   matmul_blocked_m8       matmul_blocked with BM=8, BN=2
-  matmul_blocked_rows     as matmul_blocked_m8, but each rhs K tile is one DMA of BN*512 columns (wide rows)
+  matmul_blocked_rows     as matmul_blocked_m8, but each K tile is one DMA of a whole block row: BM*128 lhsT
+                          columns and BN*512 rhs columns (the published V2's 128x1024 row loads)
   matmul_fully_optimized  all dims blocked (BM/BN/BK), results accumulated in SBUF with tensor_tensor,
                           each output row block stored once
 
@@ -80,12 +81,21 @@ def _blocked(lhsT, rhs, BM, BN, wide_rows):
     kt = k_dim // TK
     out = nl.ndarray((m_dim, n_dim), dtype=lhsT.dtype, buffer=nl.shared_hbm)
     for mb in nl.affine_range(m_dim // (TM * BM)):
-        a_tiles = [[None] * kt for _ in range(BM)]
-        for bm in range(BM):
-            m0 = (mb * BM + bm) * TM
+        m_block = mb * BM * TM
+        if wide_rows:  # one [TK, BM*TM] DMA per K tile: the block's whole M width
+            a_rows = []
             for ki in nl.affine_range(kt):
-                a_tiles[bm][ki] = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=a_tiles[bm][ki], src=lhsT[ki * TK : (ki + 1) * TK, m0 : m0 + TM])
+                row = nl.ndarray((TK, BM * TM), dtype=lhsT.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=row, src=lhsT[ki * TK : (ki + 1) * TK, m_block : m_block + BM * TM])
+                a_rows.append(row)
+            a_tiles = [[a_rows[ki][0:TK, bm * TM : (bm + 1) * TM] for ki in range(kt)] for bm in range(BM)]
+        else:
+            a_tiles = [[None] * kt for _ in range(BM)]
+            for bm in range(BM):
+                m0 = m_block + bm * TM
+                for ki in nl.affine_range(kt):
+                    a_tiles[bm][ki] = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
+                    nisa.dma_copy(dst=a_tiles[bm][ki], src=lhsT[ki * TK : (ki + 1) * TK, m0 : m0 + TM])
         for nb in nl.affine_range(n_dim // (TN * BN)):
             n_block = nb * BN * TN
             if wide_rows:  # one [TK, BN*TN] DMA per K tile
