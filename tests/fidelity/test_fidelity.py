@@ -63,6 +63,17 @@ def test_published_set_rows_are_strict(tmp_path):
     assert e.value.name == "err_calibration_failed" and "unknown key notes" in e.value.message
 
 
+def test_an_unknown_split_is_named_not_read_as_no_measurements():
+    # a typo in --split used to end as err_calibration_failed "no measurements given" (both fidelity and calibrate)
+    with pytest.raises(NkiUsageError) as e:
+        read([default_set()], split="heldout")
+    assert e.value.name == "err_invalid_argument" and e.value.message == "--split 'heldout'" and "held-out" in e.value.fix
+    proc = subprocess.run(
+        [sys.executable, "-m", "nkidev", "fidelity", "--split", "bogus", "--json"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["name"] == "err_invalid_argument"
+
+
 def test_published_profile_components_are_optional_and_checked(tmp_path):
     v0 = next(r for r in read([default_set()]) if r.label == "trn2 bounds analysis (bf16 4096^3) #1")
     assert v0.profile == {"dma_active_ns": 7906e3, "te_active_ns": 4806e3, "dma_bytes": 1_207_697_408.0, "dma_descriptors": 1_473_920.0}

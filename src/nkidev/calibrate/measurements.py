@@ -213,6 +213,8 @@ def from_published(path: Path, split: str | None = None) -> list[Measurement]:
 def read(paths: list[str | Path], split: str | None = None) -> list[Measurement]:
     """Every measurement of the given profile directories, JSON summaries and published sets (`split`: only
     those rows of a published set), in order."""
+    if split is not None and split not in SPLITS:  # a typo would otherwise read as "no measurements given"
+        raise NkiUsageError("err_invalid_argument", f"--split {split!r}", f"use one of {', '.join(SPLITS)}")
     out: list[Measurement] = []
     for p in map(Path, paths):
         if p.is_dir():
