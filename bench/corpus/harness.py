@@ -127,7 +127,10 @@ def classify_status(msg: str) -> str:
     if "Timeout >" in msg or "pytest-timeout" in msg:
         return "TIMEOUT"
     numeric = re.search(r"COMPARISON: .* FAILED|ValidationException|allclose|Mismatch|not close", msg)
-    if numeric and not re.search(r"InferenceException|Error\b.*err_", msg):
+    # nki-library wraps any exception of its output check in ValidationException, an allocation failure included:
+    # that compared nothing, so it is an error, not a numeric failure
+    out_of_memory = re.search(r"can't allocate memory|Unable to allocate|MemoryError", msg)
+    if numeric and not out_of_memory and not re.search(r"InferenceException|Error\b.*err_", msg):
         return "FAIL-numeric"
     return "ERROR"
 

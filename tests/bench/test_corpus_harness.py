@@ -134,6 +134,24 @@ def test_a_memory_error_in_the_tests_own_input_generator_is_the_memory_cap_not_n
     assert cause(head + "src/nkidev/emulator/memory.py:88: MemoryError") == "unclassified"
 
 
+def test_an_allocation_failure_in_the_tests_output_check_is_an_error_with_its_cause_not_a_numeric_failure():
+    from causes import classify
+
+    # the tail of a real record (ranged_attn under prlimit --as=8G): the traceback shows the orchestrator's rank loop
+    msg = (
+        "                        for rank, path in check_paths:\n    # collectives: one check per rank\n"
+        "E               test.utils.exceptions.ValidationException: [enforce fail at alloc_cpu.cpp:127] err == 0. "
+        "DefaultCPUAllocator: can't allocate memory: you tried to allocate 1849344000 bytes. Error code 12 (Cannot allocate memory)"
+        "\n\ntest/utils/test_orchestrator.py:563: ValidationException"
+    )
+    status = harness.classify_status(msg)
+    assert status == "ERROR"
+    rec = {"id": "test_attention_cte.py::T::test_ranged_attn_cte_sweep_cp_manual[True-False-1]", "status": status, "message": msg}
+    assert classify(rec) == "validation_over_memory_cap"
+    # a real mismatch stays numeric
+    assert harness.classify_status("ValidationException: COMPARISON: out FAILED (max diff 3.0)") == "FAIL-numeric"
+
+
 def test_a_pass_whose_test_compared_nothing_is_marked_unvalidated(tmp_path):
     """The plugin records the orchestrator's skipped validation as a junit property; the report calls such passes out."""
     xml = tmp_path / "r.xml"
