@@ -26,7 +26,7 @@ import libcst as cst
 from nkidev.emulator.dtypes import to_nki_dtype
 from nkidev.legacy import isa as L
 from nkidev.legacy import language as LN
-from nkidev.migrate import blocks
+from nkidev.migrate import blocks, memory
 from nkidev.migrate.common import Notes, Rules, arg_value, code, expr, imports, keyword, kwarg, literal_int, stmt, without_kwargs
 from nkidev.migrate.indexing import (
     IndexVar,
@@ -88,6 +88,9 @@ NUMPY_OPS = {
     L.reciprocal.__name__: L.reciprocal.__name__,  # np.reciprocal -> nl.reciprocal (the ISA op has the same name)
 }
 OP_KWARGS = {"op", "op0", "op1", "reduce_op", "comp_op0", "comp_op1", "dst_rmw_op", "cmp_op"}
+# the legacy reductions double as op specifiers for the element-wise op they reduce with (the legacy front end's
+# nl.max is op "maximum", legacy/language.py); the current ISA ops take only the element-wise ones
+REDUCTION_OPS = {LN.sum.__name__: "add", LN.max.__name__: "maximum", LN.min.__name__: "minimum", LN.prod.__name__: "multiply"}
 
 # legacy ISA ops that return their result: positional parameters, the parameter the result is shaped like
 _RETURNING = (
@@ -212,6 +215,9 @@ class LegacyToCurrent(Rules):
         self.hbm_access: set[int] = set()  # ids of the subscripts a legacy load reads / store writes (HBM tensors)
         self.allocators: dict[str, str] = {}  # module-level names of legacy direct allocators -> "sbuf" / "psum"
         self.masked_access: set[int] = set()  # those of masked loads / stores
+        self.memories: list[memory.Memories | None] = [None]  # per enclosing function: which tiles are PSUM ones
+        self.kernel_names: set[str] = set()  # functions the file passes to nki.jit / baremetal / simulate_kernel
+        self.program: memory.Program | None = None  # the file's functions, for which tiles are PSUM ones (visit_Module)
 
     @property
     def scope(self) -> Scope:
@@ -287,6 +293,8 @@ class LegacyToCurrent(Rules):
                     if region is not None:
                         self.allocators[small.targets[0].target.value] = region
         self.taken = set(self.module_names)
+        self.kernel_names = _kernels_called(node, self._target)
+        self.program = memory.Program(node, self._memory_hooks())
         self.module_blocks = blocks.scan_module(
             node, self._is_block_allocation, self._is_par_dim, self._is_index_call, self.line, self._is_subkernel_decorator
         )
@@ -307,6 +315,7 @@ class LegacyToCurrent(Rules):
         self.filled.append(_filled_allocations(node, lambda call: self._target(call.func)))
         self.dtypes.append(_allocated_dtypes(node, lambda call: self._target(call.func)))
         self.ranks.append(_allocated_ranks(node, lambda call: self._target(call.func)))
+        self.memories.append(self.program.memories(node))
         for name, tensor in scan.params.items():
             self.notes.changed(
                 self.line(node),
@@ -315,6 +324,26 @@ class LegacyToCurrent(Rules):
                 f"({tensor.blocks} block dim(s) behind the partition dim)",
             )
         self.returned |= _returned_names(node)  # before the body: an output is allocated before its return
+
+    def _memory_hooks(self) -> memory.Hooks:
+        return memory.Hooks(
+            target_of=self._target,
+            isa_in_psum=lambda call, name: name in LEGACY_SIGNATURES and self._result_in_psum(name, self._keywords(call, name)),
+            psum_buffer=lambda b: code(b).endswith("psum") or self._direct_allocator(b) == "psum",
+            is_kernel=self._is_kernel,
+            line=self.line,
+        )
+
+    def _is_kernel(self, fn: cst.FunctionDef) -> bool:
+        """A kernel (its parameters are HBM tensors): decorated with @nki.jit / baremetal / benchmark / ... (not a
+        sub-kernel's trace mode), or passed to nki.jit(...) / nki.simulate_kernel(...) somewhere in the file."""
+        if fn.name.value in self.kernel_names:
+            return True
+        for d in fn.decorators:
+            dec = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            if self._target(dec)[0] == "nki" and not self._is_subkernel_decorator(d):
+                return True
+        return False
 
     def _is_par_dim(self, call: cst.Call) -> bool:
         return self._is(call, "language", "par_dim")
@@ -453,6 +482,7 @@ class LegacyToCurrent(Rules):
         self.filled.pop()
         self.dtypes.pop()
         self.ranks.pop()
+        self.memories.pop()
         decorators = []
         for d in updated.decorators:
             new = self._decorator(d, original)
@@ -770,7 +800,9 @@ class LegacyToCurrent(Rules):
                 updated = without_kwargs(updated, {"mask"})
             if name in _ARITHMETIC:
                 updated = self._promoted_arithmetic(updated, name, line)
-            return self._map_ops(updated)
+            if name == "transpose":
+                return self._transpose_to_sbuf(self._map_ops(updated, line), line)
+            return self._map_ops(updated, line)
         if kind == "nki":
             return self._harness_call(updated, name, line)
         if kind == "isa" and name in LEGACY_SIGNATURES and id(original) not in self.top_calls:
@@ -979,6 +1011,22 @@ class LegacyToCurrent(Rules):
         )
         return cst.Call(func=expr("nl.copy"), args=[cst.Arg(load), keyword("dtype", dtype.value)])
 
+    def _transpose_to_sbuf(self, call: cst.Call, line: int) -> cst.Call:
+        """`nl.transpose(x, dtype=D)` -> `nl.copy(nl.transpose(x), dtype=D)`. The legacy transpose gives an SBUF tile
+        (the Tensor Engine's PSUM result copied out, cast to D), the current one the PSUM tile itself (its page's
+        example names it result_psum and copies it to SBUF with nisa.tensor_copy,
+        https://awsdocs-neuron.readthedocs-hosted.com/general/nki/api/generated/nki.language.transpose.html), which a
+        matmul operand or a store cannot read: the copy is the legacy one, the same bits."""
+        dtype = kwarg(call, "dtype")
+        inner = without_kwargs(call, {"dtype"})
+        copied = cst.Call(func=expr("nl.copy"), args=[cst.Arg(inner)] + ([keyword("dtype", dtype.value)] if dtype is not None else []))
+        self.notes.changed(
+            line,
+            "nl.transpose(x)",
+            "nl.copy(nl.transpose(x)): the current transpose leaves its result in PSUM; the legacy one copied it to SBUF",
+        )
+        return copied
+
     def _block_shape(self, call: cst.Call) -> bool:
         if not call.args:
             return False
@@ -1018,11 +1066,18 @@ class LegacyToCurrent(Rules):
             self.notes.manual(line, code(call), f"nki.{name} has no current equivalent: use @nki.jit and `nkidev profile FILE::KERNEL`")
         return call
 
-    def _map_ops(self, call: cst.Call) -> cst.Call:
-        """NumPy op specifiers (np.add, np.max, ...) as nl ones."""
+    def _map_ops(self, call: cst.Call, line: int) -> cst.Call:
+        """NumPy op specifiers (np.add, np.max, ...) as nl ones, and the legacy reductions passed as ops (op=nl.max)
+        as the element-wise op each stood for (nl.maximum): the current ISA ops reject a reduction as op."""
         args = []
         for a in call.args:
             v = a.value
+            if a.keyword is not None and a.keyword.value in OP_KWARGS and isinstance(v, cst.Attribute):
+                if v.attr.value in REDUCTION_OPS and self.module_of(v.value) == "language":
+                    op = REDUCTION_OPS[v.attr.value]
+                    self.notes.changed(line, f"{a.keyword.value}=nl.{v.attr.value}", f"{a.keyword.value}=nl.{op} (the element-wise op)")
+                    a = a.with_changes(value=expr(f"nl.{op}"))
+                    v = a.value
             if (a.keyword is not None and a.keyword.value in OP_KWARGS) or a.keyword is None:
                 if isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name) and v.value.value in ("np", "numpy"):
                     mapped = NUMPY_OPS.get(v.attr.value)
@@ -1296,7 +1351,7 @@ class LegacyToCurrent(Rules):
         args = [keyword("dst", dst)]
         for k, v in kw.items():
             if k in OP_KWARGS:
-                v = self._map_ops(cst.Call(func=cst.Name("f"), args=[keyword(k, v)])).args[0].value
+                v = self._map_ops(cst.Call(func=cst.Name("f"), args=[keyword(k, v)]), line).args[0].value
             args.append(keyword(k, v))
         return cst.SimpleStatementLine(body=[cst.Expr(cst.Call(func=expr(f"nisa.{name}"), args=args))])
 
@@ -1598,8 +1653,10 @@ class LegacyToCurrent(Rules):
             dst, value = arg_value(new_call, 0, "dst"), arg_value(new_call, 1, "value")
             if dst is None or value is None:
                 return None
-            self.notes.changed(line, "nl.store(dst, value)", "nisa.dma_copy(dst=dst, src=value)")
-            return [stmt(f"nisa.dma_copy(dst={code(dst)}, src={code(value)})")]
+            staged, src = self._from_psum(arg_value(call, 1, "value"), value, line)
+            if not staged:
+                self.notes.changed(line, "nl.store(dst, value)", "nisa.dma_copy(dst=dst, src=value)")
+            return [*staged, stmt(f"nisa.dma_copy(dst={code(dst)}, src={src})")]
         dst, value = arg_value(call, 0, "dst"), arg_value(call, 1, "value")
         if not isinstance(dst, cst.Subscript) or value is None:
             self.notes.manual(line, code(call), "a masked store needs an indexed destination: slice both sides by the mask's bounds")
@@ -1622,8 +1679,47 @@ class LegacyToCurrent(Rules):
         value_code = self._bounded_tile(value, valid, rank, line)
         if value_code is None:
             return None
+        staged, src = self._from_psum(value, expr(value_code), line)
         self.notes.changed(line, "nl.store(..., mask=...)", "nisa.dma_copy of the slices the mask keeps (min(...) bounds)")
-        return [_guard(stmt(f"nisa.dma_copy(dst={code(dst_new)}, src={value_code})"), loop_only)]
+        return _guarded([*staged, stmt(f"nisa.dma_copy(dst={code(dst_new)}, src={src})")], loop_only)
+
+    def _from_psum(self, original: cst.BaseExpression | None, value: cst.BaseExpression, line: int):
+        """(statements, source) for storing `value` (the rewritten form of the store's `original` value): a PSUM
+        tile is copied into a new SBUF tile of its shape and dtype first (the same bits: no cast), which the legacy
+        store did itself and the current dma_copy does not (see memory.py); a value that may or may not be one is
+        stored as it is, with a manual note."""
+        found = self.memories[-1]
+        where = found.of(original) if found is not None and original is not None else memory.Where(memory.OTHER)
+        shown = code(original) if original is not None else code(value)
+        if where.kind in (memory.MIXED, memory.UNKNOWN):
+            self.notes.manual(
+                line,
+                f"nl.store(..., value={shown})",
+                f"if {shown} is a PSUM tile here ({where.why}), nisa.tensor_copy it into an SBUF tile and store that: the "
+                "current nisa.dma_copy reads SBUF or HBM only (the legacy nl.store made that copy itself)",
+            )
+        if where.kind != memory.PSUM:
+            return [], code(value)
+        staged = []
+        if not (isinstance(value, cst.Name | cst.Subscript) or _is_ap(value)):
+            # an expression (nl.matmul(...)): computed once, into a name both statements below read
+            name = self._fresh("store_psum")
+            staged.append(stmt(f"{name} = {code(value)}"))
+            value = cst.Name(name)
+        base = _base_name(value.func.value if _is_ap(value) else value) or "store"
+        tile, v = self._fresh(f"{base}_sbuf"), code(value)
+        dtype = f"{base}.dtype" if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) else f"{v}.dtype"
+        staged += [
+            _plain_ap_reads(stmt(f"{tile} = nl.ndarray({v}.shape, dtype={dtype}, buffer=nl.sbuf)")),
+            stmt(f"nisa.tensor_copy(dst={tile}, src={v})"),
+        ]
+        self.notes.changed(
+            line,
+            f"nl.store(dst, value={shown})",
+            f"{shown} is a PSUM tile: nisa.tensor_copy into a new SBUF tile {tile} of its shape and dtype, then "
+            f"nisa.dma_copy(dst=dst, src={tile}) (the current dma_copy reads SBUF or HBM only; the legacy store made this copy)",
+        )
+        return staged, tile
 
     def _dma_copy(self, call: cst.Call, new_call: cst.Call, line: int):
         mask = _mask(call)
@@ -1949,6 +2045,19 @@ def _is_comparison(node: cst.BaseExpression) -> bool:
     return False
 
 
+def _guarded(statements: list[cst.BaseStatement], conditions: list[str]) -> list[cst.BaseStatement]:
+    """_guard of several statements: one `if` around all of them."""
+    if not conditions or len(statements) == 1:
+        return [_guard(s, conditions) for s in statements]
+    body = "".join("    " + line + "\n" for s in statements for line in cst.Module([s]).code.strip().splitlines())
+    return [stmt(f"if {' and '.join(conditions)}:\n{body}")]
+
+
+def _is_ap(node: cst.BaseExpression) -> bool:
+    """`t.ap(...)`: an access pattern of a tile."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "ap"
+
+
 def _guard(statement: cst.BaseStatement, conditions: list[str]) -> cst.BaseStatement:
     """A mask on loop variables only switches the whole instruction on or off: an `if`."""
     if not conditions:
@@ -2114,6 +2223,21 @@ def _base_name(node: cst.BaseExpression) -> str | None:
     while isinstance(node, cst.Subscript | cst.Attribute):
         node = node.value
     return node.value if isinstance(node, cst.Name) else None
+
+
+def _kernels_called(module: cst.Module, target_of) -> set[str]:
+    """The names of functions passed first to an nki call (`nki.simulate_kernel(kernel, ...)`, `nki.jit(kernel)`,
+    `nki.baremetal(kernel)[grid]`): kernels whose parameters are the HBM tensors their callers pass."""
+    found: set[str] = set()
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self_, n: cst.Call) -> None:  # noqa: N805
+            kind, name = target_of(n.func)
+            if kind == "nki" and name != "trace" and n.args and isinstance(n.args[0].value, cst.Name):
+                found.add(n.args[0].value.value)
+
+    module.visit(Calls())
+    return found
 
 
 def _target_names(t) -> list[str]:
