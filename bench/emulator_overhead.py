@@ -7,7 +7,7 @@
 2. Ratio: examples/matmul.py on an NxNxN bf16 problem vs NumPy doing the same math
    (bf16 -> fp32 conversion and one fp32 matmul), best of --repeat runs each.
 3. With --ab: the same matmul alternately with and without overlapped GEMMs (EmulatorOptions(overlap=)),
-   with the time spent inside the group GEMMs, to show where the ratio's time goes.
+   with its CPU split into the kernel's thread, the group GEMMs and the rest, and the GEMMs' shapes.
 """
 
 from __future__ import annotations
@@ -97,25 +97,42 @@ def ratio(size: int, repeat: int) -> None:
 
 
 def overlap_ab(size: int, repeat: int) -> None:
+    """The matmul with and without overlapped GEMMs, and where its CPU goes: the kernel's own thread, the group
+    GEMMs (CPU of the thread running each, so a GEMM descheduled on a busy machine counts what it ran, not what
+    it waited), and the rest (the worker thread that runs the queued PSUM reads, thread hand-offs). On a shared
+    machine the wall times swing with the load; the CPU split is what a change to the emulator moves."""
+    from collections import Counter
+
     from nkidev.emulator import psum
 
     rng = np.random.default_rng(0)
     args = tuple(rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16) for _ in range(2))
-    compute, spent = psum.Group.compute, [0.0]
+    compute, spent, shapes = psum.Group.compute, [0.0, 0.0], Counter()
 
     def timed_compute(group) -> None:
-        t0 = time.perf_counter()
+        shapes[(group.s.width, group.s.k, group.mv.width)] += 1  # M, K, N of the group's one GEMM
+        t0, c0 = time.perf_counter(), time.thread_time()
         compute(group)
         spent[0] += time.perf_counter() - t0
+        spent[1] += time.thread_time() - c0
 
     psum.Group.compute = timed_compute
     try:
         for _ in range(repeat):
             for overlap in (False, True):
-                spent[0] = 0.0
+                spent[0] = spent[1] = 0.0
+                shapes.clear()
+                main0 = time.thread_time()
                 (wall,), (cpu,) = timed(lambda o=overlap: nkidev.run(matmul_kernel, args, options=EmulatorOptions(overlap=o)), 1)
+                main = time.thread_time() - main0
                 mode = "on " if overlap else "off"
-                print(f"  overlap {mode}: wall {wall:.3f} s, CPU {cpu:.3f} s, in group GEMMs {spent[0]:.3f} s (all threads)")
+                # in line, the GEMMs run on the kernel's thread: its CPU without them is the Python and the copies
+                kernel = main - spent[1] if not overlap else main
+                print(
+                    f"  overlap {mode}: wall {wall:.3f} s, CPU {cpu:.3f} s = kernel thread {kernel:.3f}"
+                    f" + group GEMMs {spent[1]:.3f} (wall inside them {spent[0]:.3f}) + rest {cpu - kernel - spent[1]:.3f}"
+                )
+        print("  group GEMMs (M x K x N: count):", ", ".join(f"{m}x{k}x{n}: {c}" for (m, k, n), c in sorted(shapes.items())))
     finally:
         psum.Group.compute = compute
 
