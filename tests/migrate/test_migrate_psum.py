@@ -13,6 +13,8 @@ import pytest
 from nkidev.migrate import migrate_file, migrate_source
 from nkidev.taskfile import load_task
 
+from .legacy_pair import run_both
+
 pytest.importorskip("libcst")
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -34,14 +36,6 @@ def migrated(tmp_path_factory):
     shutil.copy(FIXTURES / NAME, path)
     result = migrate_file(path, write=True)
     return result, path
-
-
-def run_both(result, path, kernel):
-    old, new = load_task(Path(result.backup)), load_task(path)
-    a, b = new.cases()[0]
-    before = old.module.nki.simulate_kernel(old.kernels[kernel], a, b)
-    after = new.module.nki.simulate(new.kernels[kernel])(a, b)
-    return before, after, a, b
 
 
 def test_every_kernel_gives_the_legacy_bits_with_no_manual_step(migrated):

@@ -12,6 +12,8 @@ import pytest
 from nkidev.migrate import migrate_file
 from nkidev.taskfile import load_task
 
+from .legacy_pair import run_both
+
 pytest.importorskip("libcst")
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -24,14 +26,6 @@ def migrated(tmp_path):
     shutil.copy(FIXTURES / NAME, path)
     result = migrate_file(path, write=True)
     return result, path
-
-
-def run_both(result, path, kernel):
-    old, new = load_task(Path(result.backup)), load_task(path)
-    a, b = new.cases()[0]
-    before = old.module.nki.simulate_kernel(old.kernels[kernel], a, b)
-    after = new.module.nki.simulate(new.kernels[kernel])(a, b)
-    return before, after, a, b
 
 
 def statuses(result):
