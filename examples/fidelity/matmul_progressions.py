@@ -75,43 +75,36 @@ def matmul_hoisted(lhsT, rhs):
     return out
 
 
+def _operand_tiles(src, c0, count, width, wide_rows):
+    """`count` [TK, width] tiles per K tile of src's columns c0 : c0 + count*width, as [tile][ki]: one DMA per tile,
+    or (wide_rows) one DMA per K tile of the whole count*width row, sliced in SBUF."""
+    kt = src.shape[0] // TK
+    if wide_rows:
+        rows = []
+        for ki in nl.affine_range(kt):
+            row = nl.ndarray((TK, count * width), dtype=src.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=row, src=src[ki * TK : (ki + 1) * TK, c0 : c0 + count * width])
+            rows.append(row)
+        return [[rows[ki][0:TK, t * width : (t + 1) * width] for ki in range(kt)] for t in range(count)]
+    tiles = [[None] * kt for _ in range(count)]
+    for t in range(count):
+        t0 = c0 + t * width
+        for ki in nl.affine_range(kt):
+            tiles[t][ki] = nl.ndarray((TK, width), dtype=src.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=tiles[t][ki], src=src[ki * TK : (ki + 1) * TK, t0 : t0 + width])
+    return tiles
+
+
 def _blocked(lhsT, rhs, BM, BN, wide_rows):
     k_dim, m_dim = lhsT.shape
     n_dim = rhs.shape[1]
     kt = k_dim // TK
     out = nl.ndarray((m_dim, n_dim), dtype=lhsT.dtype, buffer=nl.shared_hbm)
     for mb in nl.affine_range(m_dim // (TM * BM)):
-        m_block = mb * BM * TM
-        if wide_rows:  # one [TK, BM*TM] DMA per K tile: the block's whole M width
-            a_rows = []
-            for ki in nl.affine_range(kt):
-                row = nl.ndarray((TK, BM * TM), dtype=lhsT.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=row, src=lhsT[ki * TK : (ki + 1) * TK, m_block : m_block + BM * TM])
-                a_rows.append(row)
-            a_tiles = [[a_rows[ki][0:TK, bm * TM : (bm + 1) * TM] for ki in range(kt)] for bm in range(BM)]
-        else:
-            a_tiles = [[None] * kt for _ in range(BM)]
-            for bm in range(BM):
-                m0 = m_block + bm * TM
-                for ki in nl.affine_range(kt):
-                    a_tiles[bm][ki] = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
-                    nisa.dma_copy(dst=a_tiles[bm][ki], src=lhsT[ki * TK : (ki + 1) * TK, m0 : m0 + TM])
+        a_tiles = _operand_tiles(lhsT, mb * BM * TM, BM, TM, wide_rows)
         for nb in nl.affine_range(n_dim // (TN * BN)):
             n_block = nb * BN * TN
-            if wide_rows:  # one [TK, BN*TN] DMA per K tile
-                rows = []
-                for ki in nl.affine_range(kt):
-                    row = nl.ndarray((TK, BN * TN), dtype=rhs.dtype, buffer=nl.sbuf)
-                    nisa.dma_copy(dst=row, src=rhs[ki * TK : (ki + 1) * TK, n_block : n_block + BN * TN])
-                    rows.append(row)
-                b_tiles = [[rows[ki][0:TK, bn * TN : (bn + 1) * TN] for ki in range(kt)] for bn in range(BN)]
-            else:
-                b_tiles = [[None] * kt for _ in range(BN)]
-                for bn in range(BN):
-                    n0 = n_block + bn * TN
-                    for ki in nl.affine_range(kt):
-                        b_tiles[bn][ki] = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
-                        nisa.dma_copy(dst=b_tiles[bn][ki], src=rhs[ki * TK : (ki + 1) * TK, n0 : n0 + TN])
+            b_tiles = _operand_tiles(rhs, n_block, BN, TN, wide_rows)
             for bm in range(BM):
                 for bn in range(BN):
                     acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)

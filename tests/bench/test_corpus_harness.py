@@ -139,7 +139,7 @@ def test_an_allocation_failure_in_the_tests_output_check_is_an_error_with_its_ca
 
     # the tail of a real record (ranged_attn under prlimit --as=8G): the traceback shows the orchestrator's rank loop
     msg = (
-        "                        for rank, path in check_paths:\n    # collectives: one check per rank\n"
+        "                        # Build list of paths to check (per-rank for collectives, single path otherwise)\n"
         "E               test.utils.exceptions.ValidationException: [enforce fail at alloc_cpu.cpp:127] err == 0. "
         "DefaultCPUAllocator: can't allocate memory: you tried to allocate 1849344000 bytes. Error code 12 (Cannot allocate memory)"
         "\n\ntest/utils/test_orchestrator.py:563: ValidationException"
