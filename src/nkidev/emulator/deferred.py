@@ -207,7 +207,7 @@ def execute(op, a, ctx, engine: str, storages: list | None, written: list):
             if p.__class__ is dict:
                 for group in p.values():
                     macs += group.macs()
-            else:
+            elif p is not UNFILLED:  # (left UNFILLED by dispatch: a lazy copy the semantics take in line if needed)
                 marked = True
     if op.deferrable and (marked or macs >= _MIN_MACS):
         if worker is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkidev.emulator.dtypes import from_f32, to_f32
-from nkidev.emulator.tensor import NkiTensor, resolve_indirect
+from nkidev.emulator.tensor import NkiTensor, resolve_indirect, settle_copies
 from nkidev.emulator.tensor import stored_values as raw
 
 _F32 = np.dtype(np.float32)
@@ -75,6 +75,8 @@ def _begin_write(t: NkiTensor) -> None:
         st.keep_original()
     st.version += 1
     st.origin = None
+    if st.copies is not None:  # the storages copying it lazily take their copy first (tensor.py, "Lazy copies")
+        settle_copies(st)
 
 
 def result_into(t: NkiTensor, shape: tuple, inputs: tuple) -> np.ndarray | None:

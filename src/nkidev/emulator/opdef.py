@@ -32,7 +32,18 @@ from nkidev.emulator.instruction import NkiInstruction
 from nkidev.emulator.location import kernel_location, kernel_site
 from nkidev.emulator.rules import OPERAND_RULES, Rule
 from nkidev.emulator.spmd import shared
-from nkidev.emulator.tensor import TI_GROUP, UNFILLED, NkiTensor, byte_span, check_access, dense_span, layout, new_versions, view_code
+from nkidev.emulator.tensor import (
+    TI_GROUP,
+    UNFILLED,
+    CopyFill,
+    NkiTensor,
+    byte_span,
+    check_access,
+    dense_span,
+    layout,
+    new_versions,
+    view_code,
+)
 from nkidev.emulator.trace import Form, Instruction, intern_form
 from nkidev.errors import KernelRuleError, NkiNotSupportedError
 from nkidev.hardware import Target, get_target, target_names
@@ -67,6 +78,9 @@ class OpDef:
     # no uninitialized fill first (tensor.py, "Lazily filled allocations"). `overwrite_when(args)`: only then.
     overwrites: tuple[str, ...] = ()
     overwrite_when: Callable | None = None
+    # read parameters whose storage may hold a lazy copy not yet taken when the semantics run (tensor.py, "Lazy
+    # copies"): the semantics read their bytes through tensor.loaded, and only when they need them
+    lazy_reads: tuple[str, ...] = ()
     tiles: tuple[str, ...] = ()  # parameters that must be on-chip tiles when given (OPERAND_RULES)
     rules: tuple[Rule, ...] = ()
     impl: Callable | None = None  # (args, ctx, engine) -> return value of the call
@@ -336,6 +350,8 @@ def define_operands(op: OpDef, a, storages: list | None) -> list | None:
                     full.append((st, span))
                     continue
             else:
+                if name in op.lazy_reads and st.unfilled.__class__ is CopyFill:
+                    continue  # the semantics take the copy if they need its bytes
                 span = byte_span(t)
                 if span is not None and st.written_within(*span):
                     kept.append(st)

@@ -21,8 +21,9 @@ has a content identity (`identity`: its storage's id and version, counted by eve
 or the view a whole-tile DMA copied it from, so a fresh tile reloaded from the same HBM block is the same tile),
 and once a group is closed its converted rows are kept with the identities of their tiles. A later group whose
 tiles are, one by one, those of a cached stack converts nothing and multiplies the cached rows: the same values
-in the same layout, so the same bits. A stack is never written once cached; the least recently used go back to
-the pool past 32 MiB, unless a group still reads them.
+in the same layout, so the same bits (and a tile a DMA loaded by a lazy copy, tensor.py, is not copied at all).
+A stack is never written once cached; the least recently used go back to the pool past 32 MiB, unless a group
+still reads them.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import threading
 import numpy as np
 
 from nkidev.emulator.dtypes import widen_into
-from nkidev.emulator.tensor import NkiTensor, region
+from nkidev.emulator.tensor import NkiTensor, loaded, region
 
 _F32 = np.dtype(np.float32)
 
@@ -163,7 +164,8 @@ class _Side:
         self.ids: list | None = []  # None: some tile has no identity (the rows are not cached)
         self.follow: list[_Stack] | None = None
 
-    def add(self, raw: np.ndarray, k: int, ident: tuple | None) -> None:
+    def add(self, raw: np.ndarray | None, t: NkiTensor, k: int, ident: tuple | None) -> None:
+        """The next K tile: view `t`, its stored values `raw` (None: a lazy copy, taken only if converted)."""
         end = self.k + k
         ids = self.ids
         if ident is None:
@@ -184,6 +186,8 @@ class _Side:
         if end > self.buf.shape[0]:
             cap = max(2 * self.buf.shape[0], end)
             self.buf = np.concatenate([self.buf[: self.k], np.empty((cap - self.k, self.width), _F32)])
+        if raw is None:
+            raw = np.asarray(loaded(t))
         # bf16/fp8 are widened to fp32 straight into the group's buffer
         widen_into(self.buf[self.k : end], raw.reshape(k, -1))
         if ids is not None:
@@ -220,9 +224,9 @@ class Group:
         pool = _pools.pool
         self.s, self.mv = _Side(m, pool), _Side(n, pool)
 
-    def add(self, s_raw: np.ndarray, mv_raw: np.ndarray, k: int, s_id: tuple | None, mv_id: tuple | None) -> None:
-        self.s.add(s_raw, k, s_id)
-        self.mv.add(mv_raw, k, mv_id)
+    def add(self, s: NkiTensor, mv: NkiTensor, s_raw, mv_raw, k: int, s_id: tuple | None, mv_id: tuple | None) -> None:
+        self.s.add(s_raw, s, k, s_id)
+        self.mv.add(mv_raw, mv, k, mv_id)
 
     def macs(self) -> int:
         """Multiply-accumulates of its GEMM so far."""
@@ -274,8 +278,8 @@ def matmul(
     view: np.ndarray,
     stationary: NkiTensor,
     moving: NkiTensor,
-    s_raw: np.ndarray,
-    mv_raw: np.ndarray,
+    s_raw: np.ndarray | None,
+    mv_raw: np.ndarray | None,
     k: int,
     m: int,
     n: int,
@@ -293,4 +297,4 @@ def matmul(
         if st.pending is None:
             st.pending = {}
         group = st.pending[key] = Group(view, key, span, not accumulate, m, n)
-    group.add(s_raw, mv_raw, k, identity(stationary), identity(moving))
+    group.add(stationary, moving, s_raw, mv_raw, k, identity(stationary), identity(moving))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import weakref
 from enum import Enum
 from itertools import count
 
@@ -92,6 +93,7 @@ class Storage:
         "recyclable",
         "borrowed",
         "saved",
+        "copies",
         "__weakref__",
     )
 
@@ -142,6 +144,7 @@ class Storage:
         # before the run's first write to it (restored if the run fails)
         self.borrowed = False
         self.saved = None
+        self.copies = None  # weak references to the storages that copy it lazily (see "Lazy copies")
 
     @property
     def ptr(self) -> int:
@@ -188,6 +191,10 @@ class Storage:
         self.unfilled = self.spans = None
         if self.pending is UNFILLED:
             self.pending = None
+        if fill.__class__ is CopyFill:
+            COPIES[0] += 1
+            fill.copy(self.array, spans)
+            return
         FILLS[0] += 1
         if spans is None:
             fill.into(self.array)
@@ -281,6 +288,7 @@ class Storage:
 LAZY_BYTES = 1 << 16  # smaller tiles are filled when allocated: a fill costs less than tracking them
 _MAX_SPANS = 64  # disjoint written ranges tracked per storage; more are filled
 FILLS = [0]  # lazy fills done (tests assert that a fully overwritten tile is never filled)
+COPIES = [0]  # lazy copies taken (see "Lazy copies")
 
 
 class Fill:
@@ -328,6 +336,77 @@ def _fresh_array(shape: tuple, dtype: np.dtype) -> np.ndarray:
     if buf is None:
         buf = np.empty(nbytes, np.uint8)
     return buf.view(dtype).reshape(shape)
+
+
+# ---------------------------------------------------------------- lazy copies
+#
+# A tiled kernel loads every operand tile from HBM with a DMA, and a matmul whose converted operand is cached
+# (psum.py: the cache knows the tile by the view it was copied from, Storage.origin) never reads the bytes: the
+# 2048^3 example copies 128 MiB of moving tiles that nothing reads, a fifth of its kernel thread's CPU. So a
+# whole-tile DMA from HBM into a fresh SBUF tile of the same dtype and shape copies lazily: the tile is marked
+# like a lazily filled allocation, its fill being the copy (`CopyFill`). Every access that settles a storage
+# (Storage.flush, dispatch's define_operands) takes the copy first, except the operands an op declares it reads
+# through `loaded` only when it needs their bytes (`declare(lazy_reads=...)`: nc_matmul's). The source's values
+# must not change before: every write to it (new_versions, memory's store) first settles the storages copying
+# it (`Storage.copies`). So every reader sees the bytes the eager copy would have left. Only on the kernel's
+# thread of a single-program run, from a storage nothing is pending on (the DMA fast path's conditions).
+
+
+class CopyFill:
+    """The fill of a tile a DMA copies lazily: the source view (same dtype and shape as the tile's data)."""
+
+    __slots__ = ("src", "source")
+
+    def __init__(self, src: np.ndarray, source: Storage):
+        self.src, self.source = src, source
+
+    def copy(self, array: np.ndarray, spans: list | None) -> None:
+        """Copy the source into the tile's array, except the byte spans written since."""
+        if spans is None:
+            array.reshape(self.src.shape)[...] = self.src
+            return
+        flat = array.reshape(-1)
+        src = self.src.reshape(-1)  # a copy when strided: rare (a lazily copied tile written in part)
+        item = flat.itemsize
+        at = 0
+        for lo, hi in spans:
+            if lo > at:
+                flat[at // item : lo // item] = src[at // item : lo // item]
+            at = hi
+        if at < flat.nbytes:
+            flat[at // item :] = src[at // item :]
+
+
+def copy_lazily(dst: Storage, src: np.ndarray, source: Storage) -> None:
+    """A DMA fills all of `dst` (a fresh, settled storage) with view `src` of `source`: copy when first read."""
+    dst.unfilled = CopyFill(src, source)
+    dst.spans = None
+    dst.pending = UNFILLED
+    copies = source.copies
+    if copies is None:
+        copies = source.copies = []
+    elif len(copies) >= 32 and len(copies) & 31 == 0:  # forget the dead ones now and then (a loop's tiles die)
+        copies[:] = [r for r in copies if r() is not None]
+    copies.append(weakref.ref(dst))
+
+
+def settle_copies(source: Storage) -> None:
+    """`source` is about to be written: the storages still copying it lazily take their copy now."""
+    copies, source.copies = source.copies, None
+    for ref in copies:
+        st = ref()
+        if st is not None and st.unfilled.__class__ is CopyFill and st.unfilled.source is source:
+            st.fill_rest()
+
+
+def loaded(t: NkiTensor) -> np.ndarray:
+    """The stored values of an operand an op reads lazily (declare(lazy_reads=...)): the copy taken now."""
+    return stored_values(t)
+
+
+def copying(t: NkiTensor) -> bool:
+    """Whether t's storage holds a lazy copy not yet taken (its bytes are not there: read them with `loaded`)."""
+    return t.storage.unfilled.__class__ is CopyFill
 
 
 # ---------------------------------------------------------------- recycled memory
@@ -449,10 +528,13 @@ def byte_span(t: NkiTensor) -> tuple[int, int] | None:
 
 
 def new_versions(storages: list) -> None:
-    """The storages an instruction is about to write: their values change (psum.identity)."""
+    """The storages an instruction is about to write: their values change (psum.identity), so the storages that
+    copy them lazily take their copy first."""
     for st in storages:
         st.version += 1
         st.origin = None
+        if st.copies is not None:
+            settle_copies(st)
 
 
 def allocate(

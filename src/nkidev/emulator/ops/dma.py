@@ -11,7 +11,7 @@ from nkidev.emulator.dtypes import cast_array, from_f32, to_f32
 from nkidev.emulator.memory import raw, store_raw
 from nkidev.emulator.opdef import declare
 from nkidev.emulator.psum import identity
-from nkidev.emulator.tensor import NkiTensor, resolve_indirect
+from nkidev.emulator.tensor import LAZY_BYTES, NkiTensor, copy_lazily, resolve_indirect
 
 
 def _skip(a) -> bool:
@@ -146,12 +146,20 @@ def _dma_copy(a, ctx, engine):
         st = dst.storage
         if st.borrowed:
             st.keep_original()
-        dst._data[...] = src._data  # the common case: one copy, no reshape or cast
-        if src.storage.origin is None and dst._data.size == st.array.size and dst._data.flags.c_contiguous:
+        source = src.storage
+        if source.origin is None and dst._data.size == st.array.size and dst._data.flags.c_contiguous:
             # a whole tile loaded from a view: it holds that view's values (a reloaded matmul operand is
             # converted once, psum.identity); dispatch cleared the origin it had before this write. A copy of
             # a copy gets none, so origins never nest.
+            if source.kind == "hbm" and st.kind == "sbuf" and st.nbytes >= LAZY_BYTES and st.unfilled is None and ctx.barrier is None:
+                # copied when first read, if ever (tensor.py, "Lazy copies"); here on the kernel's thread: on the
+                # worker every storage of the instruction is pending (deferred.py), so no fast path runs there
+                copy_lazily(st, src._data, source)
+            else:
+                dst._data[...] = src._data
             st.origin = identity(src)
+            return
+        dst._data[...] = src._data  # the common case: one copy, no reshape or cast
         return
     skip = _skip(a)
     values = raw(a.src, skip)

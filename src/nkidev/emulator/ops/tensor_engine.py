@@ -13,7 +13,7 @@ from nkidev.emulator.dtypes import to_f32
 from nkidev.emulator.enums import matmul_perf_mode
 from nkidev.emulator.memory import acc_view, raw, read, store, store_raw
 from nkidev.emulator.opdef import declare
-from nkidev.emulator.tensor import free_size, partitions, region
+from nkidev.emulator.tensor import copying, free_size, loaded, partitions, region
 
 FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn")
 
@@ -178,6 +178,7 @@ NC_MATMUL = declare(
     semantics="Contraction over the partition dim of both inputs; accumulate=False overwrites, True adds to the "
     "PSUM contents, None overwrites on the first write of an accumulation group and adds afterwards.",
     tiles=("dst", "stationary", "moving"),
+    lazy_reads=("stationary", "moving"),  # a cached converted operand needs no bytes (psum.py)
     rules=(
         R.in_memory("stationary", ("sbuf",)),
         R.in_memory("moving", ("sbuf",)),
@@ -210,8 +211,10 @@ NC_MATMUL = declare(
 @NC_MATMUL.semantics_impl
 def _nc_matmul(a, ctx, engine):
     k, m, n = _km(a)
-    s_raw = np.asarray(raw(a.stationary))
-    mv_raw = np.asarray(raw(a.moving))
+    # None: a lazy copy not taken yet (tensor.py, "Lazy copies"); psum takes it only if the operand's converted
+    # rows are not cached
+    s_raw = None if copying(a.stationary) else np.asarray(raw(a.stationary))
+    mv_raw = None if copying(a.moving) else np.asarray(raw(a.moving))
     transpose_mode = a.is_transpose and ctx.target.features.matmul_transpose_passthrough  # bits, no arithmetic
     d = a.dst
     direct = None if transpose_mode else _direct_view(d, m, n)
@@ -233,6 +236,10 @@ def _nc_matmul(a, ctx, engine):
     if direct is not None and mode is not None:
         psum.matmul(d, direct, a.stationary, a.moving, s_raw, mv_raw, k, m, n, accumulate=mode)  # fp32 PSUM view: deferred, batched
     else:
+        if s_raw is None:
+            s_raw = np.asarray(loaded(a.stationary))
+        if mv_raw is None:
+            mv_raw = np.asarray(loaded(a.moving))
         s = to_f32(s_raw, a.stationary.dtype).reshape(k, m)
         mv = to_f32(mv_raw, a.moving.dtype).reshape(k, n)
         if transpose_mode and not np.array_equal(mv, np.eye(k, dtype=np.float32)):
