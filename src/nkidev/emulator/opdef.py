@@ -81,6 +81,8 @@ class OpDef:
     # read parameters whose storage may hold a lazy copy not yet taken when the semantics run (tensor.py, "Lazy
     # copies"): the semantics read their bytes through tensor.loaded, and only when they need them
     lazy_reads: tuple[str, ...] = ()
+    # every tile it only reads is a lazy read: a lazy copy among its operands needs no define_operands
+    lazy_only: bool = field(default=False, init=False, repr=False)
     tiles: tuple[str, ...] = ()  # parameters that must be on-chip tiles when given (OPERAND_RULES)
     rules: tuple[Rule, ...] = ()
     impl: Callable | None = None  # (args, ctx, engine) -> return value of the call
@@ -107,6 +109,7 @@ class OpDef:
         if unknown:
             raise ValueError(f"op {self.name}: unknown engines {unknown}")
         self.opcode = self.opcode or self.name.upper()
+        self.lazy_only = bool(self.lazy_reads) and set(self.tiles) - set(self.writes) <= set(self.lazy_reads)
 
     def semantics_impl(self, fn: Callable) -> Callable:
         self.impl = fn
@@ -263,6 +266,8 @@ def _dispatch_signed(op: OpDef, a: SimpleNamespace, ctx, key, ids_r: list, ids_w
         else:
             for st in storages:
                 if st.unfilled is not None:
+                    if op.lazy_only and st.unfilled.__class__ is CopyFill and st not in written:
+                        continue  # read lazily by the semantics (define_operands would skip it too)
                     claimed = define_operands(op, a, storages)
                     break
             else:
