@@ -115,3 +115,22 @@ def test_cached_matmul_operands_are_never_copied(overlap):
     # 2 moving tiles of 128 x 512 bf16 per row block: the first block converts (takes) them, the second
     # follows the cached stack
     assert taken == 2
+
+
+def test_a_k_loop_matmul_takes_the_slots_path(monkeypatch):
+    """accumulate=(k > 0) is an operand slot of nc_matmul (OpDef.extra_slots): no call needs the general
+    signature, and the two accumulate values still record different forms."""
+    import ml_dtypes
+
+    from nkidev.emulator import opdef
+
+    general = []
+    real = opdef._general_signature
+    monkeypatch.setattr(opdef, "_general_signature", lambda *a: general.append(a[0].name) or real(*a))
+    lhsT = np.ones((256, 128), ml_dtypes.bfloat16)
+    rhs = np.ones((256, 512), ml_dtypes.bfloat16)
+    run = nkidev.run(reloaded_matmul, (lhsT, rhs))
+    assert "nc_matmul" not in general
+    assert np.all(run.outputs == 256.0)
+    forms = {ins.attrs.get("accumulate") for ins in run.trace.instructions if ins.opcode == "nc_matmul"}
+    assert len(forms) == 2

@@ -84,6 +84,9 @@ class OpDef:
     # every tile it only reads is a lazy read: a lazy copy among its operands needs no define_operands
     lazy_only: bool = field(default=False, init=False, repr=False)
     tiles: tuple[str, ...] = ()  # parameters that must be on-chip tiles when given (OPERAND_RULES)
+    # further parameters passed as operand slots (signature_plan): ones a loop varies per call, whose non-default
+    # value would otherwise send every call through the general signature (nc_matmul's accumulate=(k > 0))
+    extra_slots: tuple[str, ...] = ()
     rules: tuple[Rule, ...] = ()
     impl: Callable | None = None  # (args, ctx, engine) -> return value of the call
     choose_engine: Callable | None = None  # (args, ctx) -> engine when the kernel leaves engine= unknown
@@ -691,7 +694,7 @@ def signature_plan(op: OpDef, fn: Callable) -> SignaturePlan | None:
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
         return None
     # operand slots: the tile parameters, the written ones, and the required ones (dma_copy's HBM-or-tile dst/src)
-    slots = {p.name for p in params if p.name in op.tiles or p.name in op.writes or p.default is p.empty}
+    slots = {p.name for p in params if p.name in op.tiles or p.name in op.writes or p.name in op.extra_slots or p.default is p.empty}
     tiles = tuple((p.name, p.name in op.writes, _immutable_default(p.default)) for p in params if p.name in slots)
     others = [p for p in params if p.name not in slots]
     if not others:

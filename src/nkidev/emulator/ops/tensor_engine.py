@@ -179,6 +179,7 @@ NC_MATMUL = declare(
     "PSUM contents, None overwrites on the first write of an accumulation group and adds afterwards.",
     tiles=("dst", "stationary", "moving"),
     lazy_reads=("stationary", "moving"),  # a cached converted operand needs no bytes (psum.py)
+    extra_slots=("accumulate",),  # a K loop passes accumulate=(k > 0)
     rules=(
         R.in_memory("stationary", ("sbuf",)),
         R.in_memory("moving", ("sbuf",)),
