@@ -1000,6 +1000,11 @@ class NkiTensor:
                     if off is not None:
                         off += start * strides[dim]
                     continue
+            elif k.__class__ is int and 0 <= k < shape[dim] and dim:  # an in-bounds int on a free dim (t[:, k, :])
+                norm.append(k)
+                if off is not None:
+                    off += k * strides[dim]
+                continue
             problems = []
             k = self._norm_index(dim, k, problems)
             if problems:
