@@ -1,24 +1,30 @@
-"""Physical SBUF/PSUM reuse: tiles share space, so a new tile waits for the old tile's last use.
+"""Physical SBUF/PSUM reuse: tiles share space, so a new tile waits for the old tiles' last uses.
 
 The emulator gives every `nl.ndarray` its own storage, as if SBUF and PSUM were unbounded; hardware
 has usable_bytes_per_partition of SBUF and 8 PSUM banks per partition. We place each on-chip storage,
-in order of first use, the way a compiler multi-buffers tiles allocated in a loop:
+in order of first use, holding its address from its first access to its last (the linear-scan flow:
+an address from a tile's first write to its last read,
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.compiler.Allocation.html),
+as a ring over the free space (the RING mode: fresh addresses until the allocation wraps around, then freed
+memory, so a load into a new tile seldom waits for compute on an earlier one; PSUM rotates over its 8 banks,
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.compiler.AllocationMode.html):
 
-- fresh space while there is some (as many tiles in flight as fit);
-- then the slot of the same size whose tile died first (least recently used), else the smallest
-  larger dead slot (the rest stays a dead slot).
+- a tile takes the first free space at or after the end of the previous tile that holds it, else the first
+  from the bottom: fresh space while it lasts, then the space that was allocated longest ago;
+- dead space coalesces: adjacent dead tiles form one free block, so a tile may take several of them (or
+  part of one); the rest stays free, each piece tagged with its old tile's last use.
 
-Where a tile takes over a slot, its first access waits for the old tile's last access (a
-write-after-read/write edge). PSUM tiles occupy whole banks. A tile that finds no space gets no
-edges (the emulator's capacity check already passed, so this is fragmentation only).
+Where a tile takes over dead space, its first access waits for the last access of every tile whose space
+it covers (write-after-read/write edges). PSUM tiles occupy whole banks. A tile that finds no free block
+big enough gets no edges (the emulator's capacity check already passed, so this is fragmentation only).
+The FAST / MAX_REUSE modes (best fit in freed memory) are not modelled: best fit makes a load wait for the
+tile freed just before it, which puts the DMA-bound calibration rows x2-x3 off (MODEL.md).
 """
 
 from __future__ import annotations
 
-import bisect
 import heapq
 from array import array
-from collections import deque
 
 import numpy as np
 
@@ -28,64 +34,151 @@ from nkidev.hardware import Target
 
 
 class _Space:
-    """One on-chip memory of one core: a bump pointer, live tiles by death time, dead slots by size."""
+    """One on-chip memory of one core, allocated as a ring over its free space.
 
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self.top = 0
-        self.live: list[tuple[int, int, int]] = []  # heap of (last use, address, size)
-        self.dead: dict[int, deque[tuple[int, int]]] = {}  # size -> (address, last use), oldest death first
-        self.sizes: list[int] = []  # sorted sizes present in `dead`
+    Free space is a set of segments (each tagged with the last use of the tile that held it; -1: never used)
+    grouped into blocks, maximal runs of adjacent free segments. A tile may take any part of a block, so two dead
+    neighbours hold a tile of their combined size, which waits for both. Segments never merge (their boundaries
+    are tile ends, so the ring pointer is always one); blocks merge when a tile between them dies. `most` is a
+    max-tree over block starts (in units of `grain` bytes): the first block at or after an address that holds a
+    size, or the block around an address, is one descent, O(log capacity) however fragmented the space is."""
 
-    def _retire(self, now: int) -> None:
-        while self.live and self.live[0][0] < now:
-            last, addr, size = heapq.heappop(self.live)
-            self._free(size, addr, last)
+    def __init__(self, capacity: int, grain: int = 1):
+        self.grain = grain
+        self.units = capacity // grain
+        self.leaves = 1 << max(0, (self.units - 1).bit_length())
+        self.most = [0] * (2 * self.leaves)  # node -> largest free block (units) starting under it
+        self.live: list[tuple[int, int, int]] = []  # heap of (last use, start, size), in units
+        self.segments: dict[int, tuple[int, int]] = {0: (self.units, -1)}  # free: start -> (size, last use)
+        self.blocks: dict[int, int] = {}  # block start -> end
+        self.ends: dict[int, int] = {}  # block end -> start
+        self.next = 0  # the ring pointer: where the last placed tile ended
+        self.blocks[0], self.ends[self.units] = self.units, 0
+        self.most[self.leaves] = self.units
+        self._walk(0, 0)
 
-    def _free(self, size: int, addr: int, last: int) -> None:
-        if size not in self.dead:
-            self.dead[size] = deque()
-            bisect.insort(self.sizes, size)
-        self.dead[size].append((addr, last))
+    def _walk(self, a: int, b: int) -> None:
+        """Recompute the max-tree above the leaves of units `a` and `b` (whose values just changed)."""
+        most, n = self.most, self.leaves
+        i, j = (a + n) >> 1, (b + n) >> 1
+        while i != j:  # two paths until they meet
+            left, right = most[2 * i], most[2 * i + 1]
+            most[i] = left if left > right else right
+            left, right = most[2 * j], most[2 * j + 1]
+            most[j] = left if left > right else right
+            i >>= 1
+            j >>= 1
+        while i:
+            left, right = most[2 * i], most[2 * i + 1]
+            m = left if left > right else right
+            if most[i] == m:
+                break  # its ancestors already hold this maximum
+            most[i] = m
+            i >>= 1
 
-    def _take(self, size: int) -> tuple[int, int]:
-        slots = self.dead[size]
-        addr, last = slots.popleft()
-        if not slots:
-            del self.dead[size]
-            self.sizes.remove(size)
-        return addr, last
+    def _first_fit(self, lo: int, size: int) -> int | None:
+        """The start of the first block at or after unit `lo` with at least `size` units, if any."""
+        most, i = self.most, lo + self.leaves
+        if most[i] >= size:
+            return lo
+        while True:  # climb until a right sibling subtree (wholly after lo) holds a big enough block
+            if i & 1 == 0 and most[i + 1] >= size:
+                i += 1
+                break
+            i >>= 1
+            if i <= 1:
+                return None
+        while i < self.leaves:  # then descend to its leftmost big enough leaf
+            i = 2 * i if most[2 * i] >= size else 2 * i + 1
+        return i - self.leaves
 
-    def place(self, size: int, first: int, last: int) -> int | None:
-        """Reserve `size` bytes used from position `first` to `last`; returns the last use of the tile whose
-        slot it takes (None for fresh space or no space). Called once per on-chip tile: `_retire` and `_take`
-        are written out here for the common cases (a call costs as much as the step)."""
-        live, dead = self.live, self.dead
-        while live and live[0][0] < first:  # _retire(first)
-            old_last, old_addr, old_size = heapq.heappop(live)
-            slots = dead.get(old_size)
-            if slots is None:
-                slots = dead[old_size] = deque()
-                bisect.insort(self.sizes, old_size)
-            slots.append((old_addr, old_last))
-        previous = None
-        if self.top + size <= self.capacity:
-            addr, self.top = self.top, self.top + size
+    def _free(self, addr: int, size: int, last: int) -> None:
+        """Return a dead tile's space as a segment, its block merged with the blocks either side."""
+        self.segments[addr] = (size, last)
+        blocks, ends, most, n = self.blocks, self.ends, self.most, self.leaves
+        start, end, gone = addr, addr + size, addr
+        left = ends.pop(addr, None)
+        if left is not None:  # the block that ends here grows
+            start = gone = left
+        right = blocks.pop(end, None)
+        if right is not None:  # the block that starts where this ends is absorbed
+            del ends[right]
+            most[end + n] = 0
+            gone, end = end, right
+        blocks[start], ends[end] = end, start
+        most[start + n] = end - start
+        self._walk(start, gone)
+
+    def _last_start(self, hi: int) -> int | None:
+        """The start of the last block at or before unit `hi`, if any."""
+        most, i = self.most, hi + self.leaves
+        if most[i]:
+            return hi
+        while True:  # climb until a left sibling subtree (wholly before hi) holds a block
+            if i & 1 and most[i - 1]:
+                i -= 1
+                break
+            i >>= 1
+            if i <= 1:
+                return None
+        while i < self.leaves:  # then descend to its rightmost block
+            i = 2 * i + 1 if most[2 * i + 1] else 2 * i
+        return i - self.leaves
+
+    def _take(self, start: int, at: int, size: int) -> list[int]:
+        """Reserve units [at, at + size) of the block at `start` (`at` is a segment start); returns the last uses of
+        the segments they cover. The block's space before and after stays free."""
+        blocks, ends, most, n = self.blocks, self.ends, self.most, self.leaves
+        end = blocks.pop(start)
+        del ends[end]
+        most[start + n] = 0
+        if at > start:
+            blocks[start], ends[at] = at, start
+            most[start + n] = at - start
+        want, lasts, segments = at + size, [], self.segments
+        a = at
+        while a < want:
+            k, last = segments.pop(a)
+            if last >= 0:
+                lasts.append(last)
+            a += k
+        if a > want:  # the last covered segment's tail stays free, still tagged with its tile's last use
+            segments[want] = (a - want, last)
+        if want < end:
+            blocks[want], ends[end] = end, want
+            most[want + n] = end - want
+            self._walk(start, want)
         else:
-            slots = dead.get(size)
-            if slots is not None:  # _take(size)
-                addr, previous = slots.popleft()
-                if not slots:
-                    del dead[size]
-                    self.sizes.remove(size)
-            else:
-                k = bisect.bisect_left(self.sizes, size)
-                if k == len(self.sizes):
+            self._walk(start, start)
+        return lasts
+
+    def place(self, size: int, first: int, last: int) -> list[int] | None:
+        """Reserve `size` bytes used from position `first` to `last`: from the ring pointer on, the first free space
+        that holds it, else the first from the bottom. Returns the last uses of the dead tiles whose space it takes
+        (empty for never-used space), None where no free block holds it."""
+        live = self.live
+        while live and live[0][0] < first:  # the tiles that died before this one starts
+            old_last, old_addr, old_size = heapq.heappop(live)
+            self._free(old_addr, old_size, old_last)
+        units = -(-size // self.grain)
+        if units > self.units:
+            return None
+        ptr = self.next if self.next < self.units else 0
+        end = self.blocks.get(ptr)
+        if end is not None and end >= ptr + units:  # most often: a block starts at the pointer and holds it
+            start = at = ptr
+        elif (start := self._last_start(ptr)) is not None and self.blocks[start] >= ptr + units:  # or around it
+            at = ptr
+        else:
+            start = self._first_fit(ptr, units) if ptr else None
+            if start is None:
+                start = self._first_fit(0, units)
+                if start is None:
                     return None
-                bigger = self.sizes[k]
-                addr, previous = self._take(bigger)
-                self._free(bigger - size, addr + size, previous)
-        heapq.heappush(live, (last, addr, size))
+            at = start
+        previous = self._take(start, at, units)
+        self.next = at + units
+        heapq.heappush(live, (last, at, units))
         return previous
 
 
@@ -142,7 +235,10 @@ def reuse_edge_arrays(trace: Trace, hw: Target, accesses: Accesses | None = None
     size = np.where(is_psum, -(-per_partition // bank) * bank, np.maximum(1, per_partition))
     program = trace.columns().program.astype(np.int64)[first]
     # typed arrays: the loop reads Python ints one at a time instead of holding a list of every tile's
-    first_a, last_a, size_a, key_a = (array("q", x.astype(np.int64).tobytes()) for x in (first, last, size, program * 2 + is_psum))
+    keys = program * 2 + is_psum
+    first_a, last_a, size_a, key_a = (array("q", x.astype(np.int64).tobytes()) for x in (first, last, size, keys))
+    # each space counts in the largest unit every tile size is a multiple of (its max-tree has fewer leaves)
+    grains = {int(k): int(np.gcd.reduce(size[keys == k])) for k in np.unique(keys)}
     spaces: dict[int, _Space] = {}
     producers, consumers = array("q"), array("q")
     for k in range(len(first_a)):
@@ -150,10 +246,12 @@ def reuse_edge_arrays(trace: Trace, hw: Target, accesses: Accesses | None = None
         space = spaces.get(key)
         if space is None:
             cap = hw.psum.bytes_per_partition if key & 1 else hw.sbuf.usable_bytes_per_partition
-            space = spaces[key] = _Space(cap)
+            space = spaces[key] = _Space(cap, grains[key])
         f = first_a[k]
         previous = space.place(size_a[k], f, last_a[k])
-        if previous is not None and previous != f:
-            producers.append(previous)
-            consumers.append(f)
+        if previous is not None:
+            for p in previous:
+                if 0 <= p != f:
+                    producers.append(p)
+                    consumers.append(f)
     return np.frombuffer(producers, dtype=np.int64).copy(), np.frombuffer(consumers, dtype=np.int64).copy()
