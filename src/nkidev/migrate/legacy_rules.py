@@ -40,6 +40,7 @@ from nkidev.migrate.indexing import (
     rewrite_subscript,
     space_shape,
 )
+from nkidev.migrate.ranks import TileRanks
 
 
 def _positional(fn) -> tuple[str, ...]:
@@ -209,11 +210,13 @@ class LegacyToCurrent(Rules):
         self.filled: list[dict[str, Filled]] = [{}]  # per enclosing function: tiles allocated only by nl.zeros / ones / full
         self.masked_calls: list[int] = []  # ids of the masked loads / stores / copies being visited
         self.dtypes: list[dict[str, str]] = [{}]  # per enclosing function: tile -> the dtype every allocation of it gives
-        self.ranks: list[dict[str, int]] = [{}]  # per enclosing function: tile -> the rank every allocation of it gives
+        self.ranks: list[TileRanks] = [TileRanks()]  # per enclosing function: tile -> the rank its source shows (ranks.py)
         self.module_blocks: dict[int, blocks.Blocked] = {}  # id(FunctionDef) -> its block tensors (blocks.scan_module)
         self.index_origins: dict[int, tuple[int, cst.Attribute]] = {}  # id(arange / mgrid attribute) -> (original line, it)
         self.hbm_access: set[int] = set()  # ids of the subscripts a legacy load reads / store writes (HBM tensors)
+        self.folded_buffers: set[int] = set()  # allocator calls that are a folded block allocation's buffer=
         self.allocators: dict[str, str] = {}  # module-level names of legacy direct allocators -> "sbuf" / "psum"
+        self.numpy: str | None = None  # the name of the module-level numpy import, if any
         self.masked_access: set[int] = set()  # those of masked loads / stores
         self.memories: list[memory.Memories | None] = [None]  # per enclosing function: which tiles are PSUM ones
         self.kernel_names: set[str] = set()  # functions the file passes to nki.jit / baremetal / simulate_kernel
@@ -292,6 +295,7 @@ class LegacyToCurrent(Rules):
                     region = _allocator_region(code(small.value))
                     if region is not None:
                         self.allocators[small.targets[0].target.value] = region
+        self.numpy = _numpy_alias(node)
         self.taken = set(self.module_names)
         self.kernel_names = _kernels_called(node, self._target)
         self.program = memory.Program(node, self._memory_hooks())
@@ -314,7 +318,7 @@ class LegacyToCurrent(Rules):
         self.block_scans.append(scan)
         self.filled.append(_filled_allocations(node, lambda call: self._target(call.func)))
         self.dtypes.append(_allocated_dtypes(node, lambda call: self._target(call.func)))
-        self.ranks.append(_allocated_ranks(node, lambda call: self._target(call.func)))
+        self.ranks.append(TileRanks(node, self._target))
         self.memories.append(self.program.memories(node))
         for name, tensor in scan.params.items():
             self.notes.changed(
@@ -507,9 +511,12 @@ class LegacyToCurrent(Rules):
         call = dec if isinstance(dec, cst.Call) else None
         target = call.func if call else dec
         kind, name = self._target(target)
+        line = self.line(fn)
+        if kind == "compiler" and name in _ALLOCATION_PASS_DECORATORS:
+            self.notes.changed(line, f"@{code(dec)}", _ALLOCATION_PASS_STEP)
+            return None
         if kind != "nki":
             return d
-        line = self.line(fn)
         if name == "jit" and call is not None:
             mode = kwarg(call, "mode")
             if mode is not None and code(mode.value).strip("'\"") == "trace":
@@ -679,6 +686,9 @@ class LegacyToCurrent(Rules):
         ):
             self.masked_calls.append(id(node))
         # a legacy load reads HBM and a store writes it: those accesses may take any .ap() pattern (no partitions)
+        buffer = kwarg(node, "buffer")
+        if buffer is not None and self.block_scans and id(node) in self.block_scans[-1].calls:
+            self.folded_buffers.add(id(buffer.value))  # the folded allocation replaces its allocator itself
         if target in (("language", "load"), ("language", "store")):
             access = arg_value(node, 0, "src" if target[1] == "load" else "dst")
             if isinstance(access, cst.Subscript):
@@ -735,7 +745,7 @@ class LegacyToCurrent(Rules):
         kind, name = self._target(updated.func)
         line = self.line(original)
         if kind is None:
-            return self._inner_call(updated, line)
+            return self._inner_call(original, updated, line)
         if kind == "language":
             if name == "par_dim":
                 return updated.args[0].value
@@ -785,8 +795,10 @@ class LegacyToCurrent(Rules):
                         "into a free dim (P, B, F), or allocate each block inside its loop"
                         + (f" (not folded automatically: line {where}: {why})" if why is not None else ""),
                     )
-            if name in ("max", "min"):
-                updated = self._reduce_last(updated, name, line)
+            if name in _REORDERABLE_REDUCTIONS:
+                updated = self._reduce_last(updated, name, line, original)
+            if name == "shared_constant":
+                updated = self._cast_constant(updated, line)
             if name == "load_transpose2d" and kwarg(updated, "dtype") is not None and code(kwarg(updated, "dtype").value) != "None":
                 updated = self._transpose_then_cast(updated, line)
             if name == "num_programs" and not updated.args:
@@ -900,15 +912,17 @@ class LegacyToCurrent(Rules):
             body.append(st)
         return module.with_changes(body=body)
 
-    def _reduce_last(self, call: cst.Call, name: str, line: int) -> cst.Call:
+    def _reduce_last(self, call: cst.Call, name: str, line: int, original: cst.Call | None = None) -> cst.Call:
         """`nl.max(t.ap(pattern=[a, b, c, d]), axis=[1, 3])` -> `nl.max(t.ap(pattern=[a, c, b, d]), axis=[2, 3])`: the
         current API reduces the last free axes only, and an access pattern can list its axes in any order. The kept
-        axes keep their order, so the result is the legacy one; for max / min the order of the reduced ones does not
-        change the value either."""
+        axes keep their order and the reduced ones follow in order, as the legacy front end permutes them before it
+        reduces the trailing axes: the same values in the same order for sum / prod / mean too."""
         data, axis = arg_value(call, 0, "x"), kwarg(call, "axis")
         if axis is None and len(call.args) > 1 and call.args[1].keyword is None:
             axis = call.args[1]
         given, shown = data, "t.ap(...)"
+        if original is not None and axis is not None and not isinstance(data, cst.Name) and not _is_ap(data):
+            data = self._hoisted_operand(call, arg_value(original, 0, "x"), data, axis, name, line)
         if isinstance(data, cst.Name) and axis is not None:
             shown = data.value
             data = self._plain_reduce_access(call, name, data, axis, line)
@@ -917,8 +931,9 @@ class LegacyToCurrent(Rules):
         if not (isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) and data.func.attr.value == "ap"):
             return call
         pattern = kwarg(data, "pattern")
-        if axis is None or pattern is None or not isinstance(pattern.value, cst.List) or kwarg(call, "keepdims") is not None:
-            return call  # keepdims: the kept 1-dims would move too
+        keepdims = _keepdims(call)
+        if axis is None or pattern is None or not isinstance(pattern.value, cst.List) or keepdims is None:
+            return call  # keepdims not a literal: whether the kept 1-dims move is not known here
         pairs = list(pattern.value.elements)
         values = axis.value.elements if isinstance(axis.value, cst.List | cst.Tuple) else [cst.Element(axis.value)]
         axes = [literal_int(e.value) for e in values]
@@ -948,7 +963,38 @@ class LegacyToCurrent(Rules):
                 args.append(a.with_changes(value=new_data))
             else:
                 args.append(a)
-        return call.with_changes(args=args)
+        reduced = call.with_changes(args=args)
+        if not keepdims:
+            return reduced
+        # keepdims=True leaves the 1-dims last; the legacy result has them where the reduced axes were
+        dims = ["1" if i in axes else code(p.value.elements[1].value) for i, p in enumerate(pairs)]
+        return cst.Call(func=cst.Attribute(value=reduced, attr=cst.Name("reshape")), args=[cst.Arg(expr(f"({', '.join(dims)})"))])
+
+    def _hoisted_operand(self, call, legacy, data, axis: cst.Arg, name: str, line: int):
+        """`nl.sum(nl.exp(t), axis=1)` over a rank-3 operand: `_reduced_1 = nl.exp(t)` first (in the statements
+        before), so that the reduction can read it through an access pattern; the operand as it was when its rank
+        is not known or the axes are the last ones already."""
+        rank = None if legacy is None else self.ranks[-1].of(legacy)
+        values = axis.value.elements if isinstance(axis.value, cst.List | cst.Tuple) else [cst.Element(axis.value)]
+        axes = [literal_int(e.value) for e in values]
+        if rank is None or not axes or any(a is None for a in axes) or len(set(axes)) != len(axes):
+            return data
+        norm = sorted(a % rank for a in axes)
+        if 0 in norm or norm == list(range(rank - len(norm), rank)):
+            return data
+        if not self.hoisted or _keepdims(call) is None:
+            self.notes.manual(
+                line,
+                f"nl.{name}(..., axis={code(axis.value)})",
+                "bind the reduced operand to a name and reduce name.ap(pattern=...) with the reduced axes' pairs last "
+                "(the current reductions take the last free axes only)",
+            )
+            return data
+        self.counter += 1
+        temp = f"_reduced_{self.counter}"
+        self.hoisted[-1].append(stmt(f"{temp} = {code(data)}"))
+        self.ranks[-1].add(temp, rank)
+        return cst.Name(temp)
 
     def _plain_reduce_access(self, call: cst.Call, name: str, tile: cst.Name, axis: cst.Arg, line: int) -> cst.Call | None:
         """For `nl.max(t, axis=1)` over a plain tile of rank 3: `t.ap(pattern=...)` listing t's own dims in order
@@ -974,11 +1020,20 @@ class LegacyToCurrent(Rules):
                     f"the current nl.{name} reduces the last contiguous free axes only: reduce over "
                     f"{t}.ap(pattern=...) listing the reduced axes' [step, num] pairs last ({t}'s rank is not known here)",
                 )
+            else:
+                # axes that are the last ones of a tile of one rank only: the file does not show t's (ranks.py)
+                self.notes.manual(
+                    line,
+                    f"nl.{name}({t}, axis={code(axis.value)})",
+                    f"kept as it was: right only if {t} has {positive[-1] + 1} dims ({t}'s rank is not shown here); "
+                    f"with more, reduce {t}.ap(pattern=...) listing the reduced axes' [step, num] pairs last (the "
+                    f"current nl.{name} reduces the last free axes only)",
+                )
             return None
         norm = sorted(a % rank for a in axes)
         if 0 in norm or norm == list(range(rank - len(norm), rank)):
             return None  # the partition axis: the legacy API rejects it too
-        if kwarg(call, "keepdims") is not None:
+        if _keepdims(call) is None:
             self.notes.manual(
                 line,
                 f"nl.{name}({t}, axis={code(axis.value)}, keepdims=...)",
@@ -991,6 +1046,26 @@ class LegacyToCurrent(Rules):
 
         pairs = ", ".join(f"[{step(i)}, {t}.shape[{i}]]" for i in range(rank))
         return expr(f"{t}.ap(pattern=[{pairs}], offset=0)")
+
+    def _cast_constant(self, call: cst.Call, line: int) -> cst.Call:
+        """`nl.shared_constant(c, dtype=D)` -> `nl.shared_constant(np.asarray(c).astype(D))`: the legacy call casts the
+        constant to D; the current one takes the constant only ("shared_constant(constant)", its element type the
+        array's: https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.language.shared_constant.html).
+        An nl dtype is a NumPy dtype-like, so the cast happens on the host, as the legacy front end's does."""
+        dtype = kwarg(call, "dtype")
+        if dtype is None and len(call.args) > 1 and call.args[1].keyword is None:
+            dtype = call.args[1]
+        constant = arg_value(call, 0, "constant")
+        if dtype is None or constant is None or code(dtype.value) == "None":
+            return without_kwargs(call, {"dtype"}) if dtype is not None else call
+        construct = f"nl.shared_constant({code(constant)}, dtype={code(dtype.value)})"
+        if self.numpy is None:
+            step = "cast the constant on the host (numpy .astype(D)) and drop dtype=: the current call has none"
+            self.notes.manual(line, construct, step)
+            return call
+        cast = expr(f"{self.numpy}.asarray({code(constant)}).astype({code(dtype.value)})")
+        self.notes.changed(line, construct, f"nl.shared_constant({code(cast)}): the current call has no dtype=")
+        return call.with_changes(args=[cst.Arg(cast)])
 
     def _transpose_then_cast(self, call: cst.Call, line: int) -> cst.Call:
         """`nl.load_transpose2d(src, dtype=D)` -> `nl.copy(nl.load_transpose2d(src), dtype=D)`. The legacy load
@@ -1035,7 +1110,13 @@ class LegacyToCurrent(Rules):
             isinstance(e.value, cst.Call) and self._target(e.value.func) == ("language", "par_dim") for e in shape.elements[1:]
         )
 
-    def _inner_call(self, call: cst.Call, line: int):
+    def _inner_call(self, original: cst.Call, call: cst.Call, line: int):
+        region = self._direct_allocator(call)
+        if region is not None and id(original) not in self.folded_buffers:
+            # a direct allocator's placement outside a folded block tensor (a plain tile's buffer=, or a helper
+            # returning one): the legacy emulator gives the tile storage of its own, as nl.sbuf / nl.psum does
+            self.notes.changed(line, code(original), f"nl.{region}: the current API has no direct allocator (the placement goes)")
+            return expr(f"nl.{region}")
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "broadcast_to" and len(call.args) == 1:
             # the legacy tile method; the current API has nl.broadcast_to(x, shape)
             shape = call.args[0].value
@@ -1858,6 +1939,17 @@ _FLOATS = {"float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_
 _DTYPE_ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "tf32": "tfloat32"}
 
 
+# legacy nki.compiler decorators that choose compiler passes or the allocator, not what a kernel computes; the
+# current nki.compiler has none of them (only CompileConfig, SpecializationConfig and AddressRotation:
+# https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.1/nki/api/nki.compiler.html)
+_ALLOCATION_PASS_DECORATORS = ("skip_middle_end_transformations", "enable_stack_allocator", "force_auto_alloc")
+_ALLOCATION_PASS_STEP = "removed: a legacy compiler-pass switch (the current nki.compiler has no such decorator; the results do not change)"
+
+# the nl reductions the migration moves the reduced axes of to the end: the legacy front end reduces any free axes by
+# permuting the kept ones first and the reduced ones (in order) last, then reducing the trailing axes, which is
+# the same order of operations the moved access pattern gives
+_REORDERABLE_REDUCTIONS = ("max", "min", "sum", "prod", "mean", "all")
+
 _INTS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool_"}
 
 
@@ -1947,20 +2039,6 @@ def _allocated_dtypes(fn: cst.FunctionDef, target_of) -> dict[str, str]:
     return _agreed_bindings(fn, dtype_of, _same_dtype)
 
 
-def _allocated_ranks(fn: cst.FunctionDef, target_of) -> dict[str, int]:
-    """The tiles of a function every binding of which is an nl.ndarray / zeros / ones / full allocation with a
-    literal shape of one length (no block dims, which the migration folds): name -> that rank."""
-
-    def rank_of(value) -> int | None:
-        if isinstance(value, cst.Call) and target_of(value) in _ALLOCATIONS:
-            shape = arg_value(value, 0, "shape")
-            if isinstance(shape, cst.Tuple | cst.List) and "par_dim" not in code(shape):
-                return len(shape.elements)
-        return None
-
-    return _agreed_bindings(fn, rank_of)
-
-
 def _assigned_more_than_once(fn: cst.FunctionDef) -> set[str]:
     """Names an assignment binds more than once in a function (an index variable defined in both branches of an if)."""
     counts: dict[str, int] = {}
@@ -2017,6 +2095,29 @@ def _names_in(source: str) -> set[str]:
     return _all_names(cst.parse_expression(source))
 
 
+def _keepdims(call: cst.Call) -> bool | None:
+    """A reduction's keepdims= (False when not given); None when it is not a literal."""
+    given = kwarg(call, "keepdims")
+    if given is None:
+        return False
+    return {"True": True, "False": False}.get(code(given.value))
+
+
+def _is_ap(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "ap"
+
+
+def _numpy_alias(module: cst.Module) -> str | None:
+    """The name a module-level `import numpy [as np]` binds, else None."""
+    for st in module.body:
+        for small in st.body if isinstance(st, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if code(alias.name) == "numpy":
+                        return alias.asname.name.value if alias.asname is not None else "numpy"
+    return None
+
+
 def _all_names(node: cst.CSTNode) -> set[str]:
     names: set[str] = set()
 
@@ -2051,6 +2152,14 @@ def _guarded(statements: list[cst.BaseStatement], conditions: list[str]) -> list
         return [_guard(s, conditions) for s in statements]
     body = "".join("    " + line + "\n" for s in statements for line in cst.Module([s]).code.strip().splitlines())
     return [stmt(f"if {' and '.join(conditions)}:\n{body}")]
+
+
+def _keepdims(call: cst.Call) -> bool | None:
+    """A reduction's keepdims= (False when not given); None when it is not a literal."""
+    given = kwarg(call, "keepdims")
+    if given is None:
+        return False
+    return {"True": True, "False": False}.get(code(given.value))
 
 
 def _is_ap(node: cst.BaseExpression) -> bool:
