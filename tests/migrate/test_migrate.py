@@ -140,6 +140,39 @@ def test_json_shape(tmp_path):
     assert d["validation"]["kernels"] == [{"kernel": "double_kernel", "case": 0, "status": "identical", "max_abs_diff": 0.0}]
 
 
+NAN_BEFORE = """\
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+import numpy as np
+from neuronxcc import nki
+
+
+@nki.jit
+def k(a, ident):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    e = nl.load(ident)
+    acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+    for i in nl.affine_range(2):
+        acc[...] += nisa.nc_matmul(x, e)
+    nl.store(out, value=nl.copy(acc))
+    return out
+
+
+def cases():
+    return [(np.ones((128, 128), np.float32), np.eye(128, dtype=np.float32))]
+"""
+
+
+def test_a_mismatch_of_nan_on_one_side_only_says_so_where_the_max_difference_skips_nan(tmp_path):
+    # the legacy emulator accumulates into the never-initialized PSUM tile (NaN); the current nc_matmul starts
+    # the group with its first write: what the max difference alone (0.0) would hide
+    path = tmp_path / "k.py"
+    path.write_text(NAN_BEFORE)
+    rows = migrate_file(path).validation["kernels"]
+    assert rows == [{"kernel": "k", "case": 0, "status": "mismatch", "max_abs_diff": 0.0, "reason": "16384 NaN before, 0 after (of 16384)"}]
+
+
 KERNEL_WITH_MANUAL_STEPS = """\
 import nki
 import nki.isa as nisa

@@ -80,7 +80,7 @@ def _compare_case(name, i, old_k, new_k, case, spec, old_version) -> dict:
         return row | {"status": "error", "reason": f"the migrated kernel raised {type(e).__name__}: {e}"}
     if len(before) != len(after):
         return row | {"status": "mismatch", "reason": f"{len(before)} outputs before, {len(after)} after"}
-    worst, max_diff = "identical", 0.0
+    worst, max_diff, nan_only = "identical", 0.0, []
     for b, a in zip(before, after):
         b, a = np.asarray(b), np.asarray(a)
         if b.shape != a.shape and b.size == a.size:
@@ -91,9 +91,13 @@ def _compare_case(name, i, old_k, new_k, case, spec, old_version) -> dict:
             continue
         b64, a64 = b.astype(np.float64), a.astype(np.float64)
         diff = np.abs(a64 - b64)
-        max_diff = max(max_diff, float(np.nanmax(diff)) if diff.size else 0.0)
+        compared = diff[~np.isnan(diff)]  # where both sides are numbers (NaN on one side is the reason below)
+        max_diff = max(max_diff, float(compared.max()) if compared.size else 0.0)
         tol = resolve(dtype_name(b.dtype), spec, scale=max(1.0, float(np.sqrt(np.mean(b64 * b64))) if b64.size else 1.0))
         same_nan = np.isnan(a64) == np.isnan(b64)
         close = np.all(same_nan & ((diff <= tol.atol + tol.rtol * np.abs(b64)) | np.isnan(b64)))
         worst = max(worst, "within tolerance" if close else "mismatch", key=_RANK.__getitem__)
-    return row | {"status": worst, "max_abs_diff": max_diff}
+        if not np.all(same_nan):  # the max difference skips NaN: say where one side alone has them
+            nan_only.append(f"{int(np.isnan(b64).sum())} NaN before, {int(np.isnan(a64).sum())} after (of {b64.size})")
+    row = row | {"status": worst, "max_abs_diff": max_diff}
+    return row | {"reason": "; ".join(nan_only)} if nan_only else row
