@@ -1,8 +1,9 @@
 """`nkidev migrate` on reductions over free axes that are not a tile's last ones (issue 15): the rank of a tile
 where its source shows it (ranks.py), the reduced axes moved last through an access pattern for sum / prod / mean
 as for max / min (keepdims=True reshaped back), an operand that is an expression bound to a name first, and a
-manual note where the rank is not shown. Also the legacy placement helpers nki-samples' attention_fwd v8a / v9 use
-(a helper returning the modular allocator's placement, a nki.compiler pass decorator, shared_constant's dtype=).
+manual note where the rank is not shown. Also the legacy placement helpers nki-samples' attention_fwd v8a / v9 / v11 use
+(a helper returning the modular allocator's placement, a nki.compiler pass decorator, shared_constant's dtype=,
+a loop directive).
 Our own fixtures."""
 
 import shutil
@@ -134,7 +135,10 @@ def test_tile_ranks_follow_slices_integer_indices_grids_shape_unpacking_and_elem
 def test_a_helper_returning_the_allocators_placement_a_compiler_pass_decorator_and_a_cast_constant_migrate(tmp_path):
     result, text, new = migrated(tmp_path, "legacy_placed_helpers.py")
     assert result.manual == [], result.manual
-    assert [(r["kernel"], r["status"]) for r in result.validation["kernels"]] == [("placed_transpose_kernel", "identical")]
+    assert [(r["kernel"], r["status"]) for r in result.validation["kernels"]] == [
+        ("placed_transpose_kernel", "identical"),
+        ("ordered_rounds_kernel", "identical"),
+    ]
     assert "        return nl.sbuf\n" in text  # the helper's placement: storage of its own, as the legacy emulator's
     assert "buffer=nl.sbuf)\n    nisa.dma_copy(dst=x[...], src=a)" in text
     code = text.split('"""')[2]  # after the docstring
@@ -144,5 +148,18 @@ def test_a_helper_returning_the_allocators_placement_a_compiler_pass_decorator_a
     assert steps[29].startswith("removed: a legacy compiler-pass switch"), steps
     assert steps[31].startswith("nl.shared_constant(np.asarray("), steps
     assert sorted(line for line, step in steps.items() if "no direct allocator" in step) == [21, 34]
+    # a loop kept in order by a directive: inside the current API's no_reorder block (a range takes no directives)
+    assert "    with nl.no_reorder():\n        for i in range(3):  # three rounds, in order\n" in text
+    assert steps[47].startswith("the loop inside `with nl.no_reorder():`"), steps
     (a,) = new.cases()[0]
     np.testing.assert_array_equal(run(new, "placed_transpose_kernel", a), a.T)
+    np.testing.assert_array_equal(run(new, "ordered_rounds_kernel", a), 3 * a)
+
+
+def test_a_loop_directive_other_than_no_reorder_is_a_manual_step_at_the_loop():
+    source = (
+        "import neuronxcc.nki.language as nl\nfrom neuronxcc import nki\n\n\n@nki.jit\ndef k(a):\n"
+        "    for i in nl.affine_range(2, directives=nki.compiler.multi_buffer(2)):\n        pass\n    return a\n"
+    )
+    _, _, notes = migrate_source(source, "k.py")
+    assert [(n.line, n.construct) for n in notes if n.kind == "manual"] == [(7, "directives=nki.compiler.multi_buffer(2)")]

@@ -445,7 +445,32 @@ class LegacyToCurrent(Rules):
         self._enter_loop(node)
 
     def leave_For(self, original: cst.For, updated: cst.For):
-        return self._leave_loop(original, updated)
+        updated = self._leave_loop(original, updated)
+        return self._loop_directives(original, updated)
+
+    def _loop_directives(self, original: cst.For, updated: cst.For):
+        """`for i in nl.sequential_range(n, directives=nki.compiler.no_reorder()):` -> the loop over range(n) inside
+        `with nl.no_reorder():`, the current API's way of keeping a block's instructions in source order
+        (nki.compiler has no no_reorder now; a range takes no directives). Any other directive is a manual step."""
+        loop = original.iter
+        if not (isinstance(loop, cst.Call) and self._target(loop.func)[0] == "language" and kwarg(loop, "directives")):
+            return updated
+        directive = kwarg(loop, "directives").value
+        line = self.line(original)
+        if not (isinstance(directive, cst.Call) and self._target(directive.func)[1] == "no_reorder" and not directive.args):
+            self.notes.manual(
+                line, f"directives={code(directive)}", "a range takes no directives: drop it or give the loop its order another way"
+            )
+            return updated
+        iterations = updated.iter.with_changes(args=[a for a in updated.iter.args if not (a.keyword and a.keyword.value == "directives")])
+        iterations = iterations.with_changes(
+            args=[*iterations.args[:-1], iterations.args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+        )
+        self.notes.changed(line, f"directives={code(directive)}", "the loop inside `with nl.no_reorder():` (a range takes no directives)")
+        inner = updated.with_changes(iter=iterations, leading_lines=[])
+        return cst.With(
+            items=[cst.WithItem(expr("nl.no_reorder()"))], body=cst.IndentedBlock(body=[inner]), leading_lines=updated.leading_lines
+        )
 
     def visit_While(self, node: cst.While) -> None:
         self._enter_loop(node)
