@@ -104,6 +104,8 @@ def k(x, s):
     mixed = nl.load(s[1, :, :])
     mixed = nl.load(s[0])
     unknown = nl.load(x[0:128])
+    declared: nt.tensor[128, 4, 8] = helper(x)
+    shaped: nt.tensor[shape] = nl.load(s[0])
     return plane
 """
 
@@ -117,7 +119,8 @@ def test_tile_ranks_follow_slices_integer_indices_grids_shape_unpacking_and_elem
         return None, None
 
     ranks = TileRanks(fn, target)
-    found = {n: ranks.get(n) for n in ("s", "plane", "row", "cols", "grid", "shifted", "folded", "either", "mixed", "unknown")}
+    names = ("s", "plane", "row", "cols", "grid", "shifted", "folded", "either", "mixed", "unknown", "declared", "shaped")
+    found = {n: ranks.get(n) for n in names}
     assert found == {
         "s": 3,  # `b, p, f = s.shape`
         "plane": 2,  # s[j]: the integer drops a dim, the rest are whole
@@ -129,6 +132,8 @@ def test_tile_ranks_follow_slices_integer_indices_grids_shape_unpacking_and_elem
         "either": None,  # a conditional expression: not followed
         "mixed": 2,  # both bindings are 2-d
         "unknown": None,  # x's rank is not shown: whether x[0:128] keeps more dims is not known
+        "declared": 3,  # an nt.tensor annotation's dims
+        "shaped": 2,  # a one-element annotation may name a shape tuple: the value's own rank
     }
 
 

@@ -48,10 +48,14 @@ class _Bindings(cst.CSTVisitor):
 
     def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
         # `qk: nt.tensor[m, n] = nl.matmul(...)`: the annotation's dims are the tile's
+        # (the value's own rank first; a one-element annotation may name a shape tuple, not one dim)
         annotation = n.annotation.annotation
-        if isinstance(annotation, cst.Subscript) and code(annotation.value).endswith("tensor") and n.value is not None:
-            self.found.append((n.target, cst.Call(func=cst.Name("_rank"), args=[cst.Arg(cst.Integer(str(len(annotation.slice))))])))
-        elif n.value is not None:
+        if n.value is None:
+            return
+        if isinstance(annotation, cst.Subscript) and code(annotation.value).endswith("tensor") and len(annotation.slice) > 1:
+            dims = cst.Arg(cst.Integer(str(len(annotation.slice))))
+            self.found.append((n.target, cst.Call(func=cst.Name("_rank"), args=[dims, cst.Arg(n.value)])))
+        else:
             self.found.append((n.target, n.value))
 
     def visit_AugAssign(self, n: cst.AugAssign) -> None:
@@ -192,7 +196,8 @@ class TileRanks:
             return None
         func = value.func
         if isinstance(func, cst.Name) and func.value == "_rank":  # an annotated binding (_Bindings)
-            return int(value.args[0].value.value)
+            own = self._rank(value.args[1].value)
+            return own if own is not None else int(value.args[0].value.value)
         if isinstance(func, cst.Attribute) and func.attr.value == "reshape" and value.args:
             shape = value.args[0].value if len(value.args) == 1 else None
             return len(shape.elements) if isinstance(shape, cst.Tuple | cst.List) else None
