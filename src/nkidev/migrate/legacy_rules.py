@@ -2120,18 +2120,6 @@ def _names_in(source: str) -> set[str]:
     return _all_names(cst.parse_expression(source))
 
 
-def _keepdims(call: cst.Call) -> bool | None:
-    """A reduction's keepdims= (False when not given); None when it is not a literal."""
-    given = kwarg(call, "keepdims")
-    if given is None:
-        return False
-    return {"True": True, "False": False}.get(code(given.value))
-
-
-def _is_ap(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "ap"
-
-
 def _numpy_alias(module: cst.Module) -> str | None:
     """The name a module-level `import numpy [as np]` binds, else None."""
     for st in module.body:

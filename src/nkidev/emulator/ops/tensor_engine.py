@@ -282,7 +282,7 @@ def _transpose_engine(a, ctx) -> str:
     return "vector" if small else "tensor"
 
 
-def _transpose_check(a, ctx, engine):
+def _nc_transpose_check(a, ctx, engine):
     p, f = partitions(a.data), free_size(a.data)
     if partitions(a.dst) != f or free_size(a.dst) != p:
         return f"dst {a.dst.shape} must be [{f}, {p}] for data {a.data.shape}", f"allocate dst as ({f}, {p})"
@@ -304,7 +304,7 @@ NC_TRANSPOSE = declare(
     tiles=("dst", "data"),
     rules=(
         R.same_dtype("dst", "data"),
-        R.custom("err_transpose_too_large", "dst is [F, P]; TensorE <= 128x128 SBUF->PSUM, VectorE <= 32x32", _transpose_check),
+        R.custom("err_transpose_too_large", "dst is [F, P]; TensorE <= 128x128 SBUF->PSUM, VectorE <= 32x32", _nc_transpose_check),
     ),
     choose_engine=_transpose_engine,
     attrs=lambda a: {"F": free_size(a.data), "dtype": a.data.dtype.name, "is_transpose": True},
