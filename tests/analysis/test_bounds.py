@@ -77,6 +77,29 @@ def test_interval_merge_matches_a_sweep(tmp_path):
     assert result.bottleneck_engine == "Vector"
 
 
+def test_timeline_spreads_the_merged_busy_time_over_its_bins(tmp_path):
+    rng = np.random.default_rng(11)
+    starts = rng.integers(0, 100_000, 500)
+    ends = starts + rng.integers(1, 900, 500)  # many cross a bin edge (bins of 84 ns)
+    p = ProfileBuilder()
+    p.dma(0, 1, 8, variable="x")  # window start
+    p.dma(200_000, 200_001, 8, variable="x")  # window end
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        p.op("vector", "TENSOR_TENSOR", s, e)
+    result = analyze(p.write(tmp_path))
+    bins = result.timeline["bins"]
+    width = -(-200_001 // bins)
+    merged = merge_intervals(list(zip(starts.tolist(), ends.tolist())))
+    expected = [0.0] * bins
+    for s, e in merged:
+        for b in range(s // width, (e - 1) // width + 1):
+            expected[b] += min(e, (b + 1) * width) - max(s, b * width)
+    expected = [min(1.0, ns / width) for ns in expected]
+    assert list(result.timeline["lanes"]) == ["dma", "vector"]  # engines in name order, only busy ones
+    assert result.timeline["lanes"]["vector"] == expected
+    assert result.timeline["lanes"]["dma"][0] == pytest.approx(1 / width)
+
+
 def test_split_tables_are_read_as_one(tmp_path):
     tables = bounds_profile().tables()
     synthetic.write_tables(tmp_path, tables, split={"Instruction": 3, "DmaPacket": 2})

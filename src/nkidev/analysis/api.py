@@ -6,13 +6,16 @@ tables with neuron-explorer's names. Whatever a profile lacks is reported, never
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import duckdb
+import numpy as np
 
 from nkidev.analysis import bounds as bounds_mod
 from nkidev.analysis import source
 from nkidev.analysis.findings import SEVERITIES, off_critical_path
+from nkidev.analysis.intervals import bin_busy
 from nkidev.analysis.investigations import Context, engine_of, modules, run_all
 from nkidev.analysis.result import AnalysisResult
 from nkidev.analysis.tables import Profile, Watchdog, open_profile, prepare, sql_text
@@ -127,12 +130,24 @@ def _line_costs(profile: Profile, source_root, roots) -> list[dict]:
 
 
 def _timeline(profile: Profile) -> dict:
-    rows = profile.rows(sql_text("timeline.sql"), {"bins": TIMELINE_BINS})
+    """Each engine's busy fraction per time bin (for the HTML timeline): the merged busy pieces (busy.sql) spread
+    over TIMELINE_BINS bins of equal width covering [t0, t1), on arrays (intervals.bin_busy)."""
     lanes: dict[str, list[float]] = {}
-    for r in rows:
-        lane = lanes.setdefault(r["engine"], [0.0] * TIMELINE_BINS)
-        if 0 <= r["bin"] < TIMELINE_BINS:
-            lane[r["bin"]] = min(1.0, float(r["busy"]))
+    t0, t1 = profile.con.execute("SELECT t0, t1 FROM win").fetchone() or (None, None)
+    if t0 is None or t1 is None:
+        return {"bins": TIMELINE_BINS, "lanes": lanes}
+    width = max(int(math.ceil((t1 - t0) / TIMELINE_BINS)), 1)
+    names = [r[0] for r in profile.con.execute("SELECT unnest(enum_range(NULL::nk_engine))").fetchall()]
+    pieces = profile.arrays("SELECT enum_code(engine) AS engine, s, e FROM busy")
+    group = pieces["engine"].astype(np.int64)
+    ns = bin_busy(group, pieces["s"], pieces["e"], t0, width, len(names))
+    for code, name in enumerate(names):  # engines in ENUM (name) order, as the lanes always were
+        touched = np.flatnonzero(ns[code] > 0)
+        if len(touched) == 0:
+            continue
+        lane = lanes.setdefault(name, [0.0] * TIMELINE_BINS)
+        for b in touched[touched < TIMELINE_BINS]:
+            lane[b] = min(1.0, float(ns[code, b] / width))
     return {"bins": TIMELINE_BINS, "lanes": lanes}
 
 

@@ -2,8 +2,8 @@
 
 The busy-interval merge (busy.sql's rule) and the TensorE gaps' "last producer before, first matmul after"
 lookups are, in SQL, a window over a million sorted rows and two ASOF joins (each sorting both sides after a
-grouping); on arrays they are one sort, a running max and binary searches. DuckDB still does the scans,
-filters and groupings around them.
+grouping); on arrays they are one sort, a running max and binary searches. The timeline's busy fraction per
+time bin (`bin_busy`) is two bincounts. DuckDB still does the scans, filters and groupings around them.
 """
 
 from __future__ import annotations
@@ -57,3 +57,23 @@ def first_at_or_after(times: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Per `at`, the index of the first entry of the sorted `times` that is >= it (len(times): none), i.e. an
     ASOF `at <= time` match; among equal times the first entry."""
     return np.searchsorted(times, at, side="left")
+
+
+def bin_busy(group: np.ndarray, s: np.ndarray, e: np.ndarray, t0: int, width: int, n_groups: int) -> np.ndarray:
+    """The busy ns per (group, bin) of the disjoint pieces [s, e) (t0 <= s < e), bins of `width` ns from t0: a
+    piece inside one bin adds its length to it, the few that cross a bin edge are split at the edges. Returns an
+    (n_groups, bins) float64 array of integer sums (exact below 2**53 ns); a bin no piece touches holds 0."""
+    b0, b1 = (s - t0) // width, (e - 1 - t0) // width
+    n_bins = int(b1.max()) + 1 if len(b1) else 0
+    inside = b0 == b1
+    out = np.bincount(group * n_bins + b0, weights=np.where(inside, e - s, 0).astype(np.float64), minlength=n_groups * n_bins)
+    cross = np.flatnonzero(~inside)
+    if len(cross):
+        # one row per (crossing piece, bin it overlaps) with the piece's part inside that bin
+        n = (b1 - b0)[cross] + 1
+        first = np.cumsum(n) - n
+        piece = np.repeat(cross, n)
+        b = b0[piece] + np.arange(len(piece)) - np.repeat(first, n)
+        part = np.minimum(e[piece], t0 + (b + 1) * width) - np.maximum(s[piece], t0 + b * width)
+        out += np.bincount(group[piece] * n_bins + b, weights=part.astype(np.float64), minlength=n_groups * n_bins)
+    return out.reshape(n_groups, n_bins)
