@@ -138,7 +138,7 @@ def _timeline(profile: Profile) -> dict:
         return {"bins": TIMELINE_BINS, "lanes": lanes}
     width = max(int(math.ceil((t1 - t0) / TIMELINE_BINS)), 1)
     names = [r[0] for r in profile.con.execute("SELECT unnest(enum_range(NULL::nk_engine))").fetchall()]
-    pieces = profile.arrays("SELECT enum_code(engine) AS engine, s, e FROM busy")
+    pieces = profile.busy  # the rows of the busy table, still as arrays
     group = pieces["engine"].astype(np.int64)
     ns = bin_busy(group, pieces["s"], pieces["e"], t0, width, len(names))
     for code, name in enumerate(names):  # engines in ENUM (name) order, as the lanes always were

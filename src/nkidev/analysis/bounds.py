@@ -31,6 +31,7 @@ def build_busy(profile: Profile) -> str:
     iv = profile.arrays(q["intervals"])
     pieces = merge_busy(iv["engine"], iv["s"], iv["e"])
     first = pieces.pop("first")
+    profile.busy = {"engine": pieces["group"], "s": pieces["s"], "e": pieces["e"]}  # the timeline reads them again
     profile.put(
         "_busy_pieces", {"engine": pieces["group"], "s": pieces["s"], "e": pieces["e"], "prev_end": pieces["prev_end"]}, {"prev_end": first}
     )

@@ -1,7 +1,8 @@
 -- Normalized tables shared by the bounds and the investigations, built from the typed copies
 -- _raw_<Table> (tables.py). Column meanings: [sources: explorer-schema].
 -- Run in order by tables.prepare: `load`, `pkt` (or `pkt_arrays`, the same table built from the groups
--- packets.py computed), `flow` (its distinct rows become _flow_dma), then `tables`.
+-- packets.py computed), `flow` and `inst_ids` (read by issuers.py), `dpa`, `issued_view` (or `issued_join`
+-- when a transfer has several issuers), then `tables`.
 
 -- name: load
 
@@ -90,39 +91,58 @@ FROM _pkt_groups;
 -- name: flow
 -- Instruction -> DMA edges. AWS's analysis code matches 'Instruction' -> 'DmaPacketAggregated'; the schema
 -- reference names the tables 'instruction' -> 'dma_block'. Accept both spellings. An edge without both ids
--- joins nothing (issued). tables.prepare keeps each distinct (in_id, out_id) once, as _flow_dma.
+-- joins nothing (issued). tables.prepare keeps each distinct (in_id, out_id) once (issuers.py).
 SELECT in_id, out_id FROM _raw_Flow
 WHERE lower(in_table) = 'instruction' AND lower(out_table) IN ('dmapacketaggregated', 'dma_block')
   AND in_id IS NOT NULL AND out_id IS NOT NULL;
 
--- name: tables
+-- name: inst_ids
+-- What issuers.py needs of every instruction: its id (-1: NULL), its line's code (-1: none), whether it moves HBM bytes.
+SELECT coalesce(id, -1) AS id, coalesce(enum_code(src), -1) AS src, hbm_read_bytes > 0 OR hbm_write_bytes > 0 AS hbm
+FROM inst;
+
+-- name: dpa
 -- The HBM side of a transfer: what it read from HBM (read_bytes) when its source is in HBM, what it wrote
 -- (write_bytes) when its destination is; transfer_bytes when a profile lacks those columns. A cast on the DMA
 -- (bf16 in HBM -> fp32 in SBUF) writes more bytes than it reads: the HBM side counts the bf16 bytes.
+-- _issuer (issuers.py) holds each transfer's only issuing instruction, when no transfer has several: its line
+-- (code) and whether it moves HBM bytes; has_issuer, issuer_src and issuer_hbm carry them for the `issued` view.
+-- When some transfer has several issuers _issuer is empty and `issued` is the join of `issued_join` instead.
 CREATE OR REPLACE TEMP TABLE dpa AS
 WITH d AS (
     SELECT *, coalesce(source NOT LIKE '%SB%' AND source NOT LIKE '%PSUM%', false) AS src_hbm,
               coalesce(dest NOT LIKE '%SB%' AND dest NOT LIKE '%PSUM%', false) AS dst_hbm
     FROM _raw_DmaPacketAggregated
-)
-SELECT id, start_ts, end_ts, coalesce(transfer_bytes, 0) AS transfer_bytes, CAST(variable AS nk_variable) AS variable,
-       CASE WHEN src_hbm THEN coalesce(nullif(read_bytes, 0), transfer_bytes, 0) ELSE 0 END AS hbm_read_bytes,
-       CASE WHEN dst_hbm THEN coalesce(nullif(write_bytes, 0), transfer_bytes, 0) ELSE 0 END AS hbm_write_bytes,
-       write_num_sbuf_partitions, read_num_sbuf_partitions,
-       coalesce(is_transpose_mode, false) AS is_transpose_mode,
-       coalesce(source LIKE '%INPUT%', false) AS is_load,
-       coalesce(source LIKE '%VIRTUAL%', false) AS is_spill_reload,
-       coalesce(dest LIKE '%VIRTUAL%', false) AS is_spill_save,
-       coalesce(dest LIKE '%OUTPUT%', false) AS is_store
-FROM d;
+), names AS (SELECT CAST(unnest(enum_range(NULL::nk_src)) AS nk_src) AS src)
+SELECT d.id, d.start_ts, d.end_ts, coalesce(d.transfer_bytes, 0) AS transfer_bytes, CAST(d.variable AS nk_variable) AS variable,
+       CASE WHEN d.src_hbm THEN coalesce(nullif(d.read_bytes, 0), d.transfer_bytes, 0) ELSE 0 END AS hbm_read_bytes,
+       CASE WHEN d.dst_hbm THEN coalesce(nullif(d.write_bytes, 0), d.transfer_bytes, 0) ELSE 0 END AS hbm_write_bytes,
+       d.write_num_sbuf_partitions, d.read_num_sbuf_partitions,
+       coalesce(d.is_transpose_mode, false) AS is_transpose_mode,
+       coalesce(d.source LIKE '%INPUT%', false) AS is_load,
+       coalesce(d.source LIKE '%VIRTUAL%', false) AS is_spill_reload,
+       coalesce(d.dest LIKE '%VIRTUAL%', false) AS is_spill_save,
+       coalesce(d.dest LIKE '%OUTPUT%', false) AS is_store,
+       x.out_id IS NOT NULL AS has_issuer, n.src AS issuer_src, coalesce(x.hbm_instruction, false) AS issuer_hbm
+FROM d LEFT JOIN _issuer x ON x.out_id = d.id
+LEFT JOIN names n ON enum_code(n.src) = x.code;
 
--- Each DMA transfer with the line of each instruction that issued it (DmaPacketAggregated <- Flow <- Instruction),
--- joined once for the per-line queries and te_idle: one row per (transfer, issuing instruction), and one row with
--- has_issuer false for a transfer no Flow edge names (te_idle still counts it).
+-- name: issued_view
+-- Each DMA transfer with the line of the instruction that issued it (DmaPacketAggregated <- Flow <- Instruction),
+-- for the per-line queries and te_idle: one row per transfer, has_issuer false for one no Flow edge names
+-- (te_idle still counts it). When no transfer has several issuers, dpa already holds that (issuers.py).
+CREATE OR REPLACE TEMP VIEW issued AS
+SELECT id AS out_id, has_issuer, issuer_src AS src, issuer_hbm AS hbm_instruction,
+       start_ts, end_ts, transfer_bytes, variable, hbm_read_bytes, is_load, is_transpose_mode,
+       is_spill_save, is_spill_reload, is_store, write_num_sbuf_partitions, read_num_sbuf_partitions
+FROM dpa;
+
+-- name: issued_join
+-- The same with transfers that several instructions issued: one row per (transfer, issuing instruction).
 -- (The narrow Flow -> Instruction join first: joined in one step, DuckDB probes the instructions with the wide
 -- transfer rows and takes twice as long.)
 CREATE OR REPLACE TEMP TABLE issued AS
--- _flow_dma (tables.prepare): the distinct Instruction -> DMA edges of the `flow` query, deduplicated on arrays.
+-- _flow_dma (tables.prepare): the distinct Instruction -> DMA edges of the `flow` query (issuers.distinct_edges).
 WITH issuer AS MATERIALIZED (
     SELECT f.out_id, i.src, i.hbm_read_bytes > 0 OR i.hbm_write_bytes > 0 AS hbm_instruction
     FROM _flow_dma f JOIN inst i ON i.id = f.in_id
@@ -132,6 +152,7 @@ SELECT d.id AS out_id, f.out_id IS NOT NULL AS has_issuer, f.src, coalesce(f.hbm
        d.is_spill_save, d.is_spill_reload, d.is_store, d.write_num_sbuf_partitions, d.read_num_sbuf_partitions
 FROM dpa d LEFT JOIN issuer f ON f.out_id = d.id;
 
+-- name: tables
 CREATE OR REPLACE TEMP TABLE tensors AS
 SELECT variable_name, upper(type) AS type, size, load_to_sbuf_total_size_bytes AS loaded_bytes
 FROM _raw_TensorInfo WHERE size > 0;

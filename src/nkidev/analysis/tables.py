@@ -98,6 +98,7 @@ class Profile:
     columns: dict[str, dict[str, str]]  # table -> {column: DuckDB type} as found in the Parquet files
     notes: list[str] = field(default_factory=list)  # how the analysis adapted to what the profile lacks
     files: dict[str, list[str]] = field(default_factory=dict)  # table -> its Parquet files (the ones DuckDB may read)
+    busy: dict[str, np.ndarray] = field(default_factory=dict)  # the busy table's pieces as arrays (bounds.build_busy)
 
     def has(self, table: str, *cols: str) -> bool:
         present = self.columns.get(table)
@@ -290,7 +291,9 @@ def prepare(profile: Profile) -> None:
     nk_opcode, nk_src, nk_variable), so captured and nkidev profiles take the same path and the tables hold
     integers, not text. Two groupings run on arrays, where DuckDB's hash aggregates cost the most: the DMA packets
     (packets.py, read from the profile's own DmaPacket files; prepare.sql's `pkt` query when their columns are
-    not plain int64) and the distinct Instruction -> DMA edges (a sort). The tables are the same either way."""
+    not plain int64) and the distinct Instruction -> DMA edges (a sort), with each transfer's issuer looked up when it
+    has only one (issuers.py: `issued` is then a view of dpa). The tables are the same either way."""
+    from nkidev.analysis.issuers import distinct_edges, single_issuers
     from nkidev.analysis.packets import packet_groups
 
     for table in COLUMNS:
@@ -304,13 +307,18 @@ def prepare(profile: Profile) -> None:
         profile.con.register("_pkt_groups", groups)
         profile.con.execute(q["pkt_arrays"])
         profile.con.unregister("_pkt_groups")
-    # the distinct (in_id, out_id) edges, on arrays (DuckDB's DISTINCT hashes every pair: 0.2 s for 0.6M edges)
+    # the distinct Instruction -> DMA edges and, when each transfer has at most one, its issuer (issuers.py)
     flow = profile.arrays(q["flow"])
-    a, b = flow["in_id"].astype(np.int64), flow["out_id"].astype(np.int64)
-    o = np.lexsort((b, a))
-    a, b = a[o], b[o]
-    new = np.ones(len(a), dtype=bool)
-    new[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
-    profile.put("_flow_dma", {"in_id": a[new], "out_id": b[new]})
+    in_id, out_id = distinct_edges(flow["in_id"], flow["out_id"])
+    single = single_issuers(in_id, out_id, profile.arrays(q["inst_ids"]))
+    none = {"out_id": np.zeros(0, dtype=np.int64), "code": np.zeros(0, dtype=np.int64), "hbm_instruction": np.zeros(0, dtype=bool)}
+    profile.put("_issuer", none if single is None else single)
+    profile.con.execute(q["dpa"])
+    profile.con.unregister("_issuer")
+    if single is None:
+        profile.put("_flow_dma", {"in_id": in_id, "out_id": out_id})
+        profile.con.execute(q["issued_join"])
+        profile.con.unregister("_flow_dma")
+    else:
+        profile.con.execute(q["issued_view"])
     profile.con.execute(q["tables"])
-    profile.con.unregister("_flow_dma")
