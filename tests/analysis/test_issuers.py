@@ -73,3 +73,12 @@ def test_the_issued_view_holds_the_rows_of_the_join(tmp_path, monkeypatch):
     joined = _issued(path)
     assert viewed == joined
     assert [(r[0], r[1], r[2]) for r in viewed] == [(1, True, "kern.py:12"), (2, True, None), (3, True, "kern.py:13"), (4, False, None)]
+
+
+@pytest.mark.parametrize(("out_table", "linked"), [("DMA_Block", True), ("dmaXblock", False), ("dmapacketaggregated", True)])
+def test_flow_table_names_match_case_insensitively_and_literally(tmp_path, out_table, linked):
+    p = ProfileBuilder()
+    p.dma(0, 900, 4096, src="kern.py:12", variable="a")
+    p.flow[0]["out_table"] = out_table
+    p.flow[0]["in_table"] = "INSTRUCTION"
+    assert [r[1] for r in _issued(p.write(tmp_path))] == [linked]

@@ -50,7 +50,8 @@ def single_issuers(in_id: np.ndarray, out_id: np.ndarray, inst: dict[str, np.nda
     at = row[in_id]
     linked = at >= 0
     out, at = out_id[linked], at[linked]
-    ordered = np.sort(out)  # edges come sorted by instruction, and in nkidev's profiles transfers too: cheap
+    # a stable sort is run-aware: the edges come sorted by instruction, and so do their transfers in nkidev's profiles
+    ordered = np.sort(out, kind="stable")
     if (ordered[1:] == ordered[:-1]).any():
         return None  # a transfer with several issuers: one issued row each
     return {"out_id": out, "code": inst["src"][at].astype(np.int64), "hbm_instruction": inst["hbm"][at].astype(bool)}

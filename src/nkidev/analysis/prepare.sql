@@ -91,9 +91,10 @@ FROM _pkt_groups;
 -- name: flow
 -- Instruction -> DMA edges. AWS's analysis code matches 'Instruction' -> 'DmaPacketAggregated'; the schema
 -- reference names the tables 'instruction' -> 'dma_block'. Accept both spellings. An edge without both ids
--- joins nothing (issued). tables.prepare keeps each distinct (in_id, out_id) once (issuers.py).
+-- joins nothing (issued). tables.prepare keeps each distinct (in_id, out_id) once (issuers.py). The names are
+-- compared case-insensitively with ILIKE (no wildcard but the escaped `_`): lower() made a new string per edge.
 SELECT in_id, out_id FROM _raw_Flow
-WHERE lower(in_table) = 'instruction' AND lower(out_table) IN ('dmapacketaggregated', 'dma_block')
+WHERE in_table ILIKE 'instruction' AND (out_table ILIKE 'dmapacketaggregated' OR out_table ILIKE 'dma\_block' ESCAPE '\')
   AND in_id IS NOT NULL AND out_id IS NOT NULL;
 
 -- name: inst_ids
