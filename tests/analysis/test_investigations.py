@@ -1,5 +1,6 @@
 """Each investigation on a profile built so that its findings are known by hand."""
 
+import numpy as np
 import pytest
 
 from nkidev.analysis.api import analyze
@@ -368,3 +369,15 @@ def test_te_throttle_is_skipped_without_a_throttle_table(tmp_path):
     r = analyze(_throttled_profile().write(tmp_path, drop_tables=("Throttle",)))
     outcome = r.investigations["te_throttle"]
     assert outcome["status"] == "skipped" and "Throttle" in outcome["reason"] and kinds(r, "te_throttle") == []
+
+
+@pytest.mark.parametrize("spread", [1_000, 2**62])  # packed into one int64 key, or too wide for it: a lexsort
+def test_te_idle_sorts_pairs_by_key_then_minor(spread):
+    from nkidev.analysis.investigations.te_idle import _sorted_pairs
+
+    rng = np.random.default_rng(3)
+    key = rng.integers(-spread, spread, 5000)
+    minor = rng.integers(0, 50, 5000)
+    o = np.lexsort((minor, key))
+    got_key, got_minor = _sorted_pairs(key, minor)
+    assert got_key.tolist() == key[o].tolist() and got_minor.tolist() == minor[o].tolist()

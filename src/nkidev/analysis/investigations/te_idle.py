@@ -87,8 +87,8 @@ def _sorted_pairs(key: np.ndarray, minor: np.ndarray) -> tuple[np.ndarray, np.nd
     if int(minor.min()) < 0 or span * width >= 2**63:
         o = np.lexsort((minor, key))
         return key[o], minor[o]
-    packed = np.sort((key - k0) * width + minor, kind="stable")
-    return packed // width + k0, packed % width
+    o = np.argsort((key - k0) * width + minor, kind="stable")
+    return key[o], minor[o]  # gathers: unpacking by // and % costs more than the sort
 
 
 def _group(g: dict) -> dict:
