@@ -17,8 +17,12 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import struct
 from array import array
 from dataclasses import dataclass, field
+from itertools import count
+
+import numpy as np
 
 from nkidev.emulator.location import rule_error
 from nkidev.emulator.trace import Spill
@@ -28,33 +32,63 @@ KINDS = ("sbuf", "psum")
 
 
 class Lifetime:
-    """The accesses of one on-chip storage: clock ticks of the instructions that touched it, in order."""
+    """The accesses of one on-chip storage: clock ticks of the instructions that touched it, in order. Built at
+    `settle` from Occupancy's columns, and only for a buffer whose demand needs spills."""
 
     __slots__ = ("id", "kind", "name", "location", "pp_bytes", "partitions", "times")
 
-    def __init__(self, storage):
-        self.id = storage.id
-        self.kind = storage.kind
-        self.name = storage.name
-        self.location = storage.location
-        self.pp_bytes = storage.pp_bytes
-        self.partitions = storage.array.shape[0] if storage.array.ndim else 1
-        self.times: list[int] = []
+    def __init__(self, id: int, site: tuple, times: list[int]):
+        self.id = id
+        self.kind, self.name, self.location, self.pp_bytes, self.partitions = site
+        self.times = times
 
 
 def capacity(target: Target, kind: str) -> int:
     return target.sbuf.usable_bytes_per_partition if kind == "sbuf" else target.psum.bytes_per_partition
 
 
+# Pending Python ints moved into typed columns a block at a time (as Trace.record does): a million-instruction
+# kernel kept as one object per storage, stamp and instruction held ~270 MB of small objects until the run ended,
+# and left the interpreter's arenas fragmented for every later stage of a profile.
+BLOCK = 3 * 8192
+
+
+_LIFE_IDS = count()  # what `storage.life` holds: unique across programs and runs
+
+
+def _int64s(values: list[int]) -> bytes:
+    return struct.pack(f"{len(values)}q", *values)
+
+
+def _column(values: array) -> np.ndarray:
+    return np.frombuffer(values, dtype=np.int64) if len(values) else np.zeros(0, np.int64)
+
+
 @dataclass
 class Occupancy:
-    """Per-program on-chip bookkeeping: lifetimes, the clock, and (after `settle`) peaks and spills."""
+    """Per-program on-chip bookkeeping: lifetimes, the clock, and (after `settle`) peaks and spills.
+
+    Stored as columns: per claimed storage (`claim` gives it its index in `storage.life`) its id and site (kind,
+    name, location, bytes per partition, partitions); per stamp (an instruction touching a claimed storage, at
+    most once per tick: `storage.stamped` is its last tick) the storage index and tick; per recorded instruction
+    (`records`, filled by opdef's dispatch: tick, trace instruction id, kernel line) what spills name."""
 
     check: bool
     clock: int = 0
-    lives: list = field(default_factory=list)
-    instructions: dict = field(default_factory=dict)  # clock tick -> (trace instruction id, kernel line), when recording
+    stamps: list = field(default_factory=list)  # pending (storage index, tick) pairs, flattened
+    records: list = field(default_factory=list)  # pending (tick, instruction id, location) triples, flattened
     peak: dict = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+
+    def __post_init__(self):
+        self.claims: list = []  # pending (storage id, site code) pairs, flattened
+        self.lives = 0  # storages claimed
+        self._sites: dict[tuple, int] = {}
+        self._site_list: list[tuple] = []
+        self._locations: dict = {}
+        self._location_list: list = []
+        self._life_key, self._life_id, self._life_site = array("q"), array("q"), array("q")
+        self._stamp_life, self._stamp_tick = array("q"), array("q")
+        self._rec_tick, self._rec_id, self._rec_loc = array("q"), array("q"), array("q")
 
     def check_tile(self, kind: str, shape: tuple, dtype, n: int, target: Target) -> None:
         """Before allocating: a tile of `n` bytes per partition larger than the whole buffer is what the compiler
@@ -79,8 +113,18 @@ class Occupancy:
         """At allocation (after check_tile): the storage's lifetime starts being tracked."""
         if not self.check:
             return
-        storage.life = Lifetime(storage)
-        self.lives.append(storage.life)
+        partitions = storage.array.shape[0] if storage.array.ndim else 1
+        key = (storage.kind, storage.name, storage.location, storage.pp_bytes, partitions)
+        site = self._sites.get(key)
+        if site is None:
+            site = self._sites[key] = len(self._site_list)
+            self._site_list.append(key)
+        storage.life = life = next(_LIFE_IDS)
+        self.lives += 1
+        claims = self.claims
+        claims += (life, storage.id, site)
+        if len(claims) >= BLOCK:
+            self.pack()
 
     def tick(self) -> int:
         self.clock += 1
@@ -88,7 +132,35 @@ class Occupancy:
 
     def recorded(self, instruction_id: int, location: str | None) -> None:
         """The trace row of the current tick, so spills can name instructions and kernel lines."""
-        self.instructions[self.clock] = (instruction_id, location)
+        self.records += (self.clock, instruction_id, location)
+        if len(self.records) >= BLOCK:
+            self.pack()
+
+    def pack(self) -> None:
+        """Move the pending claims, stamps and records into the typed columns (callers check the lengths)."""
+        if self.claims:
+            block = np.frombuffer(_int64s(self.claims), dtype=np.int64).reshape(-1, 3)
+            self._life_key.frombytes(block[:, 0].tobytes())
+            self._life_id.frombytes(block[:, 1].tobytes())
+            self._life_site.frombytes(block[:, 2].tobytes())
+            self.claims.clear()
+        if self.stamps:
+            block = np.frombuffer(_int64s(self.stamps), dtype=np.int64).reshape(-1, 2)
+            self._stamp_life.frombytes(block[:, 0].tobytes())
+            self._stamp_tick.frombytes(block[:, 1].tobytes())
+            self.stamps.clear()
+        if self.records:
+            recs = self.records
+            self._rec_tick.frombytes(_int64s(recs[0::3]))
+            self._rec_id.frombytes(_int64s(recs[1::3]))
+            codes = self._locations
+            for loc in recs[2::3]:
+                c = codes.get(loc)
+                if c is None:
+                    c = codes[loc] = len(self._location_list)
+                    self._location_list.append(loc)
+                self._rec_loc.append(c)
+            recs.clear()
 
     def operands(self, storages, target: Target) -> None:
         """Every operand of one instruction is resident at once: more than the buffer holds is rejected."""
@@ -108,26 +180,72 @@ class Occupancy:
 
     def settle(self, target: Target) -> list[Spill]:
         """Peaks per buffer over the run, and the spills that keep every instant within capacity."""
+        self.pack()
         spills: list[Spill] = []
-        ids = self.instructions
-        for kind in KINDS:
-            lives = [life for life in self.lives if life.kind == kind and life.times]
-            self.peak[kind] = _peak(lives)
+        life, tick = _column(self._stamp_life), _column(self._stamp_tick)
+        n = self.lives
+        keys = _column(self._life_key)  # increasing: one process-wide counter
+        life = np.searchsorted(keys, life)  # a stamp's storage by its index in this program's claims
+        own = life < n
+        own[own] = keys[life[own]] == _column(self._stamp_life)[own]
+        life, tick = life[own], tick[own]  # a storage claimed by another program (or run) is no part of this one
+        first = np.full(n, np.iinfo(np.int64).max, np.int64)
+        last = np.full(n, -1, np.int64)
+        np.minimum.at(first, life, tick)
+        np.maximum.at(last, life, tick)
+        sites = self._site_list
+        site_of = _column(self._life_site)
+        kind_code = np.array([KINDS.index(s[0]) if s[0] in KINDS else -1 for s in sites] or [-1], dtype=np.int64)[site_of]
+        pp = np.array([s[3] for s in sites] or [0], dtype=np.int64)[site_of]
+        for k, kind in enumerate(KINDS):
+            mine = np.flatnonzero((kind_code == k) & (last >= 0))  # claim order, touched at least once
+            self.peak[kind] = _peak(first[mine], last[mine], pp[mine])
             if self.peak[kind] > capacity(target, kind):
-                spills += _spill(lives, capacity(target, kind), ids)
+                spills += _spill(self._lifetimes(mine, life, tick), capacity(target, kind), _Records(self))
         return spills
 
+    def _lifetimes(self, mine: np.ndarray, life: np.ndarray, tick: np.ndarray) -> list[Lifetime]:
+        """Lifetime objects of the storages `mine` (claim order), each with its ticks in order."""
+        order = np.argsort(life, kind="stable")  # stamps are in tick order: each storage's stay sorted
+        bounds = np.searchsorted(life[order], np.stack([mine, mine + 1]))
+        ticks = tick[order]
+        ids, sites = self._life_id, self._site_list
+        site_of = self._life_site
+        return [
+            Lifetime(ids[i], sites[site_of[i]], ticks[lo:hi].tolist())
+            for i, lo, hi in zip(mine.tolist(), bounds[0].tolist(), bounds[1].tolist())
+        ]
 
-def _peak(lives: list[Lifetime]) -> int:
-    events = sorted([(life.times[0], life.pp_bytes) for life in lives] + [(life.times[-1] + 1, -life.pp_bytes) for life in lives])
-    live = peak = 0
-    for _, delta in events:
-        live += delta
-        peak = max(peak, live)
-    return peak
+
+class _Records:
+    """tick -> (trace instruction id, kernel line) of the recorded instructions, read from Occupancy's columns
+    (`get` as a dict's: the last record of a tick)."""
+
+    def __init__(self, usage: Occupancy):
+        self.tick = _column(usage._rec_tick)
+        self.usage = usage
+
+    def get(self, t, default=None):
+        if t is None:
+            return default
+        k = int(np.searchsorted(self.tick, t, side="right")) - 1
+        if k < 0 or self.tick[k] != t:
+            return default
+        u = self.usage
+        return (u._rec_id[k], u._location_list[u._rec_loc[k]])
 
 
-def _spill(lives: list[Lifetime], limit: int, ids: dict) -> list[Spill]:
+def _peak(first: np.ndarray, last: np.ndarray, pp_bytes: np.ndarray) -> int:
+    """The most bytes per partition live at once: each storage from its first access to its last (inclusive)."""
+    if not len(first):
+        return 0
+    time = np.concatenate([first, last + 1])
+    delta = np.concatenate([pp_bytes, -pp_bytes])
+    order = np.lexsort((delta, time))  # as sorting (time, delta) pairs: frees before claims at one instant
+    return max(0, int(np.cumsum(delta[order]).max()))
+
+
+def _spill(lives: list[Lifetime], limit: int, ids) -> list[Spill]:
     """Replay the accesses with `limit` bytes; when a tile must come in, evict the resident tile used farthest ahead.
     Each spill's reload may start after the last instruction, from its eviction on, whose live tiles leave no room
     for it (`_reload_after`)."""

@@ -22,6 +22,7 @@ from types import BuiltinFunctionType, FunctionType, SimpleNamespace
 import numpy as np
 
 from nkidev.emulator import context as _ctx
+from nkidev.emulator import liveness
 from nkidev.emulator.alu import OpSpec
 from nkidev.emulator.context import thread_state as _thread
 from nkidev.emulator.costs import Env, Expr, PerfModes, TransferCost, rate_of
@@ -302,8 +303,11 @@ def _dispatch_signed(op: OpDef, a: SimpleNamespace, ctx, key, ids_r: list, ids_w
         site = kernel_site(3)
         location = site[0] if site is not None else None
         trace.record(n, form, location, ctx.program, ids_r + ids_w)
-        if usage.check:
-            usage.instructions[usage.clock] = (n, location)  # Occupancy.recorded, inlined: this runs per instruction
+        if usage.check:  # Occupancy.recorded, inlined: this runs per instruction
+            records = usage.records
+            records += (usage.clock, n, location)
+            if len(records) >= liveness.BLOCK:
+                usage.pack()
         counter[0] = n + 1
         if result is None:
             return NkiInstruction(n)
@@ -421,8 +425,11 @@ def dispatch_slots(op: OpDef, slots: tuple):
                 location = site[0] if site is not None else None
                 ids += ids_w
                 trace.record(n, entry[1], location, ctx.program, ids)
-                if check:
-                    usage.instructions[usage.clock] = (n, location)
+                if check:  # Occupancy.recorded, inlined
+                    records = usage.records
+                    records += (usage.clock, n, location)
+                    if len(records) >= liveness.BLOCK:
+                        usage.pack()
                 counter[0] = n + 1
                 return NkiInstruction(n)
             return None
@@ -473,10 +480,10 @@ def _touch(a, ctx, usage) -> None:
     seen: list = []
     for value in a.__dict__.values():
         if isinstance(value, NkiTensor):
-            _stamp(value, clock, seen)
+            _stamp(value, clock, seen, usage)
         elif value.__class__ in (list, tuple):
             for v in tiles_in(value):
-                _stamp(v, clock, seen)
+                _stamp(v, clock, seen, usage)
     if len(seen) > 1:
         usage.operands(seen, ctx.target)
 
@@ -486,26 +493,32 @@ def _stamp_storages(storages: list, usage, target: Target) -> None:
     clock = usage.clock = usage.clock + 1  # Occupancy.tick, inlined: this runs per instruction
     seen: list = []
     total = 0
+    stamps = usage.stamps
     for st in storages:
         life = st.life
-        if life is not None:
-            times = life.times
-            if not times or times[-1] != clock:
-                times.append(clock)
-                seen.append(st)
-                total += st.pp_bytes
+        if life is not None and st.stamped != clock:
+            st.stamped = clock
+            stamps += (life, clock)
+            seen.append(st)
+            total += st.pp_bytes
+    if len(stamps) >= liveness.BLOCK:
+        usage.pack()
     if len(seen) > 1 and total > target.psum.bytes_per_partition:  # below it neither buffer can overflow
         usage.operands(seen, target)
 
 
-def _stamp(t: NkiTensor, clock: int, seen: list) -> None:
+def _stamp(t: NkiTensor, clock: int, seen: list, usage) -> None:
     st = t.storage
     life = st.life
-    if life is not None and (not life.times or life.times[-1] != clock):
-        life.times.append(clock)
+    if life is not None and st.stamped != clock:
+        st.stamped = clock
+        stamps = usage.stamps
+        stamps += (life, clock)
+        if len(stamps) >= liveness.BLOCK:
+            usage.pack()
         seen.append(st)
     if t.dyn is not None and isinstance(t.dyn.index, NkiTensor):  # the offsets tile of an indirect view is read too
-        _stamp(t.dyn.index, clock, seen)
+        _stamp(t.dyn.index, clock, seen, usage)
 
 
 def _prepare_views(a, engine: str) -> None:

@@ -86,6 +86,7 @@ class Storage:
         "acc",
         "pending",
         "life",
+        "stamped",
         "handed_out",
         "_usage",
         "unfilled",
@@ -132,7 +133,8 @@ class Storage:
         # values not yet computed, settled by flush() before any other access: PSUM's deferred matmul groups (a
         # dict, psum.py), or the last instruction queued on the run's worker thread that accesses it (deferred.py)
         self.pending = None
-        self.life = None  # on-chip: the accesses that make its lifetime (liveness.py)
+        self.life = None  # on-chip: its index in the program's Occupancy, whose columns hold its accesses (liveness.py)
+        self.stamped = 0  # the last clock tick that stamped it (ticks start at 1)
         self.handed_out = False  # the run returned this array to the caller (launch: outputs without a copy)
         self._usage = None  # the Memory that counts its bytes while Python holds it
         # A fresh allocation's fill, not yet done (see "Lazily filled allocations" below): what it holds until
