@@ -35,6 +35,11 @@ def build_tables(tl: Timeline, notes: list[tuple[str, str]] = (), trace: str = "
     trace.json will hold, perfetto.TRACE_MODES, for the Warning rows that say what it leaves out). The big ones
     (Instruction, DmaPacketAggregated, DmaPacket, Flow) are `tables.LazyTable`s: built chunk by chunk when
     written or read (`.to_table()` materializes one)."""
+    with heap.arrow_on_glibc():
+        return _build_tables(tl, notes, trace)
+
+
+def _build_tables(tl: Timeline, notes, trace: str) -> dict[str, pa.Table | tables.LazyTable]:
     out = {"Instruction": tables.instruction_table(tl)}
     out.update(tables.transfer_tables(tl))
     out["ActiveTime"] = tables.active_time_table(tl)
@@ -158,18 +163,8 @@ def write_profile(
     tmp = temp_name(path, "new")
     tmp.mkdir()  # mkdir, not mkdtemp: the profile gets the user's normal permissions
     try:
-        for name, table in tables_.items():
-            _write_table(table, tmp / f"{name}.parquet")
-            heap.release()  # what the table's chunks freed to glibc, which the next table's Arrow buffers cannot reuse
-            crash_point(f"table {name}")
-        if trace != "none":
-            write_trace(tmp / schema.TRACE_FILE, tables_, title, trace)
-        if target is not None:
-            (tmp / schema.HARDWARE_FILE).write_text(json.dumps(dataclasses.asdict(target), indent=1))
-        if kernel is not None:
-            (tmp / schema.KERNEL_FILE).write_text(json.dumps(kernel, indent=1) + "\n")
-        for f in tmp.iterdir():
-            fsync_file(f)
+        with heap.arrow_on_glibc():
+            _write_files(tmp, tables_, title, target, kernel, trace)
         marker = {"tool": "nkidev", "version": __version__, "title": title, "written": tmp.name.split("-new-")[-1]}  # pid-random
         (tmp / MARKER_FILE).write_text(json.dumps(marker) + "\n")
         fsync_file(tmp / MARKER_FILE)
@@ -180,6 +175,22 @@ def write_profile(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _write_files(tmp: Path, tables_: dict, title: str, target: Target | None, kernel: dict | None, trace: str) -> None:
+    """Every file of the profile but the marker, each fsynced."""
+    for name, table in tables_.items():
+        _write_table(table, tmp / f"{name}.parquet")
+        heap.release()  # what the table's chunks freed, back to the OS before the next table's
+        crash_point(f"table {name}")
+    if trace != "none":
+        write_trace(tmp / schema.TRACE_FILE, tables_, title, trace)
+    if target is not None:
+        (tmp / schema.HARDWARE_FILE).write_text(json.dumps(dataclasses.asdict(target), indent=1))
+    if kernel is not None:
+        (tmp / schema.KERNEL_FILE).write_text(json.dumps(kernel, indent=1) + "\n")
+    for f in tmp.iterdir():
+        fsync_file(f)
 
 
 # string columns with a distinct value per row (Instruction's ids as text): a dictionary of them is hashed, then
