@@ -195,8 +195,13 @@ def _combination_text(columns: list[pa.Array], fmt) -> pa.Array:
     """fmt(*values) of each row's values of `columns` (None for nulls), computed once per distinct combination."""
     coded = [_value_codes(col) for col in columns]
     key = np.zeros(len(columns[0]), dtype=np.int64)
+    combinations = 1  # an upper bound of the distinct keys so far
     for codes, values in coded:
-        key = np.unique(key * len(values) + codes, return_inverse=True)[1].reshape(-1)  # renumbered: never overflows
+        if combinations * len(values) >= 1 << 62:  # renumbered (a sort) only when the next key could overflow
+            key = np.unique(key, return_inverse=True)[1].reshape(-1)
+            combinations = int(key.max()) + 1 if len(key) else 1
+        key = key * len(values) + codes
+        combinations *= len(values)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     texts = [fmt(*(values[codes[r]] for codes, values in coded)) for r in first.tolist()]
     return pa.array(texts, pa.string()).take(pa.array(inverse.reshape(-1)))
