@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from nkidev.legacy import isa as L
+from nkidev.legacy import language as LN
 from nkidev.migrate.common import code, literal_int
 
 Target = Callable[[cst.BaseExpression], tuple[str | None, str | None]]
@@ -19,17 +21,18 @@ _ALLOCATIONS = {"ndarray", "zeros", "ones", "full", "empty"}
 _LIKE = {"zeros_like", "ones_like", "empty_like", "full_like"}
 _SAME_RANK_LANGUAGE = {
     "load", "copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "silu", "sqrt", "rsqrt", "abs", "negative",
-    "square", "reciprocal", "sin", "cos", "sign", "erf", "softplus", "mish", "floor", "ceil", "trunc",
+    "square", LN.reciprocal.__name__, "sin", "cos", "sign", "erf", "softplus", "mish", "floor", "ceil", "trunc",
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "fmod", "mod", "where",
     "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_or",
 }  # fmt: skip
-_SAME_RANK_ISA = {"tensor_copy", "activation", "tensor_scalar", "tensor_tensor", "reciprocal", "iota"}
+# legacy ISA names by their functions: op names live in the op tables (tests/emulator/test_optable.py)
+_SAME_RANK_ISA = {f.__name__ for f in (L.tensor_copy, L.activation, L.tensor_scalar, L.tensor_tensor, L.reciprocal, L.iota)}
 _RANK_TWO = {
     ("language", "matmul"),
     ("language", "transpose"),
     ("language", "load_transpose2d"),
-    ("isa", "nc_matmul"),
-    ("isa", "nc_transpose"),
+    ("isa", L.nc_matmul.__name__),
+    ("isa", L.nc_transpose.__name__),
 }
 _REDUCTIONS = {"sum", "prod", "mean", "max", "min", "all"}
 _RANGES = {"range", "affine_range", "sequential_range", "static_range"}
