@@ -122,6 +122,46 @@ def loop_reductions(x):
     return sums, peak
 
 
+@nki.jit
+def psum_ndarray_accumulate(a_t, b):
+    """`psum += matmul` into PSUM nl.ndarrays that nothing zeroed: a (2, par_dim(M), N) block buffer, one block per
+    b[g] (nisa.nc_matmul), and a plain (M, N) tile (nl.matmul); a_t (K, M), b (2, K, N), K a multiple of 128."""
+    k, m = a_t.shape
+    n = b.shape[2]
+    per_block = nl.ndarray((2, m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    total = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((2, nl.par_dim(m), n), dtype=nl.float32, buffer=nl.psum)
+    both = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+    for g in nl.affine_range(2):
+        for kt in nl.affine_range(k // 128):
+            at = nl.load(a_t[kt * 128 : (kt + 1) * 128, :])
+            bt = nl.load(b[g, kt * 128 : (kt + 1) * 128, :])
+            acc[g] += nisa.nc_matmul(at, bt)
+            both += nl.matmul(at, bt, transpose_x=True)
+        nl.store(per_block[g], value=nl.copy(acc[g], dtype=nl.float32))
+    nl.store(total, value=nl.copy(both, dtype=nl.float32))
+    return per_block, total
+
+
+@nki.jit
+def psum_read_unwritten(x):
+    """Copies out a PSUM tile nothing wrote (x only gives the shape)."""
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    never = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.psum)
+    nl.store(out, value=nl.copy(never, dtype=nl.float32))
+    return out
+
+
+@nki.jit
+def psum_ones_then_matmul(a_t, b):
+    """`+= matmul` onto a PSUM tile a non-matmul instruction filled (nl.ones): a_t (128, M), b (128, N)."""
+    out = nl.ndarray((a_t.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    psum = nl.ones((a_t.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum)
+    psum += nisa.nc_matmul(nl.load(a_t), nl.load(b))
+    nl.store(out, value=nl.copy(psum, dtype=nl.float32))
+    return out
+
+
 def rng_inputs(*shapes):
     rng = np.random.default_rng(0)
     return [rng.standard_normal(s).astype(np.float32) for s in shapes]

@@ -2,13 +2,14 @@
 index expressions, par_dim block dims, psum += matmul, SPMD grids, nki.benchmark latency, and rule errors at their line."""
 
 import inspect
+import warnings
 
 import numpy as np
 import pytest
 
 import nkidev
 from nkidev.emulator.context import EmulatorOptions
-from nkidev.errors import NkiError
+from nkidev.errors import NkiError, NkiWarning
 
 with nkidev.emulate():
     from neuronxcc import nki
@@ -59,6 +60,33 @@ def test_mgrid_affine_index_reads_every_other_column():
 def test_psum_accumulates_matmuls_over_k_tiles():
     a_t, b = K.rng_inputs((384, 64), (384, 32))
     np.testing.assert_allclose(nki.simulate_kernel(K.matmul_accumulate, a_t, b), a_t.T @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_psum_accumulation_into_a_never_written_ndarray_starts_from_zero():
+    # the legacy compiler opens a matmul accumulation group at the first `+=` (that matmul overwrites the bank):
+    # the result is the plain sum, with no warning, and the same under validate's other fill for fresh memory
+    a_t, b = K.rng_inputs((256, 64), (2, 256, 32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        per_block, total = nki.simulate_kernel(K.psum_ndarray_accumulate, a_t, b)
+    expected = np.stack([a_t.T @ b[0], a_t.T @ b[1]])
+    np.testing.assert_allclose(per_block, expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(total, expected.sum(axis=0), rtol=1e-4, atol=1e-4)
+    per_block7, total7 = nkidev.run(K.psum_ndarray_accumulate, (a_t, b), options=EmulatorOptions(fill=7.0)).outputs
+    np.testing.assert_array_equal(per_block7, per_block)
+    np.testing.assert_array_equal(total7, total)
+
+
+def test_psum_tile_nothing_wrote_still_reads_as_uninitialized():
+    (x,) = K.rng_inputs((128, 64))
+    assert np.isnan(nki.simulate_kernel(K.psum_read_unwritten, x)).all()
+
+
+def test_psum_matmul_accumulating_onto_non_matmul_values_adds_to_them_and_warns():
+    a_t, b = K.rng_inputs((128, 64), (128, 32))
+    with pytest.warns(NkiWarning, match="warn_accumulate_uninitialized_psum"):
+        out = nki.simulate_kernel(K.psum_ones_then_matmul, a_t, b)
+    np.testing.assert_allclose(out, 1.0 + a_t.T @ b, rtol=1e-4, atol=1e-4)
 
 
 def test_par_dim_block_buffer_and_assignment_by_the_op():

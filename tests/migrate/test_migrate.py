@@ -141,35 +141,36 @@ def test_json_shape(tmp_path):
 
 
 NAN_BEFORE = """\
-import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 import numpy as np
 from neuronxcc import nki
 
 
 @nki.jit
-def k(a, ident):
+def k(a):
     out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
     x = nl.load(a)
-    e = nl.load(ident)
     acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
-    for i in nl.affine_range(2):
-        acc[...] += nisa.nc_matmul(x, e)
-    nl.store(out, value=nl.copy(acc))
+    nl.store(out, value=nl.add(x, acc))
     return out
 
 
 def cases():
-    return [(np.ones((128, 128), np.float32), np.eye(128, dtype=np.float32))]
+    return [(np.ones((128, 128), np.float32),)]
 """
 
 
 def test_a_mismatch_of_nan_on_one_side_only_says_so_where_the_max_difference_skips_nan(tmp_path):
-    # the legacy emulator accumulates into the never-initialized PSUM tile (NaN); the current nc_matmul starts
-    # the group with its first write: what the max difference alone (0.0) would hide
+    # the legacy kernel adds a PSUM tile nothing wrote (NaN); a "migration" that zeroes the tile has numbers
+    # everywhere: what the max difference alone (0.0, over no element) would hide
+    from nkidev.migrate.check import compare
+
     path = tmp_path / "k.py"
     path.write_text(NAN_BEFORE)
-    rows = migrate_file(path).validation["kernels"]
+    new, kind, _ = migrate_source(NAN_BEFORE, "k.py")
+    zeroed = new.replace("acc = nl.ndarray(", "acc = nl.zeros(")
+    assert zeroed != new
+    rows = compare(path, zeroed, kind)["kernels"]
     assert rows == [{"kernel": "k", "case": 0, "status": "mismatch", "max_abs_diff": 0.0, "reason": "16384 NaN before, 0 after (of 16384)"}]
 
 

@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 from nkidev.emulator import context as _ctx
-from nkidev.emulator.dtypes import to_nki_dtype
+from nkidev.emulator.dtypes import is_uninitialized, to_nki_dtype
 from nkidev.emulator.location import rule_error
 from nkidev.emulator.memory import acc_view, raw, store_raw
 from nkidev.emulator.tensor import UNFILLED, DynSlice, MemoryRegion, NkiTensor, access, allocate, free_size, partitions
@@ -519,7 +519,7 @@ def retarget(target: LegacyTensor, value: LegacyTensor, src: LegacyTensor, accum
         value.origin = None
         return True
     values = np.asarray(raw(src))
-    if accumulate:
+    if accumulate and not _never_written(target):  # else the first matmul of the group overwrites (see below)
         values = (np.asarray(raw(target), dtype=np.float32).reshape(-1) + values.astype(np.float32).reshape(-1)).astype(
             target.dtype.storage
         )
@@ -541,13 +541,26 @@ def retarget(target: LegacyTensor, value: LegacyTensor, src: LegacyTensor, accum
 
 
 def _accumulate_mode(target: LegacyTensor):
-    """`psum += matmul`: add to an open accumulation group; a zero-filled tile (the nl.zeros idiom) is
-    overwritten, which is the same number; anything else gets an explicit accumulate=True."""
+    """`psum += matmul`: add to an open accumulation group; a zero-filled tile (the nl.zeros idiom) or one no
+    instruction wrote yet (an nl.ndarray) is overwritten, opening the group; anything else (values another
+    instruction left) gets an explicit accumulate=True.
+
+    Why a never-written tile opens the group: the legacy nc_matmul has no overwrite/accumulate field, the compiler
+    derives it from the `+=` pattern, and the first matmul of an accumulation group overwrites the bank (SDK 2.26
+    arch guide, "Near-memory accumulation in PSUM",
+    https://awsdocs-neuron.readthedocs-hosted.com/en/v2.26.0/general/nki/arch/trainium_inferentia2_arch.html).
+    Kernels shipped as nki.kernels (allocated_fused_rms_norm_qkv, allocated_fused_self_attn_for_SD_small_head_size)
+    and the attention tutorial's v8a-v11 `+=` into a PSUM nl.ndarray never zeroed, and their tests compare the
+    result with NumPy in simulation."""
     st = target.storage
     if st.acc is not None and acc_view(target).all():
         return True
-    values = np.asarray(raw(target))
-    return False if not np.any(values) else True
+    return bool(np.any(raw(target))) and not _never_written(target)
+
+
+def _never_written(target: LegacyTensor) -> bool:
+    """Whether target still holds this run's fresh-allocation fill (no instruction wrote it)."""
+    return is_uninitialized(np.asarray(raw(target)), target.dtype, _ctx.current().options.fill)
 
 
 class _Copies:
