@@ -162,6 +162,29 @@ def psum_ones_then_matmul(a_t, b):
     return out
 
 
+@nki.jit
+def psum_masked_accumulate(a_t, b):
+    """`psum += matmul` with a mask keeping the first half of the output columns, into an nl.zeros tile and into an
+    nl.ndarray nothing wrote: a_t (K, M), b (K, N), K a multiple of 128."""
+    k, m = a_t.shape
+    n = b.shape[1]
+    zeroed = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    fresh = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc0 = nl.zeros((m, n), dtype=nl.float32, buffer=nl.psum)
+    acc1 = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+    i_p = nl.arange(128)[:, None]
+    i_m = nl.arange(m)[None, :]
+    i_n = nl.arange(n)[None, :]
+    for kt in nl.affine_range(k // 128):
+        at = nl.load(a_t[kt * 128 + i_p, i_m])
+        bt = nl.load(b[kt * 128 + i_p, i_n])
+        acc0 += nisa.nc_matmul(at[i_p, i_m], bt[i_p, i_n], mask=(i_n < n // 2))
+        acc1 += nisa.nc_matmul(at[i_p, i_m], bt[i_p, i_n], mask=(i_n < n // 2))
+    nl.store(zeroed, value=nl.copy(acc0, dtype=nl.float32))
+    nl.store(fresh, value=nl.copy(acc1, dtype=nl.float32))
+    return zeroed, fresh
+
+
 def rng_inputs(*shapes):
     rng = np.random.default_rng(0)
     return [rng.standard_normal(s).astype(np.float32) for s in shapes]

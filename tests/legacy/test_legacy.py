@@ -77,6 +77,16 @@ def test_psum_accumulation_into_a_never_written_ndarray_starts_from_zero():
     np.testing.assert_array_equal(total7, total)
 
 
+def test_masked_psum_accumulation_writes_only_the_masked_in_part():
+    a_t, b = K.rng_inputs((256, 64), (256, 32))
+    zeroed, fresh = nki.simulate_kernel(K.psum_masked_accumulate, a_t, b)
+    expected = a_t.T @ b
+    np.testing.assert_allclose(zeroed[:, :16], expected[:, :16], rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(zeroed[:, 16:], 0.0)  # nl.zeros, outside the mask: still zero
+    np.testing.assert_allclose(fresh[:, :16], expected[:, :16], rtol=1e-4, atol=1e-4)
+    assert np.isnan(fresh[:, 16:]).all()  # nothing wrote these
+
+
 def test_psum_tile_nothing_wrote_still_reads_as_uninitialized():
     (x,) = K.rng_inputs((128, 64))
     assert np.isnan(nki.simulate_kernel(K.psum_read_unwritten, x)).all()

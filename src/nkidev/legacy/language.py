@@ -866,15 +866,13 @@ def _accumulate(self, other, op, spare: bool):
     dst = self.resolve() if isinstance(self, Indexed) else self
     if isinstance(other, Indexed):
         other, spare = other.resolve(), False
-    if (
-        spare
-        and op is cur.add
-        and isinstance(other, LegacyTensor)
-        and dst.storage.kind == "psum"
-        and other.storage.kind == "psum"
-        and retarget(dst, other, other, accumulate=True)
-    ):
-        return self
+    if spare and op is cur.add and isinstance(other, LegacyTensor) and dst.storage.kind == "psum" == other.storage.kind:
+        # a masked matmul wrote only its box of `other`: the elements of dst outside it keep their values
+        box = other.valid if tuple(dst.shape) == tuple(other.shape) else None
+        if box is not None and is_empty(box):
+            return self
+        if retarget(tile_of(dst, box), other, tile_of(other, box), accumulate=True):
+            return self
     if isinstance(other, NkiTensor):
         a, b = _legal_pair(dst, need_tile(as_legacy(other), "operand"), tuple(dst.shape))
         nisa.tensor_tensor(dst=dst, data1=a, data2=b, op=op)
