@@ -19,11 +19,11 @@ from tests.costmodel.synth import TraceBuilder, matmul_extra_ns
 N = 1024  # elements per partition: far above MIN_II, so the cycles are the formula's N term
 
 
-def _cycles(target: str, opcode: str, engine: str, dtype: str, src="sbuf", dst="sbuf", strided=False, **attrs) -> float:
+def _cycles(target: str, opcode: str, engine: str, dtype: str, src="sbuf", dst="sbuf", strided=False, dst_dtype=None, **attrs) -> float:
     """Engine cycles of one [128, N] instruction reading `src` and writing `dst` (tensor_tensor: two inputs)."""
     b = TraceBuilder(target)
     a = b.access(b.tensor("a", src, (128, N), dtype), "data")
-    o = b.access(b.tensor("o", dst, (128, N), dtype), "dst")
+    o = b.access(b.tensor("o", dst, (128, N), dst_dtype or dtype), "dst")
     if strided:  # every element on its own: the innermost free dim is not contiguous
         a = dataclasses.replace(a, contiguous_bytes=a.nbytes // 128 // N)
     reads = [a]
@@ -64,6 +64,14 @@ def test_vector_tensor_copy_cycles_per_generation(target, dtype, src, dst, strid
 )
 def test_vector_tensor_tensor_cycles_per_generation(target, dtype, op, cycles):
     assert _cycles(target, "tensor_tensor", "vector", dtype, op=op) == cycles
+
+
+def test_bf16_tensor_tensor_runs_at_n_only_with_a_bf16_output_and_contiguous_inputs():
+    """[isa-legacy] tensor_tensor: max(MIN_II, N) when both SBUF inputs and the output are bf16, the op is
+    add/multiply/subtract and the inputs are contiguous; otherwise 2N."""
+    assert _cycles("trn1", "tensor_tensor", "vector", "bfloat16", op="multiply") == N
+    assert _cycles("trn1", "tensor_tensor", "vector", "bfloat16", dst_dtype="float32", op="multiply") == 2 * N
+    assert _cycles("trn1", "tensor_tensor", "vector", "bfloat16", strided=True, op="multiply") == 2 * N
 
 
 def test_tensor_tensor_mode_needs_sbuf_inputs_not_an_sbuf_output():

@@ -291,13 +291,16 @@ def _all(dtypes: set, accesses) -> bool:
     return all(a.dtype in dtypes for a in accesses)
 
 
+# The legacy tensor_tensor page's N row: "input/output data types are all bfloat16" and the inputs contiguous along
+# the free dimension, besides both inputs in SBUF and add/multiply/subtract ([sources: isa-legacy]).
 PSUM_INPUT_OR_BF16_ADD = Cond(
-    "a PSUM input, or bf16 add/multiply/subtract in SBUF",
+    "a PSUM input, or bf16 add/multiply/subtract of contiguous SBUF inputs into bf16",
     lambda env: (
         any(a.buffer == "psum" for a in env.ins.reads)
         or (
             env.ins.attrs.get("op") in ("add", "multiply", "subtract")
-            and all(a.dtype == "bfloat16" and a.buffer == "sbuf" for a in env.ins.reads)
+            and all(a.dtype == "bfloat16" and a.buffer == "sbuf" and _contiguous(a) for a in env.ins.reads)
+            and _all({"bfloat16"}, env.ins.writes)
         )
     ),
 )
