@@ -7,6 +7,8 @@ memory (DMA busy -> bytes at peak -> necessary bytes at peak), compute (TensorE 
 
 from __future__ import annotations
 
+import numpy as np
+
 from nkidev.analysis.intervals import merge_busy
 from nkidev.analysis.tables import Profile, named_queries, sql_text
 from nkidev.hardware import Target
@@ -32,11 +34,16 @@ def build_busy(profile: Profile) -> str:
     pieces = merge_busy(iv["engine"], iv["s"], iv["e"])
     first = pieces.pop("first")
     profile.busy = {"engine": pieces["group"], "s": pieces["s"], "e": pieces["e"]}  # the timeline reads them again
-    profile.put(
-        "_busy_pieces", {"engine": pieces["group"], "s": pieces["s"], "e": pieces["e"], "prev_end": pieces["prev_end"]}, {"prev_end": first}
-    )
+    # Only te_idle reads pieces in SQL (TensorE's); the bounds need each engine's busy sum: summed here, per code.
+    codes, at = np.unique(pieces["group"], return_index=True)  # merge_busy returns the pieces grouped by code
+    ns = np.add.reduceat(pieces["e"] - pieces["s"], at) if len(at) else np.zeros(0, dtype=np.int64)
+    profile.put("_busy_ns", {"engine": codes.astype(np.int64), "ns": ns.astype(np.int64)})
+    te = pieces["group"] == profile.rows("SELECT enum_code(CAST('tensor' AS nk_engine)) AS c")[0]["c"]
+    columns = {"engine": pieces["group"][te], "s": pieces["s"][te], "e": pieces["e"][te], "prev_end": pieces["prev_end"][te]}
+    profile.put("_busy_pieces", columns, {"prev_end": first[te]})
     profile.con.execute(q["pieces"])
     profile.con.unregister("_busy_pieces")
+    profile.con.unregister("_busy_ns")
     return source
 
 

@@ -2,7 +2,7 @@
 -- Byte and FLOP sums count rows that start inside the window; busy times come from the merged
 -- intervals of busy.sql, already clipped to the window.
 WITH w AS (SELECT t0, t1 FROM win),
-active AS (SELECT engine, sum(e - s) AS ns FROM busy GROUP BY engine),
+active AS (SELECT engine, ns FROM busy_ns),
 mm AS (
     SELECT coalesce(sum(adjusted_flops), 0) AS hw_flops,
            coalesce(sum(adjusted_flops) FILTER (WHERE is_transpose), 0) AS transpose_flops,

@@ -20,9 +20,14 @@ FROM pkt, w
 WHERE start_ts < end_ts AND start_ts < w.t1 AND end_ts > w.t0;
 
 -- name: pieces
--- the merged pieces (_busy_pieces: engine code, s, e, prev_end; NULL prev_end: the engine's first piece); the
--- code back to its name by a join with the few engine names, not a list lookup per row
+-- The merged pieces of TensorE (_busy_pieces: engine code, s, e, prev_end; NULL prev_end: the engine's first
+-- piece; te_idle's gaps read them) and every engine's busy time, the sum of its pieces (_busy_ns: engine code,
+-- ns; summed by bounds.build_busy). The codes back to their names by a join with the few engine names.
 CREATE OR REPLACE TEMP TABLE busy AS
 WITH names AS (SELECT CAST(unnest(enum_range(NULL::nk_engine)) AS nk_engine) AS engine)
 SELECT n.engine, p.s, p.e, p.prev_end
 FROM _busy_pieces p JOIN names n ON enum_code(n.engine) = p.engine;
+CREATE OR REPLACE TEMP TABLE busy_ns AS
+WITH names AS (SELECT CAST(unnest(enum_range(NULL::nk_engine)) AS nk_engine) AS engine)
+SELECT n.engine, CAST(p.ns AS HUGEINT) AS ns
+FROM _busy_ns p JOIN names n ON enum_code(n.engine) = p.engine;
