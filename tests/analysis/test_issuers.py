@@ -82,3 +82,44 @@ def test_flow_table_names_match_case_insensitively_and_literally(tmp_path, out_t
     p.flow[0]["out_table"] = out_table
     p.flow[0]["in_table"] = "INSTRUCTION"
     assert [r[1] for r in _issued(p.write(tmp_path))] == [linked]
+
+
+def _flow_both_ways(path):
+    """(in_id, out_id) pairs from issuers.flow_edges and from prepare.sql's `flow` query, both sorted."""
+    from nkidev.analysis.tables import named_queries
+
+    profile = open_profile(path)
+    try:
+        prepare(profile)
+        got = issuers.flow_edges(profile)
+        rows = profile.rows(named_queries("prepare.sql")["flow"])
+    finally:
+        profile.con.close()
+    fast = None if got is None else sorted(zip(got[0].tolist(), got[1].tolist()))
+    return fast, sorted((r["in_id"], r["out_id"]) for r in rows)
+
+
+def test_flow_edges_read_with_pyarrow_are_the_query_rows(tmp_path):
+    from tests.analysis.synthetic import write_tables
+
+    in_table = ["Instruction", "INSTRUCTION", "instructionX", None, "Instruction", "instruction", "Instruction", "Instruction"]
+    out_table = ["DmaPacketAggregated", "dma_block", "dma_block", "dma_block", "dmaXblock", "DMA_BLOCK", None, "dmapacketaggregated"]
+    flow = {"in_table": in_table, "out_table": out_table, "in_id": list(range(1, 9)), "out_id": list(range(11, 19))}
+    write_tables(tmp_path, {"Flow": flow, "Instruction": {"id": [1], "start_ts": [0], "end_ts": [1]}}, split={"Flow": 3})
+    fast, sql = _flow_both_ways(tmp_path)
+    assert sql == [(1, 11), (2, 12), (6, 16), (8, 18)]
+    assert fast == sql
+
+
+def test_flow_edges_with_other_id_types_are_left_to_the_query(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.analysis.synthetic import write_tables
+
+    write_tables(tmp_path, {"Instruction": {"id": [1], "start_ts": [0], "end_ts": [1]}})
+    flow = {"in_table": ["Instruction"], "out_table": ["DmaPacketAggregated"], "in_id": [1.0], "out_id": [11.0]}
+    pq.write_table(pa.table(flow), tmp_path / "Flow.parquet")  # DOUBLE ids: the query casts them
+    fast, sql = _flow_both_ways(tmp_path)
+    assert fast is None
+    assert sql == [(1, 11)]

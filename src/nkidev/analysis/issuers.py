@@ -11,11 +11,76 @@ one row per (transfer, issuer).
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from nkidev.analysis.tables import Profile
+
+FLOW_INTS = ("in_id", "out_id")
+FLOW_NAMES = ("in_table", "out_table")
 
 # A lookup table indexed by instruction id is used while the largest id is at most this many times the number of
 # instructions (plus a little): ids are dense in every profile seen; sparse ones take prepare.sql's join.
 MAX_ID_SPREAD = 4
 ID_SLACK = 1 << 20
+
+
+def flow_edges(profile: Profile) -> tuple[np.ndarray, np.ndarray] | None:
+    """(in_id, out_id) of the Flow rows prepare.sql's `flow` query keeps, read with pyarrow: the ids as int64 arrays,
+    the table names as dictionary codes, so the query's name test (ILIKE, run by DuckDB itself) is evaluated once
+    per distinct name instead of once per edge. None when the query must run instead: Flow absent or split over
+    files whose ids are not int64 or whose names are not text, or a file pyarrow cannot read."""
+    files = profile.files.get("Flow")
+    if not files or not profile.has("Flow", *FLOW_INTS, *FLOW_NAMES):
+        return None
+    ins, outs = [], []
+    try:
+        for f in files:
+            schema = pq.read_schema(f)
+            if any(c not in schema.names for c in (*FLOW_INTS, *FLOW_NAMES)):
+                return None
+            if any(schema.field(c).type != pa.int64() for c in FLOW_INTS) or not all(_is_text(schema.field(c).type) for c in FLOW_NAMES):
+                return None
+            t = pq.read_table(f, columns=[*FLOW_INTS, *FLOW_NAMES], read_dictionary=list(FLOW_NAMES), use_threads=False)
+            keep = _name_matches(profile, t.column("in_table"), "in") & _name_matches(profile, t.column("out_table"), "out")
+            for c in FLOW_INTS:  # an edge without both ids joins nothing
+                col = t.column(c)
+                if col.null_count:
+                    keep &= col.is_valid().to_numpy(zero_copy_only=False)
+            ins.append(t.column("in_id").fill_null(0).to_numpy()[keep])
+            outs.append(t.column("out_id").fill_null(0).to_numpy()[keep])
+    except (OSError, pa.ArrowException):
+        return None
+    if not ins:
+        return None
+    return np.concatenate(ins).astype(np.int64), np.concatenate(outs).astype(np.int64)
+
+
+# prepare.sql's `flow` rule per side, evaluated by DuckDB on each distinct name (a list, in dictionary order)
+_NAME_RULE = {
+    "in": "SELECT list_transform($names, lambda x: x ILIKE 'instruction') AS ok",
+    "out": "SELECT list_transform($names, lambda x: x ILIKE 'dmapacketaggregated' OR x ILIKE 'dma\\_block' ESCAPE '\\') AS ok",
+}
+
+
+def _name_matches(profile: Profile, column: pa.ChunkedArray, side: str) -> np.ndarray:
+    """Per row of the dictionary-coded `column`: whether its name passes the `side` rule (NULL: no)."""
+    out = []
+    for chunk in column.chunks:
+        if not pa.types.is_dictionary(chunk.type):
+            chunk = chunk.dictionary_encode()
+        names = chunk.dictionary.to_pylist()
+        ok = profile.rows(_NAME_RULE[side], {"names": names})[0]["ok"] if names else []
+        passes = np.asarray([bool(v) for v in ok] + [False], dtype=bool)  # the extra entry: a NULL name
+        codes = chunk.indices.fill_null(len(names)).to_numpy().astype(np.int64)
+        out.append(passes[codes])
+    return np.concatenate(out) if out else np.zeros(0, dtype=bool)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
 def distinct_edges(in_id: np.ndarray, out_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

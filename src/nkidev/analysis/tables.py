@@ -293,7 +293,7 @@ def prepare(profile: Profile) -> None:
     (packets.py, read from the profile's own DmaPacket files; prepare.sql's `pkt` query when their columns are
     not plain int64) and the distinct Instruction -> DMA edges (a sort), with each transfer's issuer looked up when it
     has only one (issuers.py: `issued` is then a view of dpa). The tables are the same either way."""
-    from nkidev.analysis.issuers import distinct_edges, single_issuers
+    from nkidev.analysis.issuers import distinct_edges, flow_edges, single_issuers
     from nkidev.analysis.packets import packet_groups
 
     for table in COLUMNS:
@@ -308,8 +308,11 @@ def prepare(profile: Profile) -> None:
         profile.con.execute(q["pkt_arrays"])
         profile.con.unregister("_pkt_groups")
     # the distinct Instruction -> DMA edges and, when each transfer has at most one, its issuer (issuers.py)
-    flow = profile.arrays(q["flow"])
-    in_id, out_id = distinct_edges(flow["in_id"], flow["out_id"])
+    edges = flow_edges(profile)
+    if edges is None:
+        flow = profile.arrays(q["flow"])
+        edges = flow["in_id"], flow["out_id"]
+    in_id, out_id = distinct_edges(*edges)
     single = single_issuers(in_id, out_id, profile.arrays(q["inst_ids"]))
     none = {"out_id": np.zeros(0, dtype=np.int64), "code": np.zeros(0, dtype=np.int64), "hbm_instruction": np.zeros(0, dtype=bool)}
     profile.put("_issuer", none if single is None else single)
