@@ -33,7 +33,7 @@ def flow_edges(profile: Profile) -> tuple[np.ndarray, np.ndarray] | None:
     files = profile.files.get("Flow")
     if not files or not profile.has("Flow", *FLOW_INTS, *FLOW_NAMES):
         return None
-    ins, outs = [], []
+    ins, outs, cache = [], [], {}
     try:
         for f in files:
             schema = pq.read_schema(f)
@@ -42,18 +42,23 @@ def flow_edges(profile: Profile) -> tuple[np.ndarray, np.ndarray] | None:
             if any(schema.field(c).type != pa.int64() for c in FLOW_INTS) or not all(_is_text(schema.field(c).type) for c in FLOW_NAMES):
                 return None
             t = pq.read_table(f, columns=[*FLOW_INTS, *FLOW_NAMES], read_dictionary=list(FLOW_NAMES), use_threads=False)
-            keep = _name_matches(profile, t.column("in_table"), "in") & _name_matches(profile, t.column("out_table"), "out")
+            keep = _name_matches(profile, t.column("in_table"), "in", cache) & _name_matches(profile, t.column("out_table"), "out", cache)
+            ids = []
             for c in FLOW_INTS:  # an edge without both ids joins nothing
                 col = t.column(c)
                 if col.null_count:
                     keep &= col.is_valid().to_numpy(zero_copy_only=False)
-            ins.append(t.column("in_id").fill_null(0).to_numpy()[keep])
-            outs.append(t.column("out_id").fill_null(0).to_numpy()[keep])
+                    col = col.fill_null(0)
+                ids.append(col.to_numpy())
+            if not keep.all():
+                ids = [a[keep] for a in ids]
+            ins.append(ids[0])
+            outs.append(ids[1])
     except (OSError, pa.ArrowException):
         return None
     if not ins:
         return None
-    return np.concatenate(ins).astype(np.int64), np.concatenate(outs).astype(np.int64)
+    return (ins[0], outs[0]) if len(ins) == 1 else (np.concatenate(ins), np.concatenate(outs))
 
 
 # prepare.sql's `flow` rule per side, evaluated by DuckDB on each distinct name (a list, in dictionary order)
@@ -63,15 +68,18 @@ _NAME_RULE = {
 }
 
 
-def _name_matches(profile: Profile, column: pa.ChunkedArray, side: str) -> np.ndarray:
+def _name_matches(profile: Profile, column: pa.ChunkedArray, side: str, cache: dict) -> np.ndarray:
     """Per row of the dictionary-coded `column`: whether its name passes the `side` rule (NULL: no)."""
     out = []
     for chunk in column.chunks:
         if not pa.types.is_dictionary(chunk.type):
             chunk = chunk.dictionary_encode()
         names = chunk.dictionary.to_pylist()
-        ok = profile.rows(_NAME_RULE[side], {"names": names})[0]["ok"] if names else []
-        passes = np.asarray([bool(v) for v in ok] + [False], dtype=bool)  # the extra entry: a NULL name
+        key = (side, tuple(names))
+        if key not in cache:  # row groups mostly share their dictionary: one query per distinct one
+            ok = profile.rows(_NAME_RULE[side], {"names": names})[0]["ok"] if names else []
+            cache[key] = np.asarray([bool(v) for v in ok] + [False], dtype=bool)  # the extra entry: a NULL name
+        passes = cache[key]
         codes = chunk.indices.fill_null(len(names)).to_numpy().astype(np.int64)
         out.append(passes[codes])
     return np.concatenate(out) if out else np.zeros(0, dtype=bool)
