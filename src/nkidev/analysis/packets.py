@@ -99,10 +99,11 @@ def _runs(t: pa.Table, has_qt: bool) -> dict[str, np.ndarray]:
         if not pa.types.is_dictionary(qt.type):
             qt = qt.dictionary_encode()
         infra = np.asarray(qt.dictionary.to_pylist(), dtype=object) == "instruction"
-        is_infra = infra[qt.indices.fill_null(0).to_numpy().astype(np.int64)]
-        if qt.null_count:  # coalesce(NULL, '') is not 'instruction'
-            is_infra &= qt.is_valid().to_numpy(zero_copy_only=False)
-        kernel &= ~is_infra
+        if infra.any():  # else no packet of the row group is infrastructure: no per-packet lookup
+            is_infra = infra[qt.indices.fill_null(0).to_numpy().astype(np.int64)]
+            if qt.null_count:  # coalesce(NULL, '') is not 'instruction'
+                is_infra &= qt.is_valid().to_numpy(zero_copy_only=False)
+            kernel &= ~is_infra
     at = _breaks(s, e, kernel)
     return {
         "start_ts": s[at],
