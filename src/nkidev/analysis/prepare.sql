@@ -110,22 +110,29 @@ FROM inst;
 -- (code) and whether it moves HBM bytes; has_issuer, issuer_src and issuer_hbm carry them for the `issued` view.
 -- When some transfer has several issuers _issuer is empty and `issued` is the join of `issued_join` instead.
 CREATE OR REPLACE TEMP TABLE dpa AS
-WITH d AS (
-    SELECT *, coalesce(source NOT LIKE '%SB%' AND source NOT LIKE '%PSUM%', false) AS src_hbm,
-              coalesce(dest NOT LIKE '%SB%' AND dest NOT LIKE '%PSUM%', false) AS dst_hbm
-    FROM _raw_DmaPacketAggregated
+-- The text tests are evaluated once per distinct (source, dest, variable), a handful, and joined to the
+-- transfers (like inst's codes): per transfer they were eight LIKEs and an ENUM cast.
+WITH k AS MATERIALIZED (
+    SELECT source, dest, variable, CAST(variable AS nk_variable) AS variable_code,
+           coalesce(source NOT LIKE '%SB%' AND source NOT LIKE '%PSUM%', false) AS src_hbm,
+           coalesce(dest NOT LIKE '%SB%' AND dest NOT LIKE '%PSUM%', false) AS dst_hbm,
+           coalesce(source LIKE '%INPUT%', false) AS is_load,
+           coalesce(source LIKE '%VIRTUAL%', false) AS is_spill_reload,
+           coalesce(dest LIKE '%VIRTUAL%', false) AS is_spill_save,
+           coalesce(dest LIKE '%OUTPUT%', false) AS is_store
+    FROM (SELECT DISTINCT source, dest, variable FROM _raw_DmaPacketAggregated)
 ), names AS (SELECT CAST(unnest(enum_range(NULL::nk_src)) AS nk_src) AS src)
-SELECT d.id, d.start_ts, d.end_ts, coalesce(d.transfer_bytes, 0) AS transfer_bytes, CAST(d.variable AS nk_variable) AS variable,
-       CASE WHEN d.src_hbm THEN coalesce(nullif(d.read_bytes, 0), d.transfer_bytes, 0) ELSE 0 END AS hbm_read_bytes,
-       CASE WHEN d.dst_hbm THEN coalesce(nullif(d.write_bytes, 0), d.transfer_bytes, 0) ELSE 0 END AS hbm_write_bytes,
+SELECT d.id, d.start_ts, d.end_ts, coalesce(d.transfer_bytes, 0) AS transfer_bytes, k.variable_code AS variable,
+       CASE WHEN k.src_hbm THEN coalesce(nullif(d.read_bytes, 0), d.transfer_bytes, 0) ELSE 0 END AS hbm_read_bytes,
+       CASE WHEN k.dst_hbm THEN coalesce(nullif(d.write_bytes, 0), d.transfer_bytes, 0) ELSE 0 END AS hbm_write_bytes,
        d.write_num_sbuf_partitions, d.read_num_sbuf_partitions,
        coalesce(d.is_transpose_mode, false) AS is_transpose_mode,
-       coalesce(d.source LIKE '%INPUT%', false) AS is_load,
-       coalesce(d.source LIKE '%VIRTUAL%', false) AS is_spill_reload,
-       coalesce(d.dest LIKE '%VIRTUAL%', false) AS is_spill_save,
-       coalesce(d.dest LIKE '%OUTPUT%', false) AS is_store,
+       k.is_load, k.is_spill_reload, k.is_spill_save, k.is_store,
        x.out_id IS NOT NULL AS has_issuer, n.src AS issuer_src, coalesce(x.hbm_instruction, false) AS issuer_hbm
-FROM d LEFT JOIN _issuer x ON x.out_id = d.id
+FROM _raw_DmaPacketAggregated d
+JOIN k ON k.source IS NOT DISTINCT FROM d.source AND k.dest IS NOT DISTINCT FROM d.dest
+      AND k.variable IS NOT DISTINCT FROM d.variable
+LEFT JOIN _issuer x ON x.out_id = d.id
 LEFT JOIN names n ON enum_code(n.src) = x.code;
 
 -- name: issued_view
