@@ -3,13 +3,14 @@
 -- profiles by their source text. Ordered deterministically: most expensive first, then by location.
 WITH w AS (SELECT t0, t1 FROM win),
 compute AS (
-    SELECT src, sum(duration_ns) AS engine_ns, count(*) AS instructions,
-           sum(duration_ns) FILTER (WHERE engine = 'tensor') AS tensor_ns,
-           sum(duration_ns) FILTER (WHERE engine = 'vector') AS vector_ns,
-           sum(duration_ns) FILTER (WHERE engine = 'scalar') AS scalar_ns,
-           sum(duration_ns) FILTER (WHERE engine = 'gpsimd') AS gpsimd_ns
-    FROM inst, w
-    WHERE engine IN ('tensor', 'vector', 'scalar', 'gpsimd') AND src IS NOT NULL AND start_ts >= w.t0 AND start_ts < w.t1
+    -- inst_lines (prepare.sql): the compute engines' instructions within the window per engine and line
+    SELECT src, sum(engine_ns) AS engine_ns, sum(instructions) AS instructions,
+           sum(engine_ns) FILTER (WHERE engine = 'tensor') AS tensor_ns,
+           sum(engine_ns) FILTER (WHERE engine = 'vector') AS vector_ns,
+           sum(engine_ns) FILTER (WHERE engine = 'scalar') AS scalar_ns,
+           sum(engine_ns) FILTER (WHERE engine = 'gpsimd') AS gpsimd_ns
+    FROM inst_lines
+    WHERE src IS NOT NULL
     GROUP BY src
 ),
 dma AS (

@@ -195,3 +195,12 @@ WITH dma AS (
 SELECT CASE WHEN summary_ns IS NOT NULL THEN t1 - summary_ns ELSE first_ts END AS t0, t1, source,
        CASE WHEN summary_ns IS NOT NULL THEN 'Summary.total_time' ELSE 'window' END AS length_source
 FROM w;
+
+-- The compute engines' instructions within the window, counted and timed per (engine, line): engines.sql sums
+-- them per engine and lines.sql per line, from these few rows instead of a scan of every instruction each.
+CREATE OR REPLACE TEMP TABLE inst_lines AS
+WITH w AS (SELECT t0, t1 FROM win)
+SELECT engine, src, count(*) AS instructions, sum(duration_ns) AS engine_ns
+FROM inst, w
+WHERE engine IN ('tensor', 'vector', 'scalar', 'gpsimd') AND start_ts >= w.t0 AND start_ts < w.t1
+GROUP BY engine, src;
