@@ -146,8 +146,9 @@ def _timeline(profile: Profile) -> dict:
         if len(touched) == 0:
             continue
         lane = lanes.setdefault(name, [0.0] * TIMELINE_BINS)
-        for b in touched[touched < TIMELINE_BINS]:
-            lane[b] = min(1.0, float(ns[code, b] / width))
+        touched = touched[touched < TIMELINE_BINS]
+        for b, f in zip(touched.tolist(), np.minimum(ns[code, touched] / width, 1.0).tolist()):  # one division per array
+            lane[b] = f
     return {"bins": TIMELINE_BINS, "lanes": lanes}
 
 
