@@ -3,26 +3,18 @@ scales of index expressions, and block dims folded into the free dims. Each rewr
 against new on the file's cases (the legacy front end vs the current API); what cannot be rewritten exactly is a
 manual step at its line and is left in place."""
 
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from nkidev.migrate import migrate_file, migrate_source
-from nkidev.taskfile import load_task
+from nkidev.migrate import migrate_source
+
+from .legacy_pair import migrated
 
 pytest.importorskip("libcst")
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def migrated(tmp_path: Path, name: str):
-    path = tmp_path / name
-    shutil.copy(FIXTURES / name, path)
-    result = migrate_file(path, write=True)
-    assert Path(result.backup).read_text() == (FIXTURES / name).read_text()  # --write still keeps the original
-    return result, path.read_text(), load_task(path)
 
 
 def run(task, kernel: str, *args):

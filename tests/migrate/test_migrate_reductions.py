@@ -6,27 +6,20 @@ manual note where the rank is not shown. Also the legacy placement helpers nki-s
 a loop directive).
 Our own fixtures."""
 
-import shutil
 from pathlib import Path
 
 import libcst as cst
 import numpy as np
 import pytest
 
-from nkidev.migrate import migrate_file, migrate_source
+from nkidev.migrate import migrate_source
 from nkidev.migrate.ranks import TileRanks
-from nkidev.taskfile import load_task
+
+from .legacy_pair import migrated
 
 pytest.importorskip("libcst")
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def migrated(tmp_path: Path, name: str):
-    path = tmp_path / name
-    shutil.copy(FIXTURES / name, path)
-    result = migrate_file(path, write=True)
-    return result, path.read_text(), load_task(path)
 
 
 def run(task, kernel: str, *args):
