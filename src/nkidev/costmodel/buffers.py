@@ -53,31 +53,39 @@ class _Space:
         self.blocks: dict[int, int] = {}  # block start -> end
         self.ends: dict[int, int] = {}  # block end -> start
         self.next = 0  # the ring pointer: where the last placed tile ended
+        self.dirty: set[int] = set()  # leaves changed since the max-tree above them was last recomputed
         self.blocks[0], self.ends[self.units] = self.units, 0
         self.most[self.leaves] = self.units
         self._walk(0, 0)
 
     def _walk(self, a: int, b: int) -> None:
-        """Recompute the max-tree above the leaves of units `a` and `b` (whose values just changed)."""
+        """The leaves of units `a` and `b` just changed: their ancestors are recomputed before the next search
+        (`_settle`). Half the placements find their block at the ring pointer through `blocks` alone, so the
+        max-tree is brought up to date only when a search reads it, for all the leaves changed since at once."""
+        self.dirty.add(a)
+        self.dirty.add(b)
+
+    def _settle(self) -> None:
+        """Recompute the max-tree above the changed leaves, a level at a time (every leaf is at the same depth, so
+        each level's nodes read children already recomputed), stopping above nodes whose value is unchanged."""
         most, n = self.most, self.leaves
-        i, j = (a + n) >> 1, (b + n) >> 1
-        while i != j:  # two paths until they meet
-            left, right = most[2 * i], most[2 * i + 1]
-            most[i] = left if left > right else right
-            left, right = most[2 * j], most[2 * j + 1]
-            most[j] = left if left > right else right
-            i >>= 1
-            j >>= 1
-        while i:
-            left, right = most[2 * i], most[2 * i + 1]
-            m = left if left > right else right
-            if most[i] == m:
-                break  # its ancestors already hold this maximum
-            most[i] = m
-            i >>= 1
+        nodes = {(leaf + n) >> 1 for leaf in self.dirty}
+        self.dirty.clear()
+        while nodes:
+            above = set()
+            for i in nodes:
+                left, right = most[2 * i], most[2 * i + 1]
+                m = left if left > right else right
+                if most[i] != m:
+                    most[i] = m
+                    if i > 1:
+                        above.add(i >> 1)
+            nodes = above
 
     def _first_fit(self, lo: int, size: int) -> int | None:
         """The start of the first block at or after unit `lo` with at least `size` units, if any."""
+        if self.dirty:
+            self._settle()
         most, i = self.most, lo + self.leaves
         if most[i] >= size:
             return lo
@@ -111,6 +119,8 @@ class _Space:
 
     def _last_start(self, hi: int) -> int | None:
         """The start of the last block at or before unit `hi`, if any."""
+        if self.dirty:
+            self._settle()
         most, i = self.most, hi + self.leaves
         if most[i]:
             return hi
