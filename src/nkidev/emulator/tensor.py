@@ -193,11 +193,7 @@ class Storage:
         self.unfilled = self.spans = None
         if self.pending is UNFILLED:
             self.pending = None
-        if fill.__class__ is CopyFill:
-            COPIES[0] += 1
-            fill.copy(self.array, spans)
-            return
-        FILLS[0] += 1
+        (COPIES if fill.__class__ is CopyFill else FILLS)[0] += 1
         if spans is None:
             fill.into(self.array)
             return
@@ -206,10 +202,10 @@ class Storage:
         at = 0
         for lo, hi in spans:
             if lo > at:
-                fill.into(flat[at // item : lo // item])
+                fill.part(flat, at // item, lo // item)
             at = hi
         if at < self.nbytes:
-            fill.into(flat[at // item :])
+            fill.part(flat, at // item, flat.size)
 
     def wrote(self, lo: int, hi: int) -> None:
         """An instruction is about to overwrite bytes [lo, hi) of this fresh allocation in full (each byte, no
@@ -307,6 +303,10 @@ class Fill:
         else:
             array[...] = self.value
 
+    def part(self, flat: np.ndarray, lo: int, hi: int) -> None:
+        """Elements [lo, hi) of the storage's flat array (the bytes no write covered: Storage.fill_rest)."""
+        self.into(flat[lo:hi])
+
 
 class _Unfilled:
     """Storage.pending of a lazily filled storage with nothing else pending (Storage.flush fills it)."""
@@ -357,26 +357,21 @@ def _fresh_array(shape: tuple, dtype: np.dtype) -> np.ndarray:
 class CopyFill:
     """The fill of a tile a DMA copies lazily: the source view (same dtype and shape as the tile's data)."""
 
-    __slots__ = ("src", "source")
+    __slots__ = ("src", "source", "_flat")
 
     def __init__(self, src: np.ndarray, source: Storage):
-        self.src, self.source = src, source
+        self.src, self.source, self._flat = src, source, None
 
-    def copy(self, array: np.ndarray, spans: list | None) -> None:
-        """Copy the source into the tile's array, except the byte spans written since."""
-        if spans is None:
-            array.reshape(self.src.shape)[...] = self.src
-            return
-        flat = array.reshape(-1)
-        src = self.src.reshape(-1)  # a copy when strided: rare (a lazily copied tile written in part)
-        item = flat.itemsize
-        at = 0
-        for lo, hi in spans:
-            if lo > at:
-                flat[at // item : lo // item] = src[at // item : lo // item]
-            at = hi
-        if at < flat.nbytes:
-            flat[at // item :] = src[at // item :]
+    def into(self, array: np.ndarray) -> None:
+        """Copy the whole source into the tile's array (nothing written since)."""
+        array.reshape(self.src.shape)[...] = self.src
+
+    def part(self, flat: np.ndarray, lo: int, hi: int) -> None:
+        """Copy elements [lo, hi) of the source, flat, into the tile's flat array (Storage.fill_rest: the bytes no
+        write covered since the DMA)."""
+        if self._flat is None:
+            self._flat = self.src.reshape(-1)  # a copy when strided: rare (a lazily copied tile written in part)
+        flat[lo:hi] = self._flat[lo:hi]
 
 
 def copy_lazily(dst: Storage, src: np.ndarray, source: Storage) -> None:
