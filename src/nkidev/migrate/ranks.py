@@ -13,7 +13,7 @@ import libcst as cst
 
 from nkidev.legacy import isa as L
 from nkidev.legacy import language as LN
-from nkidev.migrate.common import code, literal_int
+from nkidev.migrate.common import arg_value, code, literal_int
 
 Target = Callable[[cst.BaseExpression], tuple[str | None, str | None]]
 
@@ -208,11 +208,11 @@ class TileRanks:
         if (kind, name) in _RANK_TWO:
             return 2
         if kind == "language" and name in _ALLOCATIONS:
-            return self._shape_rank(_arg(value, 0, "shape"))
+            return self._shape_rank(arg_value(value, 0, "shape"))
         if kind == "language" and name == "broadcast_to":
-            return self._shape_rank(_arg(value, 1, "shape"))
+            return self._shape_rank(arg_value(value, 1, "shape"))
         if kind == "language" and name in _LIKE:
-            return self._rank(_arg(value, 0, "a") or cst.Name("_"))
+            return self._rank(arg_value(value, 0, "a") or cst.Name("_"))
         if kind == "language" and name in _REDUCTIONS:
             return self._reduced_rank(value)
         if (kind == "language" and name in _SAME_RANK_LANGUAGE) or (kind == "isa" and name in _SAME_RANK_ISA):
@@ -246,8 +246,8 @@ class TileRanks:
         return ranks.pop() if len(ranks) == 1 else None
 
     def _reduced_rank(self, call: cst.Call) -> int | None:
-        rank = self._rank(_arg(call, 0, "x") or cst.Name("_"))
-        axis = _arg(call, 1, "axis")
+        rank = self._rank(arg_value(call, 0, "x") or cst.Name("_"))
+        axis = arg_value(call, 1, "axis")
         if rank is None or axis is None:
             return None
         keep = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "keepdims"), None)
@@ -291,14 +291,6 @@ class TileRanks:
             return None
         rank = kept + missing
         return rank if rank >= 2 else None  # a 1-d result: its shape differs between the legacy API and this
-
-
-def _arg(call: cst.Call, position: int, name: str) -> cst.BaseExpression | None:
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == name:
-            return a.value
-    positional = [a for a in call.args if a.keyword is None]
-    return positional[position].value if position < len(positional) else None
 
 
 def _is_number(node: cst.BaseExpression) -> bool:
